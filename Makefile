@@ -1,0 +1,62 @@
+# The two commands: `make run` and `make test`. Everything else is a convenience.
+BUILD      ?= build
+JOBS       ?= $(shell nproc)
+CMAKE_ARGS ?=
+SMTP       ?= 127.0.0.1:1025
+HTTP       ?= 127.0.0.1:8025
+
+.PHONY: all deps configure build run test test-asan test-tsan fuzz clean format
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+
+configure: deps $(BUILD)/build.ninja
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	@echo ""
+	@echo "inletd: SMTP on $(SMTP), HTTP on http://$(HTTP)/ (memory store)"
+	@echo "  send:  swaks --server $(SMTP) --to someone@example.com"
+	@echo "  list:  curl http://$(HTTP)/api/v1/messages"
+	@echo "  look:  open http://$(HTTP)/ in a browser"
+	@echo ""
+	exec $(BUILD)/bin/inletd --smtp $(SMTP) --listen $(HTTP) --store memory
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
+
+# ASan + UBSan build of the whole suite (benchmarks run as smoke tests too).
+test-asan: deps
+	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1" -DINLET_SANITIZE=address,undefined $(CMAKE_ARGS)
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS) --timeout 900 -LE bench-smoke
+
+# TSan build, for the pool and the multi-threaded parts (label "tsan").
+test-tsan: deps
+	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1" -DINLET_SANITIZE=thread -DINLET_BENCH=OFF $(CMAKE_ARGS)
+	cmake --build build-tsan -j $(JOBS)
+	cd build-tsan && ctest --output-on-failure -j $(JOBS) --timeout 900 -L tsan
+
+# libFuzzer targets (clang-19), each run briefly over its corpus.
+fuzz: deps
+	CC=clang-19 CXX=clang++-19 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DINLET_FUZZ=ON -DINLET_BENCH=OFF \
+	  -DINLET_SANITIZE=address,undefined $(CMAKE_ARGS)
+	cmake --build build-fuzz -j $(JOBS)
+	bash scripts/run-fuzzers.sh build-fuzz $(FUZZ_SECONDS)
+
+clean:
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz
+
+format:
+	find . -path ./build\* -prune -o \( -name '*.cpp' -o -name '*.hpp' \) -print | xargs clang-format-19 -i

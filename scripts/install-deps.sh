@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs every Debian package inlet needs to build, test and benchmark.
+# Idempotent: only packages that are missing are installed. Safe to run often.
+set -euo pipefail
+
+PKGS=(
+  # toolchain
+  g++ cmake ninja-build make pkg-config git ca-certificates
+  clang-19 lld-19 libclang-rt-19-dev
+  # libraries
+  libboost1.81-dev libboost-context1.81-dev libboost-json1.81-dev
+  libpq-dev libssl-dev liburing-dev libhyperscan-dev libgmime-3.0-dev
+  libgtest-dev libgmock-dev googletest libbenchmark-dev
+  libfmt-dev libspdlog-dev libcli11-dev
+  # test peers and tools
+  postgresql-15 swaks curl postfix python3 valgrind
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+# postfix asks a question at install; answer it so the daemon is not configured.
+echo "postfix postfix/main_mailer_type select No configuration" | $SUDO debconf-set-selections
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

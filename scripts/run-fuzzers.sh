@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer binary in BUILD/bin for a few seconds each over its corpus.
+#   scripts/run-fuzzers.sh BUILD [SECONDS]
+set -euo pipefail
+BUILD=${1:-build-fuzz}
+SECS=${2:-10}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+status=0
+for f in "$BUILD"/bin/fuzz_*; do
+  case "$f" in *_replay) continue;; esac
+  [ -x "$f" ] || continue
+  name=$(basename "$f")
+  corpus=$(find "$ROOT" -path "$ROOT/build*" -prune -o -type d -path "*/fuzz/corpus/$name" -print | head -1)
+  work=$(mktemp -d)
+  echo "== $name ($SECS s)"
+  if ! "$f" -max_total_time="$SECS" -rss_limit_mb=2048 -artifact_prefix="$work/" "$work" ${corpus:+"$corpus"} >"$work/log" 2>&1; then
+    echo "FAILED: $name"; tail -40 "$work/log"; status=1
+  else
+    tail -1 "$work/log"
+  fi
+  rm -rf "$work"
+done
+exit $status

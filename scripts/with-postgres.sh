@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs a command against a throwaway PostgreSQL 15 cluster, then removes the cluster.
+#   scripts/with-postgres.sh COMMAND [ARGS...]
+# The command sees INLET_PG_DSN (a libpq URI), PGHOST/PGPORT/PGUSER/PGDATABASE and
+# INLET_PG_BIN (the server's bin dir, for tests that stop and start the server) and
+# INLET_PG_DATA. Set INLET_PG_FSYNC=on for durability tests (fsync off by default).
+set -euo pipefail
+
+P=${INLET_PG_BIN:-/usr/lib/postgresql/15/bin}
+if [ ! -x "$P/initdb" ]; then
+  echo "with-postgres: $P/initdb not found (run scripts/install-deps.sh)" >&2
+  exit 1
+fi
+
+T=$(mktemp -d /tmp/inlet-pg.XXXXXX)
+as_pg() {
+  if [ "$(id -u)" = "0" ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+if [ "$(id -u)" = "0" ]; then chown postgres "$T"; fi
+chmod 700 "$T"
+
+cleanup() {
+  as_pg "$P/pg_ctl" -D "$T/data" -m immediate -w stop >/dev/null 2>&1 || true
+  rm -rf "$T"
+}
+trap cleanup EXIT INT TERM
+
+as_pg "$P/initdb" -D "$T/data" -U postgres -A trust -E UTF8 --no-locale --no-sync >"$T/initdb.log" 2>&1 \
+  || { cat "$T/initdb.log" >&2; exit 1; }
+
+FSYNC=${INLET_PG_FSYNC:-off}
+started=0
+for attempt in 1 2 3 4 5 6 7 8; do
+  PORT=$(( 20000 + (RANDOM % 10000) ))
+  if as_pg "$P/pg_ctl" -D "$T/data" -l "$T/pg.log" -w -t 30 \
+      -o "-c listen_addresses=127.0.0.1 -p $PORT -k $T -c fsync=$FSYNC -c max_connections=200" \
+      start >/dev/null 2>&1; then
+    started=1; break
+  fi
+done
+if [ $started != 1 ]; then
+  echo "with-postgres: could not start PostgreSQL" >&2; cat "$T/pg.log" >&2; exit 1
+fi
+
+export PGHOST=127.0.0.1 PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
+export INLET_PG_DSN="postgresql://postgres@127.0.0.1:$PORT/postgres"
+export INLET_PG_BIN="$P" INLET_PG_DATA="$T/data" INLET_PG_SOCKDIR="$T"
+set +e
+"$@"
+rc=$?
+set -e
+exit $rc
