@@ -44,7 +44,7 @@ test-asan: deps
 test-tsan: deps
 	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1" -DINLET_SANITIZE=thread -DINLET_BENCH=OFF $(CMAKE_ARGS)
-	cmake --build build-tsan -j $(JOBS)
+	cmake --build build-tsan -j $(JOBS) --target inlet_tsan_tests
 	cd build-tsan && ctest --output-on-failure -j $(JOBS) --timeout 900 -L tsan
 
 # libFuzzer targets (clang-19), each run briefly over its corpus.
@@ -52,7 +52,7 @@ fuzz: deps
 	CC=clang-19 CXX=clang++-19 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DINLET_FUZZ=ON -DINLET_BENCH=OFF \
 	  -DINLET_SANITIZE=address,undefined $(CMAKE_ARGS)
-	cmake --build build-fuzz -j $(JOBS)
+	cmake --build build-fuzz -j $(JOBS) --target inlet_fuzzers
 	bash scripts/run-fuzzers.sh build-fuzz $(FUZZ_SECONDS)
 
 clean:

@@ -11,6 +11,12 @@
 
 set(INLET_ROOT ${CMAKE_CURRENT_LIST_DIR}/..)
 
+# Aggregates, so sanitizer/fuzz builds compile only what they run:
+#   cmake --build B --target inlet_tsan_tests   (tests labelled tsan)
+#   cmake --build B --target inlet_fuzzers      (libFuzzer binaries, INLET_FUZZ=ON)
+add_custom_target(inlet_tsan_tests)
+add_custom_target(inlet_fuzzers)
+
 function(inlet_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra
     $<$<BOOL:${INLET_WERROR}>:-Werror>)
@@ -37,6 +43,9 @@ function(inlet_add_test name)
     set(A_TIMEOUT 300)
   endif()
   set_tests_properties(${name} PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "unit;${A_LABELS}")
+  if("tsan" IN_LIST A_LABELS)
+    add_dependencies(inlet_tsan_tests ${name})
+  endif()
 endfunction()
 
 function(inlet_add_pgtest name)
@@ -49,6 +58,9 @@ function(inlet_add_pgtest name)
     set(A_TIMEOUT 600)
   endif()
   set_tests_properties(${name} PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "pg;${A_LABELS}")
+  if("tsan" IN_LIST A_LABELS)
+    add_dependencies(inlet_tsan_tests ${name})
+  endif()
 endfunction()
 
 function(inlet_add_fuzzer name)
@@ -68,6 +80,7 @@ function(inlet_add_fuzzer name)
     target_link_options(${name} PRIVATE -fsanitize=fuzzer)
     target_link_libraries(${name} PRIVATE ${A_LIBS})
     inlet_warnings(${name})
+    add_dependencies(inlet_fuzzers ${name})
   endif()
 endfunction()
 

@@ -1,0 +1,473 @@
+#!/usr/bin/env python3
+"""End-to-end tests of inletd with real clients that no one here wrote.
+
+Each test class starts its own inletd on 127.0.0.1 with port 0 (inletd prints the bound
+addresses), talks SMTP to it with Python's smtplib, raw sockets, swaks, curl and Postfix's
+smtp-source, and reads every message back through the HTTP API, byte for byte.
+
+    e2e_test.py --inletd build/bin/inletd [unittest args]
+"""
+import argparse
+import email
+import email.policy
+import json
+import os
+import re
+import shutil
+import signal
+import smtplib
+import socket
+import subprocess
+import sys
+import threading
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+INLETD = None
+DEADLINE = 30.0  # seconds any single wait may take
+
+
+class Inletd:
+    """A running inletd process bound to loopback ports chosen by the kernel."""
+
+    def __init__(self, *extra):
+        args = [INLETD, "--smtp", "127.0.0.1:0", "--listen", "127.0.0.1:0",
+                "--hostname", "mx.test.example"] + list(extra)
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, bufsize=1)
+        self.smtp_port = None
+        self.http_port = None
+        self.log = []
+        end = time.monotonic() + DEADLINE
+        while time.monotonic() < end and (self.smtp_port is None or self.http_port is None):
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            self.log.append(line)
+            m = re.search(r"smtp listening on 127\.0\.0\.1:(\d+)", line)
+            if m:
+                self.smtp_port = int(m.group(1))
+            m = re.search(r"http listening on 127\.0\.0\.1:(\d+)", line)
+            if m:
+                self.http_port = int(m.group(1))
+        if self.smtp_port is None or self.http_port is None:
+            self.proc.kill()
+            raise RuntimeError("inletd did not start:\n" + "".join(self.log))
+        # Keep draining stdout so the server never blocks on a full pipe.
+        self._drain = threading.Thread(target=self._drain_output, daemon=True)
+        self._drain.start()
+
+    def _drain_output(self):
+        for line in self.proc.stdout:
+            self.log.append(line)
+
+    def url(self, path):
+        return f"http://127.0.0.1:{self.http_port}{path}"
+
+    def get(self, path):
+        with urllib.request.urlopen(self.url(path), timeout=DEADLINE) as r:
+            return r.status, r.headers, r.read()
+
+    def get_json(self, path):
+        status, _, body = self.get(path)
+        return json.loads(body)
+
+    def delete_all(self):
+        req = urllib.request.Request(self.url("/api/v1/messages"), method="DELETE")
+        with urllib.request.urlopen(req, timeout=DEADLINE) as r:
+            return r.status
+
+    def messages(self, limit=1000):
+        return self.get_json(f"/api/v1/messages?limit={limit}")
+
+    def raw(self, msg_id):
+        return self.get(f"/api/v1/message/{msg_id}/raw")[2]
+
+    def find(self, subject):
+        for m in self.messages()["messages"]:
+            if m["Subject"] == subject:
+                return m
+        return None
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                return self.proc.wait(timeout=DEADLINE)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise
+        return self.proc.returncode
+
+
+def smtp_dialog(port, chunks, read_until_close=False, timeout=10.0):
+    """Sends each chunk in one write, collects the replies; returns the reply text."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    out = b""
+    try:
+        out += recv_reply(s)  # greeting
+        for c in chunks:
+            s.sendall(c)
+            out += recv_available(s)
+        if read_until_close:
+            while True:
+                d = s.recv(65536)
+                if not d:
+                    break
+                out += d
+    finally:
+        s.close()
+    return out.decode("latin-1")
+
+
+def recv_reply(s):
+    """Reads one complete (possibly multi-line) reply."""
+    buf = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            return buf
+        buf += d
+        lines = buf.split(b"\r\n")
+        if len(lines) >= 2 and re.match(rb"^\d{3} ", lines[-2]):
+            return buf
+
+
+def recv_available(s, settle=0.3):
+    """Reads replies until the server has been quiet for `settle` seconds."""
+    buf = b""
+    s.settimeout(settle)
+    end = time.monotonic() + DEADLINE
+    while time.monotonic() < end:
+        try:
+            d = s.recv(65536)
+        except socket.timeout:
+            if buf.endswith(b"\r\n"):
+                break
+            continue
+        if not d:
+            break
+        buf += d
+    s.settimeout(10.0)
+    return buf
+
+
+def wait_for(pred, what, timeout=DEADLINE):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def make_message(subject, body, frm="Alice Example <alice@sender.example>",
+                 to="bob@inbox.test.example", extra=""):
+    return (f"From: {frm}\r\nTo: {to}\r\nSubject: {subject}\r\n"
+            f"Date: Sun, 22 Nov 2026 10:00:00 +0000\r\nMessage-ID: <{subject.replace(' ', '.')}@sender.example>\r\n"
+            f"{extra}MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n{body}")
+
+
+class Base(unittest.TestCase):
+    extra_args = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Inletd(*cls.extra_args)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+
+    def setUp(self):
+        self.srv.delete_all()
+
+
+class DeliveryTest(Base):
+    def send_smtplib(self, msg_bytes, rcpts=("bob@inbox.test.example",)):
+        with smtplib.SMTP("127.0.0.1", self.srv.smtp_port, timeout=DEADLINE) as c:
+            c.ehlo("client.example")
+            c.sendmail("alice@sender.example", list(rcpts), msg_bytes)
+
+    def test_smtplib_roundtrip_byte_exact(self):
+        body = "Hello Bob,\r\n.a line that starts with a dot\r\n..two dots\r\n.\r\nnot the end\r\n"
+        msg = make_message("smtplib roundtrip", body).encode()
+        self.send_smtplib(msg)
+        m = wait_for(lambda: self.srv.find("smtplib roundtrip"), "message in store")
+        self.assertEqual(m["From"]["Address"], "alice@sender.example")
+        self.assertEqual(m["From"]["Name"], "Alice Example")
+        self.assertEqual([t["Address"] for t in m["To"]], ["bob@inbox.test.example"])
+        self.assertEqual(m["Size"], len(msg))
+        self.assertEqual(self.srv.raw(m["ID"]), msg)
+
+    def test_message_detail(self):
+        msg = make_message("detail view", "Some text for the detail view.\r\n",
+                           extra="Cc: Carol <carol@x.example>\r\n").encode()
+        self.send_smtplib(msg, rcpts=("bob@inbox.test.example", "carol@x.example"))
+        m = wait_for(lambda: self.srv.find("detail view"), "message in store")
+        d = self.srv.get_json(f"/api/v1/message/{m['ID']}")
+        self.assertEqual(d["ID"], m["ID"])
+        self.assertEqual(d["Subject"], "detail view")
+        self.assertEqual(d["MessageID"], "detail.view@sender.example")
+        self.assertEqual(d["Cc"][0]["Address"], "carol@x.example")
+        self.assertIn("Some text for the detail view.", d["Text"])
+        self.assertEqual(d["Envelope"]["From"], "alice@sender.example")
+        self.assertEqual(sorted(d["Envelope"]["To"]), ["bob@inbox.test.example", "carol@x.example"])
+
+    def test_eight_bit_body_with_8bitmime(self):
+        body = "Gr\u00fc\u00dfe aus M\u00fcnchen \u2014 \u65e5\u672c\u8a9e\r\n"
+        msg = make_message("eight bit", body).encode("utf-8")
+        with smtplib.SMTP("127.0.0.1", self.srv.smtp_port, timeout=DEADLINE) as c:
+            c.ehlo()
+            self.assertTrue(c.has_extn("8bitmime"))
+            c.sendmail("alice@sender.example", ["bob@inbox.test.example"], msg,
+                       mail_options=["BODY=8BITMIME"])
+        m = wait_for(lambda: self.srv.find("eight bit"), "message in store")
+        self.assertEqual(self.srv.raw(m["ID"]), msg)
+
+    def test_listing_newest_first_and_paging(self):
+        for i in range(5):
+            self.send_smtplib(make_message(f"page {i}", f"message {i}\r\n").encode())
+        wait_for(lambda: self.srv.messages()["total"] == 5, "5 messages")
+        all_ = self.srv.messages()
+        self.assertEqual([m["Subject"] for m in all_["messages"]],
+                         [f"page {i}" for i in range(4, -1, -1)])
+        p = self.srv.get_json("/api/v1/messages?start=1&limit=2")
+        self.assertEqual(p["total"], 5)
+        self.assertEqual(p["start"], 1)
+        self.assertEqual(p["messages_count"], 2)
+        self.assertEqual([m["Subject"] for m in p["messages"]], ["page 3", "page 2"])
+
+    def test_delete_by_id_and_all(self):
+        for i in range(3):
+            self.send_smtplib(make_message(f"del {i}", "x\r\n").encode())
+        wait_for(lambda: self.srv.messages()["total"] == 3, "3 messages")
+        victim = self.srv.find("del 1")["ID"]
+        req = urllib.request.Request(self.srv.url("/api/v1/messages"), method="DELETE",
+                                     data=json.dumps({"IDs": [victim]}).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=DEADLINE) as r:
+            self.assertEqual(r.status, 200)
+        self.assertEqual(sorted(m["Subject"] for m in self.srv.messages()["messages"]),
+                         ["del 0", "del 2"])
+        with self.assertRaises(urllib.error.HTTPError) as cm:
+            self.srv.get(f"/api/v1/message/{victim}")
+        self.assertEqual(cm.exception.code, 404)
+        self.srv.delete_all()
+        self.assertEqual(self.srv.messages()["total"], 0)
+
+    def test_pipelined_transaction_raw_socket(self):
+        body = make_message("pipelined", "piped body\r\n..dot\r\n").encode()
+        stuffed = body.replace(b"\r\n.", b"\r\n..")
+        out = smtp_dialog(self.srv.smtp_port, [
+            b"EHLO pipe.example\r\n",
+            b"MAIL FROM:<p@sender.example>\r\nRCPT TO:<a@inbox.test.example>\r\n"
+            b"RCPT TO:<b@inbox.test.example>\r\nDATA\r\n",
+            stuffed + b"\r\n.\r\nQUIT\r\n",
+        ], read_until_close=True)
+        self.assertIn("250-PIPELINING", out)
+        codes = re.findall(r"^(\d{3})[ -]", out, re.M)
+        # greeting, EHLO lines..., MAIL, RCPT, RCPT, DATA(354), end of data(250), QUIT(221)
+        self.assertEqual(codes[-6:], ["250", "250", "250", "354", "250", "221"])
+        m = wait_for(lambda: self.srv.find("pipelined"), "message in store")
+        self.assertEqual(self.srv.raw(m["ID"]), body + b"\r\n")
+
+    def test_terminator_split_across_writes(self):
+        msg = make_message("split end", "split terminator\r\n").encode()
+        s = socket.create_connection(("127.0.0.1", self.srv.smtp_port), timeout=10)
+        try:
+            recv_reply(s)
+            for cmd in (b"HELO a\r\n", b"MAIL FROM:<a@b.example>\r\n", b"RCPT TO:<c@d.example>\r\n",
+                        b"DATA\r\n"):
+                s.sendall(cmd)
+                recv_reply(s)
+            s.sendall(msg)
+            for piece in (b"\r", b"\n", b".", b"\r", b"\n"):
+                time.sleep(0.05)
+                s.sendall(piece)
+            self.assertTrue(recv_reply(s).startswith(b"250"))
+        finally:
+            s.close()
+        m = wait_for(lambda: self.srv.find("split end"), "message in store")
+        self.assertEqual(self.srv.raw(m["ID"]), msg)
+
+    def test_swaks(self):
+        swaks = shutil.which("swaks")
+        if not swaks:
+            self.skipTest("swaks not installed")
+        r = subprocess.run([swaks, "--server", f"127.0.0.1:{self.srv.smtp_port}",
+                            "--to", "someone@inbox.test.example", "--from", "swaks@sender.example",
+                            "--header", "Subject: via swaks", "--body", "Sent with swaks.",
+                            "--pipeline"],
+                           capture_output=True, text=True, timeout=DEADLINE)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        m = wait_for(lambda: self.srv.find("via swaks"), "swaks message")
+        raw = self.srv.raw(m["ID"])
+        self.assertIn(b"Sent with swaks.", raw)
+        self.assertIn(b"To: someone@inbox.test.example", raw)
+
+    def test_curl(self):
+        curl = shutil.which("curl")
+        if not curl:
+            self.skipTest("curl not installed")
+        msg = make_message("via curl", "Sent with curl.\r\n.leading dot\r\n").encode()
+        r = subprocess.run([curl, "-sS", f"smtp://127.0.0.1:{self.srv.smtp_port}/client.example",
+                            "--mail-from", "curl@sender.example",
+                            "--mail-rcpt", "x@inbox.test.example", "--upload-file", "-"],
+                           input=msg, capture_output=True, timeout=DEADLINE)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        m = wait_for(lambda: self.srv.find("via curl"), "curl message")
+        self.assertEqual(self.srv.raw(m["ID"]), msg)
+
+    def test_web_page_served(self):
+        status, headers, body = self.srv.get("/")
+        self.assertEqual(status, 200)
+        self.assertIn("text/html", headers.get("Content-Type", ""))
+        self.assertIn(b"<html", body.lower())
+
+
+class BadInputTest(Base):
+    extra_args = ("--max-message-size", "20000")
+
+    def test_overlong_command_line(self):
+        out = smtp_dialog(self.srv.smtp_port, [b"EHLO x\r\n", b"MAIL FROM:<" + b"a" * 5000 + b"@x>\r\n",
+                                               b"NOOP\r\n"])
+        self.assertRegex(out, r"\n500 5\.5\.6 ")
+        self.assertRegex(out, r"\n250 2\.0\.0 ")  # the session goes on after the error
+
+    def test_unknown_command(self):
+        out = smtp_dialog(self.srv.smtp_port, [b"EHLO x\r\n", b"FROB\r\n"])
+        self.assertRegex(out, r"\n500 5\.5\.[12] ")
+
+    def test_out_of_sequence(self):
+        out = smtp_dialog(self.srv.smtp_port, [b"EHLO x\r\n", b"RCPT TO:<a@b.example>\r\n",
+                                               b"DATA\r\n"])
+        self.assertEqual(len(re.findall(r"\n503 5\.5\.1 ", out)), 2, out)
+
+    def test_size_declared_too_big(self):
+        out = smtp_dialog(self.srv.smtp_port, [b"EHLO x\r\n", b"MAIL FROM:<a@b.example> SIZE=999999\r\n"])
+        self.assertIn("250-SIZE 20000", out)
+        self.assertRegex(out, r"\n552 5\.3\.4 ")
+
+    def test_data_over_size_limit(self):
+        big = b"Subject: too big\r\n\r\n" + (b"x" * 998 + b"\r\n") * 30
+        out = smtp_dialog(self.srv.smtp_port, [b"EHLO x\r\n", b"MAIL FROM:<a@b.example>\r\n",
+                                               b"RCPT TO:<c@d.example>\r\n", b"DATA\r\n",
+                                               big + b".\r\n", b"NOOP\r\n"])
+        self.assertRegex(out, r"\n552 5\.3\.4 ")
+        self.assertRegex(out, r"\n250 2\.0\.0 ")
+        self.assertIsNone(self.srv.find("too big"))
+
+    def test_disconnect_mid_data_stores_nothing(self):
+        s = socket.create_connection(("127.0.0.1", self.srv.smtp_port), timeout=10)
+        recv_reply(s)
+        for cmd in (b"EHLO x\r\n", b"MAIL FROM:<a@b.example>\r\n", b"RCPT TO:<c@d.example>\r\n", b"DATA\r\n"):
+            s.sendall(cmd)
+            recv_reply(s)
+        s.sendall(b"Subject: half\r\n\r\nhalf a message\r\n")
+        s.close()
+        # A later message goes through: the server keeps serving.
+        with smtplib.SMTP("127.0.0.1", self.srv.smtp_port, timeout=DEADLINE) as c:
+            c.sendmail("a@b.example", ["c@d.example"], make_message("after half", "ok\r\n").encode())
+        wait_for(lambda: self.srv.find("after half"), "next message")
+        self.assertIsNone(self.srv.find("half"))
+        self.assertEqual(self.srv.messages()["total"], 1)
+
+    def test_eight_bit_header_without_declaration_is_accepted_as_is(self):
+        # Policy (docs/smtp.md): undeclared 8-bit data is accepted and stored unchanged.
+        msg = "Subject: undeclared 8bit\r\n\r\nd\u00e9j\u00e0 vu\r\n".encode("utf-8")
+        with smtplib.SMTP("127.0.0.1", self.srv.smtp_port, timeout=DEADLINE) as c:
+            c.sendmail("a@b.example", ["c@d.example"], msg)
+        m = wait_for(lambda: self.srv.find("undeclared 8bit"), "8-bit message")
+        self.assertEqual(self.srv.raw(m["ID"]), msg)
+
+    def test_smuggling_lookalike_does_not_end_message(self):
+        # "\n.\n" and "\r\n.\n" are not the end of data: they stay inside the message.
+        body = (b"Subject: smuggle\r\n\r\nline one\n.\nMAIL FROM:<evil@x.example>\r\n"
+                b"line two\r\n.\nRCPT TO:<victim@x.example>\r\n")
+        out = smtp_dialog(self.srv.smtp_port, [b"EHLO x\r\n", b"MAIL FROM:<a@b.example>\r\n",
+                                               b"RCPT TO:<c@d.example>\r\n", b"DATA\r\n",
+                                               body + b"\r\n.\r\n"])
+        self.assertEqual(len(re.findall(r"\n250 2\.0\.0 Ok", out)), 1, out)
+        m = wait_for(lambda: self.srv.find("smuggle"), "smuggling message")
+        self.assertEqual(self.srv.messages()["total"], 1)
+        self.assertIn(b"MAIL FROM:<evil@x.example>", self.srv.raw(m["ID"]))
+
+    def test_bad_client_does_not_block_others(self):
+        stall = socket.create_connection(("127.0.0.1", self.srv.smtp_port), timeout=10)
+        try:
+            recv_reply(stall)
+            stall.sendall(b"EHLO slow\r\nMAIL FROM:<a@b.example>\r\nRCPT TO:<c@d.example>\r\nDATA\r\n")
+            stall.sendall(b"Subject: stalled\r\n\r\npartial")
+            with smtplib.SMTP("127.0.0.1", self.srv.smtp_port, timeout=DEADLINE) as c:
+                c.sendmail("a@b.example", ["c@d.example"], make_message("while stalled", "ok\r\n").encode())
+            wait_for(lambda: self.srv.find("while stalled"), "message while another client stalls")
+        finally:
+            stall.close()
+
+
+class LoadTest(Base):
+    extra_args = ("--max-messages", "100000")
+
+    def test_smtp_source_all_messages_arrive(self):
+        src = shutil.which("smtp-source") or "/usr/sbin/smtp-source"
+        if not os.path.exists(src):
+            self.skipTest("postfix smtp-source not installed")
+        n = 400
+        r = subprocess.run([src, "-d", "-s", "8", "-S", "load", "-m", str(n), "-l", "9000", "-f", "load@sender.example",
+                            "-t", "sink@inbox.test.example", f"127.0.0.1:{self.srv.smtp_port}"],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        wait_for(lambda: self.srv.messages(limit=1)["total"] == n, f"{n} messages")
+        m = self.srv.messages(limit=1)["messages"][0]
+        self.assertGreaterEqual(m["Size"], 9000)
+
+
+class EvictionTest(Base):
+    extra_args = ("--max-messages", "3")
+
+    def test_oldest_evicted(self):
+        for i in range(5):
+            with smtplib.SMTP("127.0.0.1", self.srv.smtp_port, timeout=DEADLINE) as c:
+                c.sendmail("a@b.example", ["c@d.example"], make_message(f"evict {i}", "x\r\n").encode())
+        wait_for(lambda: self.srv.find("evict 4"), "last message")
+        self.assertEqual([m["Subject"] for m in self.srv.messages()["messages"]],
+                         ["evict 4", "evict 3", "evict 2"])
+
+
+class ShutdownTest(unittest.TestCase):
+    def test_sigterm_finishes_transaction_in_flight(self):
+        srv = Inletd()
+        try:
+            s = socket.create_connection(("127.0.0.1", srv.smtp_port), timeout=10)
+            recv_reply(s)
+            for cmd in (b"EHLO x\r\n", b"MAIL FROM:<a@b.example>\r\n", b"RCPT TO:<c@d.example>\r\n",
+                        b"DATA\r\n"):
+                s.sendall(cmd)
+                recv_reply(s)
+            s.sendall(b"Subject: in flight\r\n\r\nbody\r\n")
+            srv.proc.send_signal(signal.SIGTERM)
+            time.sleep(0.3)
+            # New connections are refused or told to go away while we finish.
+            s.sendall(b".\r\n")
+            self.assertTrue(recv_reply(s).startswith(b"250"))
+            s.sendall(b"MAIL FROM:<a@b.example>\r\n")
+            self.assertTrue(recv_reply(s).startswith(b"421"))
+            s.close()
+            self.assertEqual(srv.proc.wait(timeout=DEADLINE), 0)
+        finally:
+            if srv.proc.poll() is None:
+                srv.proc.kill()
+                srv.proc.wait()
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--inletd", required=True)
+    args, rest = ap.parse_known_args()
+    INLETD = os.path.abspath(args.inletd)
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
