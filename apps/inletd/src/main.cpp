@@ -1,0 +1,150 @@
+// inletd: the server. Parses flags, builds the store, the filter, the SMTP server and the
+// HTTP server, then waits for signals on the main thread (sigwait): SIGINT/SIGTERM stop
+// gracefully, SIGHUP reloads the filter's term list.
+#include "filter_stage.hpp"
+#include "options.hpp"
+#include "pipeline.hpp"
+
+#include <inlet/http/server.hpp>
+#include <inlet/smtp/server.hpp>
+#include <inlet/store/memory_store.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <pthread.h>
+#include <string>
+
+namespace {
+
+inlet::smtp::server_config smtp_config(const inletd::options& o) {
+  inlet::smtp::server_config c;
+  c.listen.clear();
+  c.listen.push_back({o.smtp.host, o.smtp.port, false});
+  if (o.lmtp) c.listen.push_back({o.lmtp->host, o.lmtp->port, true});
+  c.session.hostname = o.hostname;
+  c.session.max_message_size = o.max_message_size;
+  c.session.max_recipients = o.max_recipients;
+  c.session.max_command_line = o.max_command_line;
+  c.session.domains = o.domains;
+  c.threads = o.threads;
+  c.reads_per_event = o.reads_per_event;
+  c.max_connections = o.max_connections;
+  c.max_connections_per_ip = o.max_connections_per_ip;
+  c.command_timeout = std::chrono::seconds(o.timeout_seconds);
+  c.greeting_timeout = std::chrono::seconds(o.timeout_seconds);
+  c.tls_cert = o.tls_cert;
+  c.tls_key = o.tls_key;
+  return c;
+}
+
+std::string endpoint_text(const std::string& host, std::uint16_t port) {
+  if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
+  return host + ":" + std::to_string(port);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  inletd::options opt;
+  if (auto rc = inletd::parse_options(argc, argv, opt)) return *rc;
+
+  // Signals are taken by sigwait() on this thread only: block them before any thread
+  // starts so every thread inherits the mask. A closed peer must not kill us.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  inlet::smtp::server_config sc = smtp_config(opt);
+  if (!inlet::smtp::parse_io_model(opt.io_model, sc.model)) {
+    std::fprintf(stderr, "inletd: unknown --io-model '%s'\n", opt.io_model.c_str());
+    return 2;
+  }
+
+  std::unique_ptr<inlet::store::memory_store> memory;
+  if (opt.store == "memory") {
+    memory = std::make_unique<inlet::store::memory_store>(
+        inlet::store::memory_store_config{opt.max_messages, opt.max_store_bytes});
+  } else if (opt.store.starts_with("postgresql://") || opt.store.starts_with("postgres://")) {
+    std::fprintf(stderr, "inletd: the PostgreSQL store is not built yet; use --store memory\n");
+    return 2;
+  } else if (opt.store != "sink") {
+    std::fprintf(stderr, "inletd: unknown --store '%s' (memory, sink)\n", opt.store.c_str());
+    return 2;
+  }
+
+  std::unique_ptr<inletd::filter_stage> filter;
+  if (!opt.filter_terms.empty()) {
+    std::string error;
+    filter = inletd::filter_stage::create(opt.filter_terms, opt.filter_action == "reject",
+                                          opt.filter_threshold, error);
+    if (!filter) {
+      std::fprintf(stderr, "inletd: %s\n", error.c_str());
+      return 2;
+    }
+  }
+
+  inletd::pipeline pipe(memory.get(), filter.get());
+
+  // The HTTP API reads the store; with --store sink it serves an always-empty store.
+  inlet::store::memory_store empty_store(inlet::store::memory_store_config{1, 1});
+  inlet::store::store& readable = memory ? static_cast<inlet::store::store&>(*memory) : empty_store;
+  inlet::http::server_config hc;
+  hc.address = opt.http.host;
+  hc.port = opt.http.port;
+  hc.threads = 1;
+  hc.api.render = inletd::render_body;
+  hc.api.extra_metrics = [&pipe, &filter](std::string& out) {
+    inletd::append_metrics(pipe, filter.get(), out);
+  };
+  inlet::http::server http(readable, hc);
+  if (auto ec = http.start()) {
+    std::fprintf(stderr, "inletd: http %s: %s\n", endpoint_text(opt.http.host, opt.http.port).c_str(),
+                 ec.message().c_str());
+    return 1;
+  }
+
+  inlet::smtp::server smtp(sc, [&pipe](inlet::smtp::received_message&& m,
+                                       inlet::smtp::delivery_callback done) {
+    pipe.deliver(std::move(m), std::move(done));
+  });
+  if (auto ec = smtp.start()) {
+    std::fprintf(stderr, "inletd: smtp %s: %s\n", endpoint_text(opt.smtp.host, opt.smtp.port).c_str(),
+                 ec.message().c_str());
+    http.stop();
+    return 1;
+  }
+
+  for (const auto& ep : smtp.local_endpoints())
+    std::printf("inletd: %s listening on %s\n", ep.lmtp ? "lmtp" : "smtp",
+                endpoint_text(ep.address, ep.port).c_str());
+  std::printf("inletd: http listening on %s (store: %s, io model: %s)\n",
+              endpoint_text(http.address(), http.port()).c_str(), opt.store.c_str(),
+              opt.io_model.c_str());
+  std::fflush(stdout);
+
+  for (;;) {
+    int sig = 0;
+    if (sigwait(&signals, &sig) != 0) continue;
+    if (sig == SIGHUP) {
+      if (filter) {
+        std::string report = filter->reload();
+        std::printf("inletd: SIGHUP: %s\n", report.c_str());
+        std::fflush(stdout);
+      }
+      continue;
+    }
+    break;
+  }
+  std::printf("inletd: stopping: finishing transactions in flight\n");
+  std::fflush(stdout);
+  smtp.stop();
+  smtp.wait();
+  http.stop();
+  std::printf("inletd: stopped\n");
+  return 0;
+}

@@ -1,0 +1,29 @@
+// inletd's use of the MIME parser: one parse of each message fills the store's summary
+// and feeds the filter the decoded headers and text parts; the HTTP API renders bodies
+// from the raw bytes on demand through render_body.
+#pragma once
+
+#include <inlet/filter/filter.hpp>
+#include <inlet/http/api.hpp>
+#include <inlet/store/types.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace inletd {
+
+class pipeline;
+class filter_stage;
+
+/// Parses `raw` once: fills `out` (From, To, Cc, Subject, Date, Message-ID, snippet,
+/// attachments) and, when `scan` is given, feeds it the decoded unstructured headers and
+/// every non-attachment text/* part as UTF-8.
+void analyze(std::string_view raw, inlet::store::summary& out, inlet::filter::scan* scan);
+
+/// The HTTP renderer hook: Text, HTML, inline parts and attachments of a message.
+inlet::http::rendered_body render_body(std::string_view raw);
+
+/// The pipeline's and the filter's counters for /metrics (Prometheus text format).
+void append_metrics(const pipeline& p, filter_stage* f, std::string& out);
+
+}  // namespace inletd

@@ -1,0 +1,111 @@
+#include "options.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <charconv>
+#include <cstdio>
+
+namespace inletd {
+
+bool parse_host_port(const std::string& text, host_port& out) {
+  std::string host;
+  std::string port;
+  if (!text.empty() && text.front() == '[') {
+    auto close = text.find(']');
+    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':')
+      return false;
+    host = text.substr(1, close - 1);
+    port = text.substr(close + 2);
+  } else {
+    auto colon = text.rfind(':');
+    if (colon == std::string::npos) return false;
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+  }
+  if (host.empty() || port.empty()) return false;
+  unsigned value = 0;
+  auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (ec != std::errc{} || p != port.data() + port.size() || value > 65535) return false;
+  out.host = host;
+  out.port = static_cast<std::uint16_t>(value);
+  return true;
+}
+
+namespace {
+
+// A CLI11 validator-transform for HOST:PORT options.
+void add_endpoint(CLI::App& app, const char* name, host_port& target, const char* help) {
+  app.add_option_function<std::string>(
+         name,
+         [&target, name](const std::string& v) {
+           if (!parse_host_port(v, target))
+             throw CLI::ValidationError(name, "expected HOST:PORT, got '" + v + "'");
+         },
+         help)
+      ->type_name("HOST:PORT");
+}
+
+}  // namespace
+
+std::optional<int> parse_options(int argc, char** argv, options& o) {
+  CLI::App app{"inletd: takes mail for any address over SMTP, keeps it, serves it over HTTP"};
+  app.set_version_flag("--version", "inletd 0.1.0");
+  add_endpoint(app, "--smtp", o.smtp, "SMTP listener (default 127.0.0.1:1025)");
+  add_endpoint(app, "--listen", o.http, "HTTP listener: API, web page, /metrics (default 127.0.0.1:8025)");
+  app.add_option_function<std::string>(
+         "--lmtp",
+         [&o](const std::string& v) {
+           host_port hp;
+           if (!parse_host_port(v, hp))
+             throw CLI::ValidationError("--lmtp", "expected HOST:PORT, got '" + v + "'");
+           o.lmtp = hp;
+         },
+         "LMTP listener (RFC 2033); off unless given")
+      ->type_name("HOST:PORT");
+  app.add_option("--store", o.store, "memory (default), sink (accept and discard after parsing)")
+      ->capture_default_str();
+  app.add_option("--max-messages", o.max_messages, "memory store: messages kept (oldest evicted)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--max-store-bytes", o.max_store_bytes, "memory store: raw bytes kept (oldest evicted)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--max-message-size", o.max_message_size, "largest message accepted, bytes (SIZE)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--max-recipients", o.max_recipients, "recipients per transaction (452 4.5.3 past it)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--max-command-line", o.max_command_line, "longest command line, octets incl. CRLF")
+      ->capture_default_str()->check(CLI::Range(512, 65536));
+  app.add_option("--hostname", o.hostname, "name in the greeting and EHLO reply")->capture_default_str();
+  app.add_option("--domain", o.domains, "accept mail for this domain (repeatable; none = every domain)");
+  app.add_option("--io-model", o.io_model, "coro (default), async-1n, async-nn, async-n2n, thread")
+      ->capture_default_str();
+  app.add_option("--threads", o.threads, "I/O threads (0 = one per core)")->capture_default_str();
+  app.add_option("--reads-per-event", o.reads_per_event, "async models: reads per wake-up")
+      ->capture_default_str()->check(CLI::Range(1u, 1024u));
+  app.add_option("--max-connections", o.max_connections, "SMTP connections in total (421 4.7.0 past it)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--max-connections-per-ip", o.max_connections_per_ip, "SMTP connections per client IP")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--timeout", o.timeout_seconds, "SMTP command timeout, seconds (RFC 5321 4.5.3.2)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--tls-cert", o.tls_cert, "PEM certificate chain: offers STARTTLS")->check(CLI::ExistingFile);
+  app.add_option("--tls-key", o.tls_key, "PEM private key for --tls-cert")->check(CLI::ExistingFile);
+  app.add_option("--filter-terms", o.filter_terms, "term list file; SIGHUP or a change reloads it")
+      ->check(CLI::ExistingFile);
+  app.add_option("--filter-action", o.filter_action, "tag (default) or reject")
+      ->capture_default_str()->check(CLI::IsMember({"tag", "reject"}));
+  app.add_option("--filter-threshold", o.filter_threshold, "score at which the action applies")
+      ->capture_default_str();
+  app.add_flag("--quiet", o.quiet, "log only errors");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (o.tls_cert.empty() != o.tls_key.empty()) {
+    std::fprintf(stderr, "inletd: --tls-cert and --tls-key go together\n");
+    return 2;
+  }
+  return std::nullopt;
+}
+
+}  // namespace inletd

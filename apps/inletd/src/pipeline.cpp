@@ -1,0 +1,76 @@
+#include "pipeline.hpp"
+
+#include "filter_stage.hpp"
+#include "message_view.hpp"
+
+#include <optional>
+#include <utility>
+
+namespace inletd {
+
+namespace sm = inlet::smtp;
+namespace st = inlet::store;
+
+pipeline::pipeline(st::store* store, filter_stage* filter) : store_(store), filter_(filter) {}
+
+st::envelope to_store_envelope(const sm::envelope& e) {
+  st::envelope out;
+  out.helo = e.helo;
+  out.mail_from = e.mail_from;
+  out.rcpt_to = e.rcpt_to;
+  out.remote = e.remote_address.find(':') != std::string::npos
+                   ? "[" + e.remote_address + "]:" + std::to_string(e.remote_port)
+                   : e.remote_address + ":" + std::to_string(e.remote_port);
+  std::string proto(sm::to_string(e.proto));
+  for (auto& c : proto) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (e.tls && proto != "LMTP") proto += "S";
+  out.protocol = std::move(proto);
+  return out;
+}
+
+void pipeline::deliver(sm::received_message&& m, sm::delivery_callback done) {
+  counters_.received.fetch_add(1, std::memory_order_relaxed);
+  counters_.bytes.fetch_add(m.body.size(), std::memory_order_relaxed);
+
+  st::new_message msg;
+  msg.envelope = to_store_envelope(m.envelope);
+  msg.raw = std::move(m.body);  // the one copy the store keeps (already flat here)
+
+  std::optional<inlet::filter::scan> scan;
+  if (filter_) scan.emplace(filter_->registry().make_scan());
+  analyze(msg.raw, msg.summary, scan ? &*scan : nullptr);
+
+  if (scan) {
+    inlet::filter::verdict v = scan->finish(filter_->threshold());
+    if (v.over_threshold) {
+      if (filter_->reject()) {
+        counters_.filter_rejected.fetch_add(1, std::memory_order_relaxed);
+        done({sm::delivery_status::rejected(550, "5.7.1", "Message rejected by content filter"), {}});
+        return;
+      }
+      counters_.filter_tagged.fetch_add(1, std::memory_order_relaxed);
+      msg.tags.push_back("spam");
+    }
+  }
+
+  if (!store_) {  // sink: parsed and filtered, now dropped
+    counters_.stored.fetch_add(1, std::memory_order_relaxed);
+    done({sm::delivery_status::accepted(st::make_message_id()), {}});
+    return;
+  }
+  store_->put(std::move(msg), [this, done = std::move(done)](std::error_code ec,
+                                                             st::message_ptr stored) {
+    if (ec || !stored) {
+      counters_.store_errors.fetch_add(1, std::memory_order_relaxed);
+      if (ec == st::errc::too_large)
+        done({sm::delivery_status::rejected(552, "5.3.4", "Message too big for the store"), {}});
+      else
+        done({sm::delivery_status::rejected(451, "4.3.0", "Store unavailable, try again later"), {}});
+      return;
+    }
+    counters_.stored.fetch_add(1, std::memory_order_relaxed);
+    done({sm::delivery_status::accepted(stored->id), {}});
+  });
+}
+
+}  // namespace inletd

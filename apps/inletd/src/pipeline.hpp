@@ -1,0 +1,49 @@
+// The delivery pipeline of inletd: what happens to a message between the end of its
+// data and the SMTP reply. parse (mime) -> filter -> store; the reply is sent from the
+// store's completion, so "250" means the store holds the message.
+//
+// Thread-safety: deliver() is called concurrently from every SMTP I/O thread; the
+// pipeline holds no per-message state of its own, counters are relaxed atomics, the
+// filter is read through an atomically swapped snapshot.
+#pragma once
+
+#include <inlet/smtp/message.hpp>
+#include <inlet/store/store.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace inletd {
+
+class filter_stage;  // defined in filter_stage.hpp
+
+struct pipeline_counters {
+  std::atomic<std::uint64_t> received{0};
+  std::atomic<std::uint64_t> stored{0};
+  std::atomic<std::uint64_t> store_errors{0};
+  std::atomic<std::uint64_t> filter_tagged{0};
+  std::atomic<std::uint64_t> filter_rejected{0};
+  std::atomic<std::uint64_t> bytes{0};
+};
+
+class pipeline {
+ public:
+  /// `store` null = sink: parse and filter, then accept and discard.
+  pipeline(inlet::store::store* store, filter_stage* filter);
+
+  void deliver(inlet::smtp::received_message&& m, inlet::smtp::delivery_callback done);
+
+  const pipeline_counters& counters() const noexcept { return counters_; }
+
+ private:
+  inlet::store::store* store_;
+  filter_stage* filter_;
+  pipeline_counters counters_;
+};
+
+/// Envelope as the store keeps it.
+inlet::store::envelope to_store_envelope(const inlet::smtp::envelope& e);
+
+}  // namespace inletd

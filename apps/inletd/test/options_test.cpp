@@ -1,0 +1,86 @@
+// inletd's flag parsing: endpoints, defaults, validation.
+#include "options.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+std::optional<int> parse(std::vector<std::string> args, inletd::options& o) {
+  args.insert(args.begin(), "inletd");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return inletd::parse_options(static_cast<int>(argv.size()), argv.data(), o);
+}
+
+TEST(HostPort, ParsesV4V6AndRejectsGarbage) {
+  inletd::host_port hp;
+  ASSERT_TRUE(inletd::parse_host_port("127.0.0.1:1025", hp));
+  EXPECT_EQ(hp.host, "127.0.0.1");
+  EXPECT_EQ(hp.port, 1025);
+  ASSERT_TRUE(inletd::parse_host_port("[::1]:25", hp));
+  EXPECT_EQ(hp.host, "::1");
+  EXPECT_EQ(hp.port, 25);
+  ASSERT_TRUE(inletd::parse_host_port("localhost:0", hp));
+  EXPECT_EQ(hp.port, 0);
+  for (const char* bad : {"", "127.0.0.1", ":25", "host:", "host:65536", "host:12a", "[::1]25",
+                          "[::1:25"})
+    EXPECT_FALSE(inletd::parse_host_port(bad, hp)) << bad;
+}
+
+TEST(Options, DefaultsAreMailpitPorts) {
+  inletd::options o;
+  EXPECT_FALSE(parse({}, o).has_value());
+  EXPECT_EQ(o.smtp.host, "127.0.0.1");
+  EXPECT_EQ(o.smtp.port, 1025);
+  EXPECT_EQ(o.http.port, 8025);
+  EXPECT_EQ(o.store, "memory");
+  EXPECT_FALSE(o.lmtp.has_value());
+}
+
+TEST(Options, FlagsFillTheStruct) {
+  inletd::options o;
+  EXPECT_FALSE(parse({"--smtp", "127.0.0.2:2525", "--listen", "127.0.0.3:8080", "--lmtp",
+                      "127.0.0.1:24", "--store", "sink", "--max-messages", "5",
+                      "--max-message-size", "1000", "--hostname", "mx.example", "--domain",
+                      "a.example", "--domain", "b.example", "--io-model", "thread",
+                      "--filter-action", "reject", "--filter-threshold", "2.5"},
+                     o)
+                   .has_value());
+  EXPECT_EQ(o.smtp.host, "127.0.0.2");
+  EXPECT_EQ(o.smtp.port, 2525);
+  EXPECT_EQ(o.http.port, 8080);
+  ASSERT_TRUE(o.lmtp.has_value());
+  EXPECT_EQ(o.lmtp->port, 24);
+  EXPECT_EQ(o.store, "sink");
+  EXPECT_EQ(o.max_messages, 5u);
+  EXPECT_EQ(o.max_message_size, 1000u);
+  EXPECT_EQ(o.hostname, "mx.example");
+  EXPECT_EQ(o.domains, (std::vector<std::string>{"a.example", "b.example"}));
+  EXPECT_EQ(o.io_model, "thread");
+  EXPECT_EQ(o.filter_action, "reject");
+  EXPECT_DOUBLE_EQ(o.filter_threshold, 2.5);
+}
+
+TEST(Options, BadValuesAreRefusedWithAnExitCode) {
+  for (std::vector<std::string> bad :
+       {std::vector<std::string>{"--smtp", "nonsense"}, {"--max-messages", "0"},
+        {"--filter-action", "delete"}, {"--unknown-flag"}, {"--max-command-line", "10"},
+        {"--tls-cert", "does-not-exist.pem", "--tls-key", "does-not-exist.pem"}}) {
+    inletd::options o;
+    auto rc = parse(bad, o);
+    ASSERT_TRUE(rc.has_value()) << bad[0];
+    EXPECT_NE(*rc, 0) << bad[0];
+  }
+}
+
+TEST(Options, HelpExitsZero) {
+  inletd::options o;
+  auto rc = parse({"--help"}, o);
+  ASSERT_TRUE(rc.has_value());
+  EXPECT_EQ(*rc, 0);
+}
+
+}  // namespace
