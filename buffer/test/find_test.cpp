@@ -1,0 +1,85 @@
+#include "test_util.hpp"
+
+#include <inlet/buffer/find.hpp>
+#include <inlet/buffer/streambuf.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace inlet::buffer {
+namespace {
+
+using test::make_segment;
+
+// Every split into 3 pieces, every start position: same answer as std::string.
+void check_all(std::string_view text, std::string_view pat) {
+  test::for_each_split3(text, [&](const segment& s) {
+    for (std::size_t from = 0; from <= text.size() + 1; ++from) {
+      std::size_t want = std::string(text).find(pat, from);
+      ASSERT_EQ(s.find(pat, from), want == std::string::npos ? segment::npos : want)
+          << "pat=" << pat << " from=" << from;
+    }
+  });
+}
+
+TEST(Find, ByteInEveryPositionOfEverySplit) {
+  std::string text = "....x....x..";
+  test::for_each_split3(text, [&](const segment& s) {
+    for (std::size_t from = 0; from <= text.size(); ++from) {
+      std::size_t want = text.find('x', from);
+      ASSERT_EQ(s.find('x', from), want == std::string::npos ? segment::npos : want);
+    }
+  });
+}
+
+TEST(Find, EndOfDataAcrossTwoAndThreeFragments) {
+  check_all("ab\r\n.\r\ncd", "\r\n.\r\n");
+  check_all("\r\n.\r\n", "\r\n.\r\n");
+  check_all("\r\n\r\n.\r\n.\r\n", "\r\n.\r\n");  // overlapping candidates
+  check_all("\r\n.\r", "\r\n.\r\n");              // a prefix only: absent
+}
+
+TEST(Find, PatternsOfSeveralLengths) {
+  check_all("aaaaabaaab", "aab");
+  check_all("abcabcabd", "abcabd");
+  check_all("xyz", "");
+  check_all("xyzxyz", "z");
+}
+
+TEST(Find, PatternLongerThanEachPiece) {
+  segment s = make_segment({"bo", "un", "d", "ary", "--", "x"});
+  EXPECT_EQ(s.find("boundary--"), 0u);
+  EXPECT_EQ(s.find("undary--x"), 2u);
+  EXPECT_EQ(s.find("boundary--y"), segment::npos);
+}
+
+TEST(Finder, ResumesWithoutRescanningOldBytes) {
+  const std::string msg = "DATA body line\r\n..stuffed\r\nmore\r\n.\r\nNEXT";
+  const std::size_t want = msg.find("\r\n.\r\n");
+  for (std::size_t chunk = 1; chunk <= msg.size(); ++chunk) {
+    streambuf sb(pool::get(4096));
+    finder f("\r\n.\r\n");
+    std::size_t fed = 0, found = finder::npos;
+    while (fed < msg.size() && found == finder::npos) {
+      std::size_t n = std::min(chunk, msg.size() - fed);
+      auto bufs = sb.prepare(n);
+      boost::asio::buffer_copy(bufs, boost::asio::buffer(msg.data() + fed, n));
+      sb.commit(n);
+      fed += n;
+      found = f.next(sb);
+      if (found == finder::npos) {
+        // A later match can only start in the last 4 bytes.
+        ASSERT_EQ(f.resume_position(), sb.size() > 4 ? sb.size() - 4 : 0);
+      }
+    }
+    ASSERT_EQ(found, want) << "chunk " << chunk;
+    segment body = sb.detach(found + 5);
+    f.consumed(found + 5);
+    EXPECT_EQ(f.resume_position(), 0u);
+    EXPECT_EQ(body.to_string(), msg.substr(0, want + 5));
+  }
+}
+
+}  // namespace
+}  // namespace inlet::buffer
