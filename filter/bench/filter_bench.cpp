@@ -87,6 +87,7 @@ struct options {
   int synthetic = 0, synthetic_terms = 0, rounds = 7, compile_reps = 3;
   std::size_t min_frag = 512, max_frag = 4096;
   std::string json;
+  std::string only;  // run just this mode (for profilers)
 };
 
 std::vector<std::string> synthetic_vocab() {
@@ -327,6 +328,7 @@ bool parse_args(int argc, char** argv, options& o) {
     else if (a == "--min-frag") o.min_frag = std::stoul(next());
     else if (a == "--max-frag") o.max_frag = std::stoul(next());
     else if (a == "--json") o.json = next();
+    else if (a == "--only") o.only = next();
     else return false;
   }
   if (o.min_frag == 0 || o.max_frag < o.min_frag) return false;
@@ -340,7 +342,7 @@ int main(int argc, char** argv) {
   if (!parse_args(argc, argv, o)) {
     std::fprintf(stderr,
                  "usage: filter_bench (--corpus DIR | --synthetic N) (--terms FILE... | --synthetic-terms N)\n"
-                 "       [--rounds R] [--compile-reps N] [--min-frag B] [--max-frag B] [--json FILE]\n");
+                 "       [--rounds R] [--compile-reps N] [--min-frag B] [--max-frag B] [--json FILE] [--only MODE]\n");
     return 2;
   }
   auto msgs = load_messages(o);
@@ -398,6 +400,10 @@ int main(int argc, char** argv) {
       for (int k = 0; k < nmodes; ++k) {
         int m = (r % 2 == 0) ? k : nmodes - 1 - k;  // alternate the order every round
         run_result rr;
+        if (!o.only.empty() && o.only != modes[m]) {
+          t[m].push_back(1);
+          continue;
+        }
         switch (m) {
           case 0: rr = run_hs_block(msgs, ref); break;
           case 1: rr = run_scan_pieces(msgs, fhs, counters); break;

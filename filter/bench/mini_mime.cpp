@@ -1,6 +1,7 @@
 #include "mini_mime.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace inlet::filter::bench {
@@ -80,19 +81,34 @@ void mini_mime::feed(std::string_view in) {
   }
 }
 
+// Offset just past the blank line ending a header block in `h` (searching from
+// `from`), or npos.
+static std::size_t header_end(std::string_view h, std::size_t from) {
+  if (from == 0 && (h.starts_with("\r\n") || h.starts_with("\n"))) return h[0] == '\n' ? 1 : 2;
+  if (from >= h.size()) return std::string_view::npos;
+  const char* base = h.data();
+  const void* lf = ::memmem(base + from, h.size() - from, "\n\n", 2);
+  const void* crlf = ::memmem(base + from, h.size() - from, "\n\r\n", 3);
+  std::size_t a = lf ? static_cast<std::size_t>(static_cast<const char*>(lf) - base) + 2 : std::string_view::npos;
+  std::size_t b = crlf ? static_cast<std::size_t>(static_cast<const char*>(crlf) - base) + 3
+                       : std::string_view::npos;
+  return std::min(a, b);
+}
+
 void mini_mime::feed_headers(std::string_view& in) {
-  const std::size_t old = header_buf_.size();
-  header_buf_.append(in);
-  std::size_t end = std::string::npos;
-  const std::string& h = header_buf_;
-  if (old == 0 && (h.starts_with("\r\n") || h.starts_with("\n"))) {
-    end = h[0] == '\n' ? 1 : 2;
-  } else {
-    for (std::size_t p = old >= 3 ? old - 3 : 0; (p = h.find('\n', p)) != std::string::npos; ++p) {
-      if (p + 1 < h.size() && h[p + 1] == '\n') { end = p + 2; break; }
-      if (p + 2 < h.size() && h[p + 1] == '\r' && h[p + 2] == '\n') { end = p + 3; break; }
+  if (header_buf_.empty()) {  // fast path: the whole block is inside this fragment
+    std::size_t end = header_end(in, 0);
+    if (end != std::string_view::npos) {
+      parse_headers(in.substr(0, end));
+      in.remove_prefix(end);
+      in_headers_ = false;
+      line_start_ = true;
+      return;
     }
   }
+  const std::size_t old = header_buf_.size();
+  header_buf_.append(in);
+  std::size_t end = header_end(header_buf_, old >= 3 ? old - 3 : 0);
   if (end == std::string::npos) {
     in = {};
     if (header_buf_.size() > max_header_block) end = header_buf_.size();  // give up: treat as block
@@ -110,13 +126,8 @@ void mini_mime::parse_headers(std::string_view block) {
   std::string type = "text/plain", boundary, charset;
   bool attachment = false;
   cte enc = cte::identity;
-  // Unfold: a field runs until a line that does not start with a blank.
-  std::string field;
-  auto flush = [&] {
-    std::size_t colon = field.find(':');
-    if (colon == std::string::npos) return;
-    std::string_view name = trim(std::string_view(field).substr(0, colon));
-    std::string_view value = trim(std::string_view(field).substr(colon + 1));
+  std::string unfolded;
+  auto handle = [&](std::string_view name, std::string_view value) {
     if (iequals(name, "content-type")) {
       std::string_view t = trim(value.substr(0, value.find(';')));
       type.assign(t);
@@ -136,19 +147,32 @@ void mini_mime::parse_headers(std::string_view block) {
       sink_.end();
     }
   };
+  // A field runs until a line that does not start with a blank (folding).
   while (!block.empty()) {
     std::size_t nl = block.find('\n');
     std::string_view line = block.substr(0, nl == std::string_view::npos ? block.size() : nl + 1);
     block.remove_prefix(line.size());
-    if (!line.empty() && (line[0] == ' ' || line[0] == '\t')) {
-      field.append(trim(line));
-      field.push_back(' ');
-      continue;
+    std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos || line[0] == ' ' || line[0] == '\t') continue;
+    std::string_view name = trim(line.substr(0, colon));
+    char c0 = lower(name.empty() ? ' ' : name[0]);
+    bool wanted = c0 == 'c' || (top_level_ && (c0 == 's' || c0 == 'k'));
+    std::string_view value = trim(line.substr(colon + 1));
+    if (!block.empty() && (block[0] == ' ' || block[0] == '\t')) {
+      if (wanted) unfolded.assign(value);
+      while (!block.empty() && (block[0] == ' ' || block[0] == '\t')) {
+        std::size_t nl2 = block.find('\n');
+        std::string_view cont = block.substr(0, nl2 == std::string_view::npos ? block.size() : nl2 + 1);
+        block.remove_prefix(cont.size());
+        if (wanted) {
+          unfolded.push_back(' ');
+          unfolded.append(trim(cont));
+        }
+      }
+      value = unfolded;
     }
-    flush();
-    field.assign(trim(line));
+    if (wanted) handle(name, value);
   }
-  flush();
   top_level_ = false;
 
   cur_ = part{};
@@ -206,10 +230,16 @@ void mini_mime::process_body(std::string_view& in) {
     if (!handle_line(line)) emit(line);
     if (in_headers_) return;
   }
-  std::size_t pos = 0, run = 0;
   const std::size_t n = in.size();
+  if (boundaries_.empty()) {  // no multipart: the whole rest is body
+    if (n > 0) line_start_ = in[n - 1] == '\n';
+    emit(in);
+    in = {};
+    return;
+  }
+  std::size_t pos = 0, run = 0;
   while (pos < n) {
-    if (line_start_ && in[pos] == '-' && !boundaries_.empty()) {
+    if (line_start_ && in[pos] == '-') {
       const char* nl = static_cast<const char*>(std::memchr(in.data() + pos, '\n', n - pos));
       if (nl == nullptr) {  // may be a boundary: carry the partial line
         emit(in.substr(run, pos - run));
@@ -219,21 +249,24 @@ void mini_mime::process_body(std::string_view& in) {
       }
       std::size_t end = static_cast<std::size_t>(nl - in.data()) + 1;
       std::string_view line = in.substr(pos, end - pos);
-      emit(in.substr(run, pos - run));
-      run = pos;
-      if (handle_line(line)) {
-        in.remove_prefix(end);
-        line_start_ = true;
-        return;  // feed() continues with headers or the next body run
+      if (line.starts_with("--")) {
+        emit(in.substr(run, pos - run));
+        run = pos;
+        if (handle_line(line)) {
+          in.remove_prefix(end);
+          line_start_ = true;
+          return;  // feed() continues with headers or the next body run
+        }
       }
     }
-    const char* nl = static_cast<const char*>(std::memchr(in.data() + pos, '\n', n - pos));
-    if (nl == nullptr) {
+    // Next line that starts with '-' (the only lines that can be boundaries).
+    const void* hit = ::memmem(in.data() + pos, n - pos, "\n-", 2);
+    if (hit == nullptr) {
+      line_start_ = in[n - 1] == '\n';
       pos = n;
-      line_start_ = false;
       break;
     }
-    pos = static_cast<std::size_t>(nl - in.data()) + 1;
+    pos = static_cast<std::size_t>(static_cast<const char*>(hit) - in.data()) + 1;
     line_start_ = true;
   }
   emit(in.substr(run, pos - run));
@@ -305,9 +338,16 @@ std::string_view mini_mime::decode(std::string_view run) {
 
 std::string_view mini_mime::convert(std::string_view bytes) {
   if (cur_.charset == cs::utf8) return bytes;
-  bool high = false;
-  for (char c : bytes) high |= static_cast<unsigned char>(c) >= 0x80;
-  if (!high) return bytes;
+  // Pure ASCII needs no conversion: test 8 bytes at a time.
+  std::uint64_t acc = 0;
+  std::size_t i = 0;
+  for (; i + 8 <= bytes.size(); i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, bytes.data() + i, 8);
+    acc |= w;
+  }
+  for (; i < bytes.size(); ++i) acc |= static_cast<unsigned char>(bytes[i]);
+  if ((acc & 0x8080808080808080ull) == 0) return bytes;
   if (buf2_.size() < bytes.size() * 3) buf2_.resize(bytes.size() * 3);
   char* o = buf2_.data();
   for (unsigned char c : bytes) {

@@ -1,6 +1,7 @@
 #include "inlet/filter/filter.hpp"
 
 #include <atomic>
+#include <utility>
 #include <time.h>
 
 #include "engines.hpp"
@@ -68,11 +69,80 @@ counters::snapshot counters::load() const noexcept {
 
 // ---- scan -------------------------------------------------------------------
 
+// A tiny per-thread cache of idle engine streams, so that a scan per message does
+// not pay hs_open_stream (an allocation and a state initialisation) every time.
+// An entry keeps its filter alive; it is replaced as soon as the thread scans with
+// another filter, so at most `stream_cache_slots` old filters linger per thread.
+namespace {
+constexpr int stream_cache_slots = 2;
+struct cached_stream {
+  std::shared_ptr<const filter> owner;  // declared first: destroyed after `stream`
+  std::unique_ptr<engine_stream> stream;
+};
+thread_local cached_stream stream_cache[stream_cache_slots];
+
+std::unique_ptr<engine_stream> take_cached(const std::shared_ptr<const filter>& f) {
+  for (auto& c : stream_cache) {
+    if (c.stream && c.owner == f) {
+      c.owner.reset();
+      return std::move(c.stream);
+    }
+  }
+  return nullptr;
+}
+
+void give_back(const std::shared_ptr<const filter>& f, std::unique_ptr<engine_stream> s) noexcept {
+  cached_stream* slot = &stream_cache[0];
+  for (auto& c : stream_cache) {
+    if (!c.stream) { slot = &c; break; }
+  }
+  // Old contents (if any) are released here; destroying a stream never throws.
+  slot->stream = std::move(s);
+  slot->owner = f;
+}
+}  // namespace
+
 scan::scan(std::shared_ptr<const filter> f, counters* stats)
     : filter_(std::move(f)), stats_(stats) {}
-scan::~scan() = default;
-scan::scan(scan&&) noexcept = default;
-scan& scan::operator=(scan&&) noexcept = default;
+scan::~scan() { release_stream(); }
+scan::scan(scan&& o) noexcept
+    : filter_(std::move(o.filter_)),
+      stats_(o.stats_),
+      stream_(std::move(o.stream_)),
+      open_(std::exchange(o.open_, false)),
+      score_(std::exchange(o.score_, 0.0)),
+      seen_(std::move(o.seen_)),
+      matched_(std::move(o.matched_)),
+      bytes_(std::exchange(o.bytes_, 0)),
+      nanos_(std::exchange(o.nanos_, 0)),
+      error_(std::exchange(o.error_, {})) {}
+scan& scan::operator=(scan&& o) noexcept {
+  if (this != &o) {
+    release_stream();
+    filter_ = std::move(o.filter_);
+    stats_ = o.stats_;
+    stream_ = std::move(o.stream_);
+    open_ = std::exchange(o.open_, false);
+    score_ = std::exchange(o.score_, 0.0);
+    seen_ = std::move(o.seen_);
+    matched_ = std::move(o.matched_);
+    bytes_ = std::exchange(o.bytes_, 0);
+    nanos_ = std::exchange(o.nanos_, 0);
+    error_ = std::exchange(o.error_, {});
+  }
+  return *this;
+}
+
+// Returns an idle stream to the thread's cache (reset first if a stream is open).
+void scan::release_stream() noexcept {
+  if (!stream_) return;
+  if (error_ || (open_ && stream_->finish([](void*, std::uint32_t) noexcept {}, nullptr))) {
+    stream_.reset();  // state unknown after an engine failure: do not reuse
+    return;
+  }
+  open_ = false;
+  give_back(filter_, std::move(stream_));
+}
 
 void scan::on_match(void* ctx, std::uint32_t id) noexcept { static_cast<scan*>(ctx)->record(id); }
 
@@ -102,7 +172,10 @@ void scan::feed(std::string_view piece) {
   const engine* e = filter_ ? filter_->engine_ptr() : nullptr;
   if (e == nullptr || error_ || piece.empty()) return;
   std::uint64_t t0 = now_ns();
-  if (!stream_) stream_ = e->open_stream();
+  if (!stream_) {
+    stream_ = take_cached(filter_);
+    if (!stream_) stream_ = e->open_stream();
+  }
   if (auto ec = stream_->feed(piece, &scan::on_match, this)) error_ = ec;
   nanos_ += now_ns() - t0;
 }
@@ -120,17 +193,27 @@ verdict scan::finish(double threshold) {
   end_stream();
   verdict v;
   v.score = score_;
-  v.term_ids = matched_;
   v.terms.reserve(matched_.size());
-  for (std::uint32_t id : matched_) v.terms.push_back(filter_->terms().terms[id].pattern);
+  for (std::uint32_t id : matched_) {
+    v.terms.push_back(filter_->terms().terms[id].pattern);
+    seen_[id / 64] &= ~(std::uint64_t{1} << (id % 64));
+  }
   v.over_threshold = !matched_.empty() && score_ >= threshold;
   v.error = error_;
+  v.source = filter_;
   if (stats_ != nullptr) {
     stats_->messages_scanned.fetch_add(1, std::memory_order_relaxed);
     if (!matched_.empty()) stats_->messages_matched.fetch_add(1, std::memory_order_relaxed);
     stats_->bytes_scanned.fetch_add(bytes_, std::memory_order_relaxed);
     stats_->nanoseconds.fetch_add(nanos_, std::memory_order_relaxed);
   }
+  v.term_ids = std::move(matched_);
+  matched_.clear();
+  if (error_) stream_.reset();
+  score_ = 0.0;
+  bytes_ = 0;
+  nanos_ = 0;
+  error_ = {};
   return v;
 }
 

@@ -45,7 +45,9 @@ class FilterRegistry : public ::testing::Test {
     auto s = r.make_scan();
     s.feed(text);
     auto v = s.finish();
-    return {v.terms.begin(), v.terms.end()};
+    std::set<std::string> out;
+    for (std::string_view t : v.terms) out.emplace(t);
+    return out;
   }
 
   fs::path dir_, path_;
@@ -109,7 +111,13 @@ TEST_F(FilterRegistry, ScanInProgressKeepsItsFilter) {
   ASSERT_TRUE(r.reload().ok);
   s.feed("pha beta");
   auto v = s.finish();
-  EXPECT_EQ(v.terms, std::vector<std::string>{"alpha"});
+  ASSERT_EQ(v.terms.size(), 1u);
+  EXPECT_EQ(v.terms[0], "alpha");
+  // The verdict keeps its filter alive: its views stay valid after more reloads.
+  write("gamma\n");
+  ASSERT_TRUE(r.reload().ok);
+  EXPECT_EQ(r.current()->terms().terms[0].pattern, "gamma");
+  EXPECT_EQ(std::string(v.terms[0]), "alpha");
 }
 
 TEST_F(FilterRegistry, WatchReloadsOnReplaceAndKeepsOldOnBadFile) {
@@ -169,7 +177,8 @@ TEST_F(FilterRegistry, ConcurrentScansDuringReloads) {
         s.feed("ana, cher");
         s.feed("ry");
         auto v = s.finish();
-        std::set<std::string> got(v.terms.begin(), v.terms.end());
+        std::set<std::string> got;
+        for (std::string_view t : v.terms) got.emplace(t);
         if (got != list_a && got != list_b) bad.fetch_add(1);
         scans.fetch_add(1);
       }

@@ -27,7 +27,11 @@ std::shared_ptr<const f::filter> make(std::string_view text, f::engine_kind kind
   return *fl;
 }
 
-std::set<std::string> matched(const f::verdict& v) { return {v.terms.begin(), v.terms.end()}; }
+std::set<std::string> matched(const f::verdict& v) {
+  std::set<std::string> out;
+  for (std::string_view t : v.terms) out.emplace(t);
+  return out;
+}
 
 f::verdict scan_pieces(const std::shared_ptr<const f::filter>& fl, const std::vector<std::string>& pieces,
                        f::stream_kind kind = f::stream_kind::text_plain) {

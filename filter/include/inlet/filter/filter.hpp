@@ -74,13 +74,16 @@ struct counters {
   snapshot load() const noexcept;
 };
 
-/// Outcome of scanning one message. Owns its data (outlives the filter).
+/// Outcome of scanning one message. Keeps the filter it came from alive, so the
+/// views in `terms` stay valid for the verdict's lifetime (also after a reload).
+/// Copy it freely; not synchronised (treat like any value).
 struct verdict {
-  double score = 0.0;                  ///< sum of the weights of the distinct matched terms
-  std::vector<std::uint32_t> term_ids; ///< distinct matched term ids, in first-match order
-  std::vector<std::string> terms;      ///< the pattern of each matched term (as in the file)
-  bool over_threshold = false;         ///< score >= threshold (and at least one match)
-  std::error_code error;               ///< engine failure: the scan stopped early
+  double score = 0.0;                    ///< sum of the weights of the distinct matched terms
+  std::vector<std::uint32_t> term_ids;   ///< distinct matched term ids, in first-match order
+  std::vector<std::string_view> terms;   ///< the pattern of each matched term, as in the file
+  bool over_threshold = false;           ///< matched and score >= threshold
+  std::error_code error;                 ///< engine failure: the scan stopped early
+  std::shared_ptr<const filter> source;  ///< owner of the `terms` views
   bool matched() const noexcept { return !term_ids.empty(); }
 };
 
@@ -103,10 +106,10 @@ class scan {
   void feed(std::string_view piece);
   /// Ends the open stream; a term can no longer span into the next stream.
   void end_stream();
-  /// Ends any open stream, updates the counters once and returns the verdict.
-  /// The scan may then be reused for a new message with reset().
+  /// Ends any open stream, updates the counters once and returns the verdict; the
+  /// scan is then ready for the next message (as after reset()).
   verdict finish(double threshold = 1.0);
-  /// Forgets all matches of the current message (keeps the filter and stream state memory).
+  /// Abandons the current message: forgets its matches, counts nothing.
   void reset() noexcept;
 
   double score() const noexcept { return score_; }
@@ -116,6 +119,7 @@ class scan {
  private:
   static void on_match(void* ctx, std::uint32_t id) noexcept;
   void record(std::uint32_t id) noexcept;
+  void release_stream() noexcept;
 
   std::shared_ptr<const filter> filter_;
   counters* stats_ = nullptr;
