@@ -42,6 +42,7 @@ void memory_store::put(new_message msg, put_handler done) {
   auto boxes = mailboxes_of(*rec);
   std::string id = make_message_id();
   message_ptr published;
+  std::vector<message_ptr> victims;  // evicted records are freed after the lock
   {
     std::unique_lock lk(mutex_);
     while (by_id_.contains(id)) id = make_message_id();  // 2^-128 per pair, but certain
@@ -49,7 +50,7 @@ void memory_store::put(new_message msg, put_handler done) {
     rec->seq = next_seq_++;
     while (!order_.empty() && (order_.size() >= cfg_.max_messages ||
                                stats_.bytes + rec->raw.size() > cfg_.max_bytes)) {
-      evict_oldest_locked();
+      victims.push_back(evict_oldest_locked());
     }
     published = rec;  // from here on the record is read-only
     by_id_.emplace(published->id, published);
@@ -88,11 +89,12 @@ void memory_store::unlink_locked(const message_ptr& m) {
   stats_.bytes -= m->raw.size();
 }
 
-void memory_store::evict_oldest_locked() {
+message_ptr memory_store::evict_oldest_locked() {
   message_ptr m = std::move(order_.front());
   order_.pop_front();
   unlink_locked(m);
   ++stats_.evicted_total;
+  return m;
 }
 
 page memory_store::slice(const order_index& order, std::size_t start, std::size_t limit) {

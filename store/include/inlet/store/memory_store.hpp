@@ -22,8 +22,8 @@
 #include <map>
 #include <shared_mutex>
 #include <string>
-#include <unordered_map>
 #include <mutex>
+#include <unordered_map>
 
 #include "inlet/store/store.hpp"
 
@@ -65,7 +65,7 @@ class memory_store final : public store {
 
   static page slice(const order_index& order, std::size_t start, std::size_t limit);
   static void erase_from(order_index& order, const stored_message& m);
-  void evict_oldest_locked();
+  message_ptr evict_oldest_locked();
   void unlink_locked(const message_ptr& m);
 
   const memory_store_config cfg_;
