@@ -1,0 +1,122 @@
+// The HTTP API as a pure function of a request: routing, JSON shapes (Mailpit API v1 where
+// it overlaps), the web page and /metrics. No sockets here: `server` feeds it requests read
+// by Beast, tests feed it requests built in memory.
+//
+// Thread-safety: `api::handle` and the other const members may be called from any number
+// of threads at once (the store is thread-safe; counters are atomics). The hooks in
+// api_config are called concurrently and must be thread-safe themselves.
+// Views: responses own their bodies; nothing refers back into the store after return.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "inlet/http/error.hpp"
+#include "inlet/store/store.hpp"
+
+namespace inlet::http {
+
+using request = boost::beast::http::request<boost::beast::http::string_body>;
+using response = boost::beast::http::response<boost::beast::http::string_body>;
+
+/// One MIME part as Mailpit lists it in Message.Inline / Message.Attachments.
+struct part_info {
+  std::string part_id;
+  std::string filename;
+  std::string content_type;
+  std::string content_id;
+  std::size_t size = 0;
+};
+
+/// What a renderer (the MIME parser, wired by the application) extracts from raw bytes.
+struct rendered_body {
+  std::string text;  ///< decoded text/plain, UTF-8
+  std::string html;  ///< decoded text/html, UTF-8 (shown only in a sandboxed iframe)
+  std::vector<part_info> inline_parts;
+  std::vector<part_info> attachments;
+};
+
+/// Renders a message's bodies from its raw bytes. Must not throw; may be called from many
+/// threads at once. Unset: Text/HTML are "" and the part lists come from the summary.
+using renderer = std::function<rendered_body(std::string_view raw)>;
+
+/// Appends Prometheus text-format lines to /metrics (the application's own counters).
+using metrics_hook = std::function<void(std::string& out)>;
+
+struct api_config {
+  renderer render;
+  metrics_hook extra_metrics;
+  std::size_t default_limit = 50;  ///< `limit` absent or 0
+  std::size_t max_limit = 1000;    ///< larger `limit`s are clamped
+};
+
+class api {
+ public:
+  api(store::store& store, api_config cfg);
+
+  /// Answers one request. Never throws; unknown paths 404, wrong methods 405, malformed
+  /// input 400, each with a JSON body {"Error": "..."}.
+  response handle(const request& req) const;
+
+  /// True for `GET /api/events`, which the server answers with a Server-Sent Events
+  /// stream instead of calling handle().
+  static bool is_events_request(const request& req);
+
+  /// A JSON error response (also used by the server for parse errors and limits).
+  response error(unsigned status, std::string_view message, unsigned version = 11,
+                 bool keep_alive = false) const;
+
+  /// Mailpit's MessageSummary of one message, as JSON text (used by the event stream).
+  std::string summary_json(const store::stored_message& m) const;
+
+  /// The Prometheus exposition of the store, HTTP counters and the extra hook.
+  std::string metrics_text() const;
+
+  /// Counts a response status (handle() counts its own; the server counts the rest).
+  void count(unsigned status) const noexcept;
+
+  /// Gauge of connected event-stream clients, maintained by the server.
+  std::atomic<std::int64_t>& event_clients() const noexcept { return event_clients_; }
+
+  store::store& backing_store() const noexcept { return store_; }
+
+ private:
+  response route(const request& req) const;
+  response list_messages(const request& req, std::string_view query,
+                         std::string_view mailbox) const;
+  response delete_messages(const request& req) const;
+  response get_message(const request& req, std::string_view id) const;
+  response get_raw(const request& req, std::string_view id) const;
+  response page_html(const request& req) const;
+  response metrics(const request& req) const;
+
+  store::store& store_;
+  api_config cfg_;
+  static constexpr std::array<unsigned, 9> counted_{200, 400, 404, 405, 408, 413, 431, 500, 503};
+  mutable std::array<std::atomic<std::uint64_t>, counted_.size() + 1> requests_{};
+  mutable std::atomic<std::int64_t> event_clients_{0};
+};
+
+/// The web page served at "/": self-contained HTML (inline CSS and JS, no external assets).
+std::string_view web_page() noexcept;
+
+/// Decodes %XX escapes (and '+' as space when `plus_is_space`); false on a malformed
+/// escape.
+bool percent_decode(std::string_view in, std::string& out, bool plus_is_space);
+
+/// Replaces invalid UTF-8 sequences with U+FFFD (messages are hostile input; JSON must be
+/// valid UTF-8).
+std::string sanitize_utf8(std::string_view in);
+
+/// RFC 3339 in UTC with milliseconds, e.g. "2026-11-22T02:10:00.123Z".
+std::string format_rfc3339(store::time_point t);
+
+}  // namespace inlet::http

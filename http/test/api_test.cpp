@@ -1,0 +1,412 @@
+// The API as a function of in-memory Beast requests: no sockets.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <string>
+
+#include "inlet/http/api.hpp"
+#include "inlet/store/memory_store.hpp"
+
+namespace bh = boost::beast::http;
+namespace json = boost::json;
+namespace st = inlet::store;
+using inlet::http::api;
+using inlet::http::request;
+using inlet::http::response;
+
+namespace {
+
+st::new_message make(std::string subject, std::vector<std::string> rcpt = {"box@example.com"},
+                     std::string raw = "Subject: hi\r\n\r\nbody\r\n") {
+  st::new_message m;
+  m.envelope = {"client.example", "sender@example.org", std::move(rcpt), "127.0.0.1:40000",
+                "ESMTP"};
+  m.summary.from = {"Sen Der", "sender@example.org"};
+  m.summary.to = {{"", "box@example.com"}, {"Two", "two@example.com"}};
+  m.summary.cc = {{"C", "c@example.com"}};
+  m.summary.reply_to = {{"", "reply@example.org"}};
+  m.summary.subject = std::move(subject);
+  m.summary.message_id = "abc@example.org";
+  m.summary.snippet = "body";
+  m.summary.attachments = {{"a.pdf", "application/pdf", 1234}};
+  m.raw = std::move(raw);
+  m.tags = {"t1"};
+  return m;
+}
+
+request req(bh::verb v, std::string target, std::string body = {}) {
+  request r{v, target, 11};
+  r.body() = std::move(body);
+  r.prepare_payload();
+  return r;
+}
+
+json::object body_json(const response& r) {
+  std::error_code ec;
+  auto v = json::parse(r.body(), ec);
+  EXPECT_FALSE(ec) << r.body();
+  EXPECT_TRUE(v.is_object()) << r.body();
+  return v.is_object() ? v.get_object() : json::object{};
+}
+
+struct ApiTest : ::testing::Test {
+  st::memory_store store{{.max_messages = 100, .max_bytes = 1 << 20}};
+  inlet::http::api_config cfg{};
+  std::unique_ptr<api> a = std::make_unique<api>(store, cfg);
+  std::string put(st::new_message m) {
+    std::error_code ec;
+    auto p = store.put_sync(std::move(m), ec);
+    EXPECT_FALSE(ec);
+    return p ? p->id : std::string{};
+  }
+  response get(std::string target) { return a->handle(req(bh::verb::get, std::move(target))); }
+};
+
+}  // namespace
+
+TEST_F(ApiTest, EmptyListHasMailpitShape) {
+  auto r = get("/api/v1/messages");
+  EXPECT_EQ(r.result_int(), 200u);
+  EXPECT_EQ(r[bh::field::content_type], "application/json");
+  auto o = body_json(r);
+  for (auto k : {"total", "unread", "count", "messages_count", "start", "tags", "messages"})
+    EXPECT_TRUE(o.contains(k)) << k;
+  EXPECT_EQ(o["total"].as_int64(), 0);
+  EXPECT_EQ(o["count"].as_int64(), 0);
+  EXPECT_TRUE(o["messages"].as_array().empty());
+}
+
+TEST_F(ApiTest, ListNewestFirstWithSummaryFields) {
+  put(make("first"));
+  auto id2 = put(make("second"));
+  auto o = body_json(get("/api/v1/messages"));
+  EXPECT_EQ(o["total"].as_int64(), 2);
+  EXPECT_EQ(o["messages_count"].as_int64(), 2);
+  EXPECT_EQ(o["count"].as_int64(), 2);
+  EXPECT_EQ(o["unread"].as_int64(), 0);
+  auto& msgs = o["messages"].as_array();
+  ASSERT_EQ(msgs.size(), 2u);
+  auto& m = msgs[0].as_object();
+  EXPECT_EQ(m.at("ID").as_string(), id2);
+  EXPECT_EQ(m.at("Subject").as_string(), "second");
+  EXPECT_EQ(m.at("MessageID").as_string(), "abc@example.org");
+  EXPECT_EQ(m.at("Read").as_bool(), false);
+  EXPECT_EQ(m.at("From").at("Name").as_string(), "Sen Der");
+  EXPECT_EQ(m.at("From").at("Address").as_string(), "sender@example.org");
+  ASSERT_EQ(m.at("To").as_array().size(), 2u);
+  EXPECT_EQ(m.at("To").as_array()[1].at("Name").as_string(), "Two");
+  EXPECT_EQ(m.at("Cc").as_array().size(), 1u);
+  EXPECT_EQ(m.at("Bcc").as_array().size(), 0u);
+  EXPECT_EQ(m.at("ReplyTo").as_array()[0].at("Address").as_string(), "reply@example.org");
+  EXPECT_EQ(m.at("Tags").as_array()[0].as_string(), "t1");
+  EXPECT_EQ(m.at("Size").as_int64(), std::ssize(std::string_view("Subject: hi\r\n\r\nbody\r\n")));
+  EXPECT_EQ(m.at("Attachments").as_int64(), 1);
+  EXPECT_EQ(m.at("Snippet").as_string(), "body");
+  std::string created(m.at("Created").as_string());
+  ASSERT_EQ(created.size(), 24u) << created;  // 2026-11-22T02:10:00.123Z
+  EXPECT_EQ(created[10], 'T');
+  EXPECT_EQ(created.back(), 'Z');
+  EXPECT_EQ(msgs[1].at("Subject").as_string(), "first");
+}
+
+TEST_F(ApiTest, PagingStartAndLimit) {
+  for (int i = 0; i < 7; ++i) put(make(std::to_string(i)));
+  auto o = body_json(get("/api/v1/messages?start=2&limit=3"));
+  EXPECT_EQ(o["total"].as_int64(), 7);
+  EXPECT_EQ(o["start"].as_int64(), 2);
+  EXPECT_EQ(o["count"].as_int64(), 3);
+  auto& msgs = o["messages"].as_array();
+  ASSERT_EQ(msgs.size(), 3u);
+  EXPECT_EQ(msgs[0].at("Subject").as_string(), "4");
+  EXPECT_EQ(msgs[2].at("Subject").as_string(), "2");
+  auto last = body_json(get("/api/v1/messages?limit=3&start=6"));
+  EXPECT_EQ(last["count"].as_int64(), 1);
+  auto past = body_json(get("/api/v1/messages?start=100"));
+  EXPECT_EQ(past["count"].as_int64(), 0);
+  EXPECT_EQ(past["total"].as_int64(), 7);
+  auto dflt = body_json(get("/api/v1/messages?limit=0&other=x&start="));
+  EXPECT_EQ(dflt["count"].as_int64(), 7);
+}
+
+TEST_F(ApiTest, LimitIsClampedAndDefaulted) {
+  cfg.default_limit = 2;
+  cfg.max_limit = 3;
+  a = std::make_unique<api>(store, cfg);
+  for (int i = 0; i < 5; ++i) put(make(std::to_string(i)));
+  EXPECT_EQ(body_json(get("/api/v1/messages"))["count"].as_int64(), 2);
+  EXPECT_EQ(body_json(get("/api/v1/messages?limit=1000000"))["count"].as_int64(), 3);
+}
+
+TEST_F(ApiTest, BadPagingIs400Json) {
+  for (auto t : {"/api/v1/messages?start=-1", "/api/v1/messages?limit=abc",
+                 "/api/v1/messages?start=1x", "/api/v1/messages?limit=%zz",
+                 "/api/v1/messages?start=99999999999999999999999"}) {
+    auto r = get(t);
+    EXPECT_EQ(r.result_int(), 400u) << t;
+    EXPECT_TRUE(body_json(r).contains("Error")) << t;
+  }
+}
+
+TEST_F(ApiTest, MessageHasFieldsEnvelopeAndEmptyBodiesWithoutRenderer) {
+  auto m = make("subj");
+  m.summary.date = std::chrono::sys_days{std::chrono::year{2024} / 2 / 29} + std::chrono::hours{13} +
+                   std::chrono::milliseconds{5};
+  auto id = put(std::move(m));
+  auto r = get("/api/v1/message/" + id);
+  ASSERT_EQ(r.result_int(), 200u);
+  auto o = body_json(r);
+  EXPECT_EQ(o["ID"].as_string(), id);
+  EXPECT_EQ(o["Subject"].as_string(), "subj");
+  EXPECT_EQ(o["ReturnPath"].as_string(), "sender@example.org");
+  EXPECT_EQ(o["Date"].as_string(), "2024-02-29T13:00:00.005Z");
+  EXPECT_EQ(o["Text"].as_string(), "");
+  EXPECT_EQ(o["HTML"].as_string(), "");
+  EXPECT_EQ(o["Size"].as_int64(), 21);  // bytes of the default raw
+  EXPECT_TRUE(o["Inline"].as_array().empty());
+  ASSERT_EQ(o["Attachments"].as_array().size(), 1u);
+  EXPECT_EQ(o["Attachments"].as_array()[0].at("FileName").as_string(), "a.pdf");
+  EXPECT_EQ(o["Attachments"].as_array()[0].at("Size").as_int64(), 1234);
+  auto& env = o["Envelope"].as_object();
+  EXPECT_EQ(env.at("From").as_string(), "sender@example.org");
+  EXPECT_EQ(env.at("To").as_array()[0].as_string(), "box@example.com");
+  EXPECT_EQ(env.at("Helo").as_string(), "client.example");
+  EXPECT_EQ(env.at("Remote").as_string(), "127.0.0.1:40000");
+  for (auto k : {"MessageID", "From", "To", "Cc", "Bcc", "ReplyTo", "Tags", "Created"})
+    EXPECT_TRUE(o.contains(k)) << k;
+}
+
+TEST_F(ApiTest, MessageWithoutDateHeaderHasNullDate) {
+  auto id = put(make("s"));
+  EXPECT_TRUE(body_json(get("/api/v1/message/" + id))["Date"].is_null());
+}
+
+TEST_F(ApiTest, RendererFillsTextHtmlAndParts) {
+  std::string seen_raw;
+  cfg.render = [&](std::string_view raw) {
+    seen_raw = std::string(raw);
+    inlet::http::rendered_body b;
+    b.text = "plain text";
+    b.html = "<p>hi</p>";
+    b.inline_parts = {{"1.2", "logo.png", "image/png", "logo@x", 10}};
+    b.attachments = {{"2", "r.txt", "text/plain", "", 3}};
+    return b;
+  };
+  a = std::make_unique<api>(store, cfg);
+  auto id = put(make("s", {"box@example.com"}, "RAW\r\n"));
+  auto o = body_json(get("/api/v1/message/" + id));
+  EXPECT_EQ(seen_raw, "RAW\r\n");
+  EXPECT_EQ(o["Text"].as_string(), "plain text");
+  EXPECT_EQ(o["HTML"].as_string(), "<p>hi</p>");
+  EXPECT_EQ(o["Inline"].as_array()[0].at("ContentID").as_string(), "logo@x");
+  EXPECT_EQ(o["Inline"].as_array()[0].at("PartID").as_string(), "1.2");
+  EXPECT_EQ(o["Attachments"].as_array()[0].at("FileName").as_string(), "r.txt");
+}
+
+TEST_F(ApiTest, ThrowingRendererIs500NotACrash) {
+  cfg.render = [](std::string_view) -> inlet::http::rendered_body {
+    throw std::runtime_error("boom");
+  };
+  a = std::make_unique<api>(store, cfg);
+  auto id = put(make("s"));
+  auto r = get("/api/v1/message/" + id);
+  EXPECT_EQ(r.result_int(), 500u);
+  EXPECT_TRUE(body_json(r).contains("Error"));
+}
+
+TEST_F(ApiTest, UnknownOrMalformedIdIs404Json) {
+  put(make("s"));
+  for (auto t : {"/api/v1/message/AAAAAAAAAAAAAAAAAAAAAA", "/api/v1/message/short",
+                 "/api/v1/message/AAAAAAAAAAAAAAAAAAAAAA/raw", "/api/v1/message/",
+                 "/api/v1/message/%2e%2e/raw", "/api/v1/message/x/raw/more"}) {
+    auto r = get(t);
+    EXPECT_EQ(r.result_int(), 404u) << t;
+    EXPECT_TRUE(body_json(r).contains("Error")) << t;
+  }
+}
+
+TEST_F(ApiTest, RawIsByteExact) {
+  std::string raw("From: a@b\r\nSubject: \xe9t\xe9\r\n\r\n.leading dot\r\nNUL:\0:\r\n\xff\xfe\r\n", 51);
+  auto id = put(make("raw", {"box@example.com"}, raw));
+  auto r = get("/api/v1/message/" + id + "/raw");
+  ASSERT_EQ(r.result_int(), 200u);
+  EXPECT_EQ(r[bh::field::content_type], "text/plain");
+  EXPECT_EQ(r.body(), raw);
+  EXPECT_EQ(r[bh::field::content_length], std::to_string(raw.size()));
+}
+
+TEST_F(ApiTest, DeleteByIdsThenAll) {
+  auto id1 = put(make("1"));
+  auto id2 = put(make("2"));
+  put(make("3"));
+  auto r = a->handle(req(bh::verb::delete_, "/api/v1/messages",
+                         R"({"IDs":[")" + id1 + R"(",")" + id2 + R"(","nope"]})"));
+  EXPECT_EQ(r.result_int(), 200u);
+  EXPECT_EQ(r.body(), "ok");
+  auto o = body_json(get("/api/v1/messages"));
+  EXPECT_EQ(o["total"].as_int64(), 1);
+  EXPECT_EQ(o["messages"].as_array()[0].at("Subject").as_string(), "3");
+  EXPECT_EQ(get("/api/v1/message/" + id1).result_int(), 404u);
+
+  EXPECT_EQ(a->handle(req(bh::verb::delete_, "/api/v1/messages")).result_int(), 200u);
+  EXPECT_EQ(body_json(get("/api/v1/messages"))["total"].as_int64(), 0);
+}
+
+TEST_F(ApiTest, DeleteWithEmptyIdsDeletesAll) {
+  put(make("1"));
+  put(make("2"));
+  EXPECT_EQ(a->handle(req(bh::verb::delete_, "/api/v1/messages", R"({"IDs":[]})")).result_int(),
+            200u);
+  EXPECT_EQ(store.stats().messages, 0u);
+  put(make("3"));
+  EXPECT_EQ(a->handle(req(bh::verb::delete_, "/api/v1/messages", " \r\n")).result_int(), 200u);
+  EXPECT_EQ(store.stats().messages, 0u);
+}
+
+TEST_F(ApiTest, DeleteWithBadBodyIs400AndDeletesNothing) {
+  put(make("1"));
+  for (auto b : {"{", "[]", R"({"IDs":"x"})", R"({"IDs":[1]})", "null", "\xff"}) {
+    auto r = a->handle(req(bh::verb::delete_, "/api/v1/messages", b));
+    EXPECT_EQ(r.result_int(), 400u) << b;
+    EXPECT_TRUE(body_json(r).contains("Error"));
+  }
+  EXPECT_EQ(store.stats().messages, 1u);
+}
+
+TEST_F(ApiTest, MailboxListsOneRecipientCaseInsensitively) {
+  put(make("for ann", {"ann@example.com"}));
+  put(make("for bob", {"bob@example.com"}));
+  put(make("for both", {"Ann@Example.com", "bob@example.com"}));
+  auto o = body_json(get("/api/v1/mailbox/ANN%40example.com?limit=10"));
+  EXPECT_EQ(o["total"].as_int64(), 2);
+  auto& msgs = o["messages"].as_array();
+  ASSERT_EQ(msgs.size(), 2u);
+  EXPECT_EQ(msgs[0].at("Subject").as_string(), "for both");
+  EXPECT_EQ(msgs[1].at("Subject").as_string(), "for ann");
+  EXPECT_EQ(body_json(get("/api/v1/mailbox/bob@example.com?start=1"))["count"].as_int64(), 1);
+  EXPECT_EQ(body_json(get("/api/v1/mailbox/nobody@example.com"))["total"].as_int64(), 0);
+  EXPECT_EQ(get("/api/v1/mailbox/bad%zz").result_int(), 400u);
+  EXPECT_EQ(get("/api/v1/mailbox/a%2fb").result_int(), 400u);
+}
+
+TEST_F(ApiTest, WrongMethodIs405WithAllow) {
+  auto r = a->handle(req(bh::verb::post, "/api/v1/messages"));
+  EXPECT_EQ(r.result_int(), 405u);
+  EXPECT_EQ(r[bh::field::allow], "GET, DELETE");
+  EXPECT_TRUE(body_json(r).contains("Error"));
+  auto id = put(make("s"));
+  EXPECT_EQ(a->handle(req(bh::verb::delete_, "/api/v1/message/" + id)).result_int(), 405u);
+  EXPECT_EQ(a->handle(req(bh::verb::put, "/")).result_int(), 405u);
+  EXPECT_EQ(a->handle(req(bh::verb::post, "/metrics")).result_int(), 405u);
+  EXPECT_EQ(a->handle(req(bh::verb::post, "/api/v1/mailbox/a@b")).result_int(), 405u);
+  EXPECT_EQ(store.stats().messages, 1u);
+}
+
+TEST_F(ApiTest, UnknownPathIs404Json) {
+  for (auto t : {"/nope", "/api/v1", "/api/v1/messages/x", "/api/v2/messages", "//", "*"}) {
+    auto r = get(t);
+    EXPECT_EQ(r.result_int(), 404u) << t;
+    EXPECT_TRUE(body_json(r).contains("Error"));
+  }
+}
+
+TEST_F(ApiTest, HostileStringsStayValidJson) {
+  auto m = make(std::string("<script>alert(1)</script> \xff\xc3(\xed\xa0\x80\"\\\x01"));
+  m.summary.from.name = "\xf0\x9f\x98\x80 ok";
+  auto id = put(std::move(m));
+  auto o = body_json(get("/api/v1/message/" + id));  // parse validates UTF-8
+  std::string subject(o["Subject"].as_string());
+  EXPECT_EQ(subject.substr(0, 26), "<script>alert(1)</script> ");
+  EXPECT_NE(subject.find("\xef\xbf\xbd"), std::string::npos);
+  EXPECT_NE(subject.find("\"\\\x01"), std::string::npos);
+  EXPECT_EQ(o["From"].at("Name").as_string(), "\xf0\x9f\x98\x80 ok");
+  auto r = get("/api/v1/message/" + id);
+  EXPECT_EQ(r["X-Content-Type-Options"], "nosniff");
+}
+
+TEST_F(ApiTest, PageIsSelfContainedWithCsp) {
+  auto r = get("/");
+  ASSERT_EQ(r.result_int(), 200u);
+  EXPECT_EQ(r[bh::field::content_type], "text/html; charset=utf-8");
+  auto csp = std::string(r["Content-Security-Policy"]);
+  EXPECT_NE(csp.find("default-src 'none'"), std::string::npos);
+  const auto& b = r.body();
+  EXPECT_NE(b.find("<script>"), std::string::npos);
+  EXPECT_EQ(b.find("src=\"http"), std::string::npos);
+  EXPECT_EQ(b.find("href=\"http"), std::string::npos);
+  EXPECT_EQ(b.find("innerHTML"), std::string::npos);  // data goes through textContent
+  EXPECT_NE(b.find("sandbox"), std::string::npos);
+  EXPECT_NE(b.find("api/events"), std::string::npos);
+}
+
+TEST_F(ApiTest, MetricsCountStoreAndRequests) {
+  cfg.extra_metrics = [](std::string& out) { out += "inlet_smtp_sessions 3\n"; };
+  a = std::make_unique<api>(store, cfg);
+  put(make("s", {"a@x"}, "12345"));
+  get("/nope");
+  get("/nope");
+  get("/api/v1/messages");
+  auto r = get("/metrics");
+  ASSERT_EQ(r.result_int(), 200u);
+  const auto& b = r.body();
+  EXPECT_NE(b.find("\ninlet_store_messages 1\n"), std::string::npos) << b;
+  EXPECT_NE(b.find("\ninlet_store_bytes 5\n"), std::string::npos);
+  EXPECT_NE(b.find("# TYPE inlet_store_evicted_total counter\ninlet_store_evicted_total 0\n"),
+            std::string::npos);
+  EXPECT_NE(b.find("inlet_http_requests_total{code=\"404\"} 2\n"), std::string::npos);
+  EXPECT_NE(b.find("inlet_http_requests_total{code=\"200\"} 1\n"), std::string::npos);
+  EXPECT_NE(b.find("inlet_smtp_sessions 3\n"), std::string::npos);
+}
+
+TEST_F(ApiTest, EventsRequestIsRecognised) {
+  EXPECT_TRUE(api::is_events_request(req(bh::verb::get, "/api/events")));
+  EXPECT_TRUE(api::is_events_request(req(bh::verb::get, "/api/events?x=1")));
+  EXPECT_FALSE(api::is_events_request(req(bh::verb::post, "/api/events")));
+  EXPECT_FALSE(api::is_events_request(req(bh::verb::get, "/api/eventsx")));
+  EXPECT_EQ(a->handle(req(bh::verb::post, "/api/events")).result_int(), 405u);
+}
+
+TEST_F(ApiTest, KeepAliveFollowsRequest) {
+  auto r1 = get("/api/v1/messages");
+  EXPECT_TRUE(r1.keep_alive());
+  auto q = req(bh::verb::get, "/api/v1/messages");
+  q.keep_alive(false);
+  EXPECT_FALSE(a->handle(q).keep_alive());
+  request old{bh::verb::get, "/nope", 10};
+  EXPECT_FALSE(a->handle(old).keep_alive());
+}
+
+TEST(Util, PercentDecode) {
+  std::string out;
+  EXPECT_TRUE(inlet::http::percent_decode("a%40b%2Ec+d", out, true));
+  EXPECT_EQ(out, "a@b.c d");
+  EXPECT_TRUE(inlet::http::percent_decode("a+b", out, false));
+  EXPECT_EQ(out, "a+b");
+  EXPECT_TRUE(inlet::http::percent_decode("%00", out, false));
+  EXPECT_EQ(out, std::string(1, '\0'));
+  EXPECT_FALSE(inlet::http::percent_decode("%", out, false));
+  EXPECT_FALSE(inlet::http::percent_decode("%4", out, false));
+  EXPECT_FALSE(inlet::http::percent_decode("x%g0", out, false));
+}
+
+TEST(Util, SanitizeUtf8) {
+  using inlet::http::sanitize_utf8;
+  EXPECT_EQ(sanitize_utf8("plain"), "plain");
+  EXPECT_EQ(sanitize_utf8("\xc3\xa9"), "\xc3\xa9");
+  EXPECT_EQ(sanitize_utf8("\xf0\x9f\x98\x80"), "\xf0\x9f\x98\x80");
+  EXPECT_EQ(sanitize_utf8("\xe9t\xe9"), "\xef\xbf\xbdt\xef\xbf\xbd");
+  EXPECT_EQ(sanitize_utf8("\xc0\xaf"), "\xef\xbf\xbd\xef\xbf\xbd");      // overlong
+  EXPECT_EQ(sanitize_utf8("\xed\xa0\x80"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");  // surrogate
+  EXPECT_EQ(sanitize_utf8("\xf4\x90\x80\x80").substr(0, 3), "\xef\xbf\xbd");  // > U+10FFFF
+  EXPECT_EQ(sanitize_utf8("ab\xe2\x82"), "ab\xef\xbf\xbd\xef\xbf\xbd");  // truncated
+  EXPECT_EQ(sanitize_utf8(std::string("\0", 1)), std::string("\0", 1));
+}
+
+TEST(Util, Rfc3339) {
+  using namespace std::chrono;
+  EXPECT_EQ(inlet::http::format_rfc3339(system_clock::time_point{}), "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(inlet::http::format_rfc3339(sys_days{year{2026} / 11 / 22} + hours{23} + minutes{59} +
+                                        seconds{58} + milliseconds{999}),
+            "2026-11-22T23:59:58.999Z");
+  EXPECT_EQ(inlet::http::format_rfc3339(system_clock::time_point{} - milliseconds{1}),
+            "1969-12-31T23:59:59.999Z");
+}

@@ -1,0 +1,243 @@
+// Loopback tests (label net): real HTTP over 127.0.0.1 with a Beast client. ctest's
+// TIMEOUT bounds every test; each loop below is bounded in count.
+#include <gtest/gtest.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <thread>
+
+#include "inlet/http/server.hpp"
+#include "inlet/store/memory_store.hpp"
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bh = beast::http;
+namespace st = inlet::store;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+struct client {
+  asio::io_context io;
+  tcp::socket sock{io};
+  beast::flat_buffer buf;
+  explicit client(std::uint16_t port) { sock.connect({asio::ip::make_address("127.0.0.1"), port}); }
+  bh::response<bh::string_body> request(bh::verb v, std::string target, std::string body = {},
+                                        bool keep_alive = true) {
+    bh::request<bh::string_body> req{v, target, 11};
+    req.set(bh::field::host, "127.0.0.1");
+    req.keep_alive(keep_alive);
+    req.body() = std::move(body);
+    req.prepare_payload();
+    bh::write(sock, req);
+    return read();
+  }
+  bh::response<bh::string_body> read() {
+    bh::response_parser<bh::string_body> p;
+    p.body_limit(64 << 20);
+    bh::read(sock, buf, p);
+    return p.release();
+  }
+  void send_raw(std::string_view bytes) { asio::write(sock, asio::buffer(bytes)); }
+  // True when the server closed the connection (read hits EOF).
+  bool closed_by_peer() {
+    beast::error_code ec;
+    char c;
+    sock.read_some(asio::buffer(&c, 1), ec);
+    return ec == asio::error::eof || ec == asio::error::connection_reset;
+  }
+};
+
+st::new_message make(std::string raw, std::string rcpt = "box@example.com") {
+  st::new_message m;
+  m.envelope.rcpt_to = {std::move(rcpt)};
+  m.envelope.mail_from = "s@example.org";
+  m.summary.subject = "subject";
+  m.raw = std::move(raw);
+  return m;
+}
+
+struct ServerTest : ::testing::Test {
+  st::memory_store store;
+  std::unique_ptr<inlet::http::server> srv;
+  void start(inlet::http::server_config cfg = {}) {
+    cfg.address = "127.0.0.1";
+    cfg.port = 0;
+    cfg.threads = 2;
+    srv = std::make_unique<inlet::http::server>(store, cfg);
+    ASSERT_FALSE(srv->start());
+    ASSERT_NE(srv->port(), 0);
+    ASSERT_EQ(srv->address(), "127.0.0.1");
+  }
+  std::string put(std::string raw, std::string rcpt = "box@example.com") {
+    std::error_code ec;
+    return store.put_sync(make(std::move(raw), std::move(rcpt)), ec)->id;
+  }
+};
+
+}  // namespace
+
+TEST_F(ServerTest, KeepAliveListGetRawDelete) {
+  start();
+  std::string raw("Subject: x\r\n\r\n..dot\r\n\0\x80\xff end\r\n", 28);
+  auto id = put(raw);
+  put("second\r\n");
+  client c(srv->port());
+  auto list = c.request(bh::verb::get, "/api/v1/messages?limit=1");
+  ASSERT_EQ(list.result_int(), 200u);
+  EXPECT_NE(list.body().find("\"total\":2"), std::string::npos) << list.body();
+  EXPECT_NE(list.body().find("\"count\":1"), std::string::npos);
+  EXPECT_TRUE(list.keep_alive());
+
+  auto r = c.request(bh::verb::get, "/api/v1/message/" + id + "/raw");  // same connection
+  ASSERT_EQ(r.result_int(), 200u);
+  EXPECT_EQ(r.body(), raw);
+  EXPECT_EQ(r[bh::field::content_type], "text/plain");
+
+  EXPECT_EQ(c.request(bh::verb::get, "/api/v1/message/" + id).result_int(), 200u);
+  EXPECT_EQ(c.request(bh::verb::get, "/api/v1/message/AAAAAAAAAAAAAAAAAAAAAA").result_int(), 404u);
+  EXPECT_EQ(c.request(bh::verb::patch, "/api/v1/messages").result_int(), 405u);
+  auto d = c.request(bh::verb::delete_, "/api/v1/messages", R"({"IDs":[")" + id + "\"]}");
+  EXPECT_EQ(d.result_int(), 200u);
+  EXPECT_EQ(store.stats().messages, 1u);
+  EXPECT_EQ(c.request(bh::verb::get, "/api/v1/message/" + id + "/raw").result_int(), 404u);
+  auto last = c.request(bh::verb::delete_, "/api/v1/messages", "", false);
+  EXPECT_EQ(last.result_int(), 200u);
+  EXPECT_FALSE(last.keep_alive());
+  EXPECT_EQ(store.stats().messages, 0u);
+  EXPECT_TRUE(c.closed_by_peer());
+}
+
+TEST_F(ServerTest, LargeRawMessageRoundTrips) {
+  start();
+  std::string raw;
+  for (int i = 0; raw.size() < 3 * 1024 * 1024; ++i) raw += "line " + std::to_string(i) + "\r\n";
+  raw += std::string("\0\r\n.\r\n", 6);
+  auto id = put(raw);
+  client c(srv->port());
+  auto r = c.request(bh::verb::get, "/api/v1/message/" + id + "/raw");
+  EXPECT_EQ(r.body().size(), raw.size());
+  EXPECT_TRUE(r.body() == raw);
+}
+
+TEST_F(ServerTest, LimitsAndMalformedRequests) {
+  inlet::http::server_config cfg;
+  cfg.body_limit = 100;
+  cfg.header_limit = 1024;
+  start(cfg);
+  {
+    client c(srv->port());
+    auto r = c.request(bh::verb::delete_, "/api/v1/messages", std::string(200, ' '));
+    EXPECT_EQ(r.result_int(), 413u);
+    EXPECT_NE(r.body().find("Error"), std::string::npos);
+    EXPECT_TRUE(c.closed_by_peer());
+  }
+  {
+    client c(srv->port());
+    c.send_raw("GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(2000, 'a') + "\r\n\r\n");
+    EXPECT_EQ(c.read().result_int(), 431u);
+  }
+  {
+    client c(srv->port());
+    c.send_raw("THIS IS NOT HTTP\r\n\r\n");
+    auto r = c.read();
+    EXPECT_EQ(r.result_int(), 400u);
+    EXPECT_NE(r.body().find("Error"), std::string::npos);
+  }
+  {
+    client c(srv->port());  // a client that goes away mid-request does not hurt others
+    c.send_raw("GET /api/v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\nabc");
+  }
+  client ok(srv->port());
+  EXPECT_EQ(ok.request(bh::verb::get, "/api/v1/messages").result_int(), 200u);
+  auto m = ok.request(bh::verb::get, "/metrics");
+  EXPECT_NE(m.body().find("inlet_http_requests_total{code=\"413\"} 1"), std::string::npos)
+      << m.body();
+  EXPECT_NE(m.body().find("inlet_http_requests_total{code=\"431\"} 1"), std::string::npos);
+}
+
+TEST_F(ServerTest, IdleConnectionTimesOut) {
+  inlet::http::server_config cfg;
+  cfg.read_timeout = std::chrono::milliseconds(200);
+  start(cfg);
+  client c(srv->port());
+  EXPECT_TRUE(c.closed_by_peer());  // nothing sent: closed after the read timeout
+}
+
+TEST_F(ServerTest, EventStreamDeliversNewMessages) {
+  start();
+  client c(srv->port());
+  c.send_raw("GET /api/events HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::string got;
+  asio::read_until(c.sock, asio::dynamic_buffer(got), "retry: 3000\n\n");
+  EXPECT_EQ(got.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << got;
+  EXPECT_NE(got.find("Content-Type: text/event-stream"), std::string::npos);
+  // The subscription is registered before the headers are written.
+  auto id = put("Subject: live\r\n\r\nx\r\n");
+  asio::read_until(c.sock, asio::dynamic_buffer(got), "}\n\n");
+  auto pos = got.find("event: new\ndata: {\"Type\":\"new\",\"Data\":{\"ID\":\"" + id + "\"");
+  EXPECT_NE(pos, std::string::npos) << got;
+  EXPECT_NE(srv->api().metrics_text().find("inlet_http_event_clients 1\n"), std::string::npos);
+  srv->stop();  // must not hang on the open stream
+  EXPECT_TRUE(c.closed_by_peer());
+}
+
+TEST_F(ServerTest, RunsOnCallersIoContext) {
+  asio::io_context io;
+  inlet::http::server_config cfg;
+  cfg.io = &io;
+  cfg.port = 0;
+  inlet::http::server s(store, cfg);
+  ASSERT_FALSE(s.start());
+  EXPECT_EQ(s.start(), inlet::http::errc::already_started);
+  std::thread t([&] { io.run(); });
+  {
+    client c(s.port());
+    EXPECT_EQ(c.request(bh::verb::get, "/").result_int(), 200u);
+  }
+  s.stop();
+  t.join();  // io.run() returns: every session and the acceptor finished
+}
+
+TEST_F(ServerTest, ManyClientsConcurrently) {
+  start();
+  for (int i = 0; i < 20; ++i) put("m" + std::to_string(i) + "\r\n", "b" + std::to_string(i % 3) + "@x");
+  std::vector<std::thread> ts;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 4; ++t) {
+    ts.emplace_back([&, t] {
+      client c(srv->port());
+      for (int i = 0; i < 25; ++i) {
+        auto r = c.request(bh::verb::get, "/api/v1/mailbox/b" + std::to_string((t + i) % 3) + "@x");
+        if (r.result_int() == 200 && r.body().find("\"messages\":[") != std::string::npos) ++ok;
+      }
+    });
+  }
+  std::thread writer([&] {
+    for (int i = 0; i < 50; ++i) put("w\r\n", "b1@x");
+  });
+  for (auto& th : ts) th.join();
+  writer.join();
+  EXPECT_EQ(ok.load(), 100);
+}
+
+TEST(ServerStart, BadAddressAndPortInUse) {
+  st::memory_store store;
+  inlet::http::server_config bad;
+  bad.address = "not an address";
+  inlet::http::server s1(store, bad);
+  EXPECT_TRUE(s1.start());
+  inlet::http::server_config cfg;
+  cfg.port = 0;
+  inlet::http::server a(store, cfg);
+  ASSERT_FALSE(a.start());
+  cfg.port = a.port();
+  inlet::http::server b(store, cfg);
+  EXPECT_TRUE(b.start());  // already bound by a
+}

@@ -1,0 +1,84 @@
+// A bounded in-memory message store (Mailinator-style: oldest evicted first).
+//
+// Bounds: at most `max_messages` messages and `max_bytes` raw bytes; a put that would
+// exceed either evicts the oldest messages first. A single message larger than max_bytes
+// is refused with errc::too_large.
+//
+// Thread-safety: all members may be called concurrently. One std::shared_mutex guards the
+// indexes: writers (put, remove, clear) hold it exclusively for a few pointer operations
+// (the record is built and the ID drawn before the lock is taken); readers hold it shared
+// only while they copy out at most `limit` shared pointers. Observers run after the lock
+// is released. See store/DESIGN.md.
+//
+// Complexity: put O(r) amortised (r = recipients), get O(1) average, list O(limit)
+// (random access from the newest end, nothing copied but the page), eviction O(r) per
+// message, remove O(n) per removed ID (erasing from the middle of the order index).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <map>
+#include <shared_mutex>
+#include <string>
+#include <mutex>
+#include <unordered_map>
+
+#include "inlet/store/store.hpp"
+
+namespace inlet::store {
+
+struct memory_store_config {
+  std::size_t max_messages = 10000;
+  std::size_t max_bytes = std::size_t{1} << 30;  ///< 1 GiB of raw bytes
+};
+
+class memory_store final : public store {
+ public:
+  explicit memory_store(memory_store_config cfg = {});
+  ~memory_store() override;
+  memory_store(const memory_store&) = delete;
+  memory_store& operator=(const memory_store&) = delete;
+
+  void put(new_message msg, put_handler done) override;
+  page list(std::size_t start, std::size_t limit) const override;
+  page list_mailbox(std::string_view mailbox, std::size_t start,
+                    std::size_t limit) const override;
+  message_ptr get(std::string_view id) const override;
+  std::size_t remove(std::span<const std::string> ids) override;
+  std::size_t clear() override;
+  store_stats stats() const override;
+  std::uint64_t subscribe(new_message_observer observer) override;
+  void unsubscribe(std::uint64_t handle) override;
+
+  const memory_store_config& config() const noexcept { return cfg_; }
+
+ private:
+  struct string_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+  using order_index = std::deque<message_ptr>;  // oldest at front, sorted by seq
+
+  static page slice(const order_index& order, std::size_t start, std::size_t limit);
+  static void erase_from(order_index& order, const stored_message& m);
+  message_ptr evict_oldest_locked();
+  void unlink_locked(const message_ptr& m);
+
+  const memory_store_config cfg_;
+  mutable std::shared_mutex mutex_;
+  std::uint64_t next_seq_ = 1;
+  order_index order_;
+  std::unordered_map<std::string, message_ptr, string_hash, std::equal_to<>> by_id_;
+  std::unordered_map<std::string, order_index, string_hash, std::equal_to<>> by_mailbox_;
+  store_stats stats_;
+
+  mutable std::mutex observers_mutex_;
+  std::uint64_t next_observer_ = 1;
+  std::map<std::uint64_t, std::shared_ptr<const new_message_observer>> observers_;
+};
+
+}  // namespace inlet::store

@@ -1,0 +1,80 @@
+// Concurrent writers, readers and deleters on one memory store (run under TSan: label tsan).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "inlet/store/memory_store.hpp"
+
+namespace st = inlet::store;
+
+TEST(MemoryStoreConcurrency, WritersReadersDeleters) {
+  constexpr int writers = 4, per_writer = 2000;
+  st::memory_store s({.max_messages = 500, .max_bytes = 1 << 20});
+  std::atomic<int> observed{0};
+  s.subscribe([&](const st::message_ptr&) { observed.fetch_add(1, std::memory_order_relaxed); });
+  std::atomic<bool> stop{false};
+  std::atomic<long> bad{0};
+
+  std::vector<std::thread> threads;
+  for (int w = 0; w < writers; ++w) {
+    threads.emplace_back([&, w] {
+      for (int i = 0; i < per_writer; ++i) {
+        st::new_message m;
+        m.envelope.rcpt_to = {"box" + std::to_string(i % 7) + "@x"};
+        m.summary.subject = std::to_string(w) + ":" + std::to_string(i);
+        m.raw = std::string(50 + i % 200, 'a' + static_cast<char>(w));
+        s.put(std::move(m), [&](std::error_code ec, st::message_ptr p) {
+          if (ec || !p) bad.fetch_add(1);
+        });
+      }
+    });
+  }
+  auto reader = [&] {
+    while (!stop.load()) {
+      auto p = s.list(0, 50);
+      if (p.messages.size() > 50 || p.total > 500) bad.fetch_add(1);
+      for (std::size_t i = 1; i < p.messages.size(); ++i)
+        if (p.messages[i - 1]->seq <= p.messages[i]->seq) bad.fetch_add(1);
+      for (auto& m : p.messages) {
+        // Reading the record after the lock was released must be safe even if evicted.
+        char c = m->raw.empty() ? 'a' : m->raw[0];
+        if (m->raw.find_first_not_of(c) != std::string::npos) bad.fetch_add(1);
+        if (auto g = s.get(m->id); g && g != m) bad.fetch_add(1);
+      }
+      auto mb = s.list_mailbox("BOX3@x", 0, 20);
+      for (auto& m : mb.messages)
+        if (m->envelope.rcpt_to[0] != "box3@x") bad.fetch_add(1);
+      auto stats = s.stats();
+      if (stats.messages > 500 || stats.bytes > (1u << 20)) bad.fetch_add(1);
+    }
+  };
+  std::thread r1(reader), r2(reader);
+  std::thread deleter([&] {
+    while (!stop.load()) {
+      auto p = s.list(10, 3);
+      std::vector<std::string> ids;
+      for (auto& m : p.messages) ids.push_back(m->id);
+      s.remove(ids);
+    }
+  });
+  for (auto& t : threads) t.join();
+  stop.store(true);
+  r1.join();
+  r2.join();
+  deleter.join();
+
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(observed.load(), writers * per_writer);
+  auto stats = s.stats();
+  EXPECT_EQ(stats.stored_total, static_cast<std::uint64_t>(writers * per_writer));
+  EXPECT_EQ(stats.stored_total, stats.messages + stats.evicted_total + stats.deleted_total);
+  EXPECT_LE(stats.messages, 500u);
+  // Every mailbox list agrees with the main list.
+  std::size_t in_boxes = 0;
+  for (int b = 0; b < 7; ++b) in_boxes += s.list_mailbox("box" + std::to_string(b) + "@x", 0, 0).total;
+  EXPECT_EQ(in_boxes, stats.messages);
+  EXPECT_EQ(s.list(0, 0).total, stats.messages);
+}
