@@ -266,8 +266,8 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   /// r is the statement running on the server, a cancel request is sent.
   void abandon(request_base* r, std::error_code ec) {
     if (r->finished) return;
+    if (r == head_ && pg_) send_cancel();  // before finish: the handler may run inline
     finish(r, ec, false);
-    if (r == head_ && pg_) send_cancel();
   }
   void send_cancel() {
     PGcancel* pc = PQgetCancel(pg_);

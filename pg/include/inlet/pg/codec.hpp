@@ -92,6 +92,8 @@ template <> struct type_traits<bool> {
 template <> struct type_traits<std::int16_t> : detail::int_traits<std::int16_t, oid::int2, oid::int2_array> {};
 template <> struct type_traits<std::int32_t> : detail::int_traits<std::int32_t, oid::int4, oid::int4_array> {};
 template <> struct type_traits<std::int64_t> : detail::int_traits<std::int64_t, oid::int8, oid::int8_array> {};
+/// oid (and regtype-like uses): unsigned 32-bit.
+template <> struct type_traits<std::uint32_t> : detail::int_traits<std::uint32_t, oid::oid_, 1028> {};
 template <> struct type_traits<float> : detail::float_traits<float, std::uint32_t, oid::float4, oid::float4_array> {};
 template <> struct type_traits<double> : detail::float_traits<double, std::uint64_t, oid::float8, oid::float8_array> {};
 

@@ -24,7 +24,7 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/use_awaitable.hpp>
+#include "inlet/pg/use_awaitable.hpp"
 #include <chrono>
 #include <memory>
 #include <string>
@@ -83,7 +83,7 @@ class connection {
   PGconn* native_handle() const noexcept;
 
   /// Connects (conninfo string or URI as libpq takes them). Signature void(error_code).
-  template <class Token = asio::use_awaitable_t<>>
+  template <class Token = pg::use_awaitable_t>
   auto async_connect(std::string dsn, Token&& token = {}) {
     return asio::async_initiate<Token, void(std::error_code)>(
         [impl = impl_](auto h, std::string dsn) {
@@ -97,18 +97,18 @@ class connection {
 
   /// Raw result. Signature void(error_code, result); on a server error the result is
   /// the error result (error_diagnostics() reads it).
-  template <class Q, class Token = asio::use_awaitable_t<>>
+  template <class Q, class Token = pg::use_awaitable_t>
     requires is_query<Q>::value
   auto async_query(Q q, Token&& token = {}) {
     return initiate<void(std::error_code, result)>(std::move(q), raw_sink{}, std::forward<Token>(token));
   }
-  template <class Token = asio::use_awaitable_t<>>
+  template <class Token = pg::use_awaitable_t>
   auto async_query(std::string_view text, Token&& token = {}) {
     return async_query(pg::query<>(text), std::forward<Token>(token));
   }
 
   /// Typed rows appended to a container / output iterator. void(error_code, size_t rows).
-  template <class Q, class Row, class Out, class Token = asio::use_awaitable_t<>>
+  template <class Q, class Row, class Out, class Token = pg::use_awaitable_t>
     requires is_query<Q>::value
   auto async_query(Q q, into_t<Row, Out> into, Token&& token = {}) {
     return initiate<void(std::error_code, std::size_t)>(std::move(q), into_sink<Row, Out>{into.out},
@@ -116,12 +116,12 @@ class connection {
   }
 
   /// INSERT/UPDATE/DELETE/...: void(error_code, uint64_t affected_rows).
-  template <class Q, class Token = asio::use_awaitable_t<>>
+  template <class Q, class Token = pg::use_awaitable_t>
     requires is_query<Q>::value
   auto async_execute(Q q, Token&& token = {}) {
     return initiate<void(std::error_code, std::uint64_t)>(std::move(q), exec_sink{}, std::forward<Token>(token));
   }
-  template <class Token = asio::use_awaitable_t<>>
+  template <class Token = pg::use_awaitable_t>
   auto async_execute(std::string_view text, Token&& token = {}) {
     return async_execute(pg::query<>(text), std::forward<Token>(token));
   }
@@ -190,8 +190,9 @@ class connection {
   // The typed operation: owns the handler, the query and the sink.
   template <class Handler, class Sink, class Q = pg::query<>>
   struct op_t final : detail::request_base {
-    using work_t = decltype(asio::prefer(std::declval<asio::associated_executor_t<Handler, asio::any_io_executor>>(),
-                                         asio::execution::outstanding_work.tracked));
+    using work_t = std::decay_t<decltype(asio::prefer(
+        std::declval<asio::associated_executor_t<Handler, asio::any_io_executor>>(),
+        asio::execution::outstanding_work.tracked))>;
     Handler handler;
     Q q;
     Sink sink;

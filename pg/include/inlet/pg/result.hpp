@@ -163,6 +163,7 @@ class result {
   }
   template <class T>
   std::error_code check_one(int c, diagnostics* d) const {
+    static_assert(pg_value<T>, "a field of the row type has no PostgreSQL mapping (see codec.hpp)");
     oid_t t = PQftype(r_.get(), c);
     if (value_traits<T>::accepts(t)) return {};
     return detail::column_error(r_.get(), c, t, value_traits<T>::type_oid(), d);
