@@ -1,0 +1,257 @@
+// An asynchronous PostgreSQL connection over libpq in non-blocking pipeline mode, driven
+// by Asio (a posix::stream_descriptor on PQsocket waiting for readiness).
+//
+// Requests issued while others are in flight are pipelined automatically: each is sent at
+// once with its own Sync, so a failing statement never aborts a neighbour. Statements are
+// prepared on first use and cached per connection (LRU, keyed by SQL text and parameter
+// OIDs); set statement_cache_size = 0 for PgBouncer in transaction mode.
+//
+// Every operation: async_xxx(..., CompletionToken&& token = {}) with the default token
+// usable with co_await (asio::deferred, use_future, yield_context, callbacks work too),
+// plus synchronous forms (error_code and throwing) for scripts and tests.
+//
+// Thread-safety: a connection is bound to its executor. Initiating functions may be
+// called from any thread (they dispatch onto the executor); handlers run on their own
+// associated executor. Use one connection from one strand/thread at a time when calling
+// the synchronous forms, which must not be mixed with in-flight async operations
+// (they return errc::busy). last_diagnostics() and stats() are read on the executor.
+// Results handed to handlers are owned values; views into them follow result.hpp.
+#pragma once
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include "inlet/pg/use_awaitable.hpp"
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "inlet/pg/detail/request.hpp"
+#include "inlet/pg/error.hpp"
+#include "inlet/pg/query.hpp"
+#include "inlet/pg/result.hpp"
+
+namespace inlet::pg {
+
+namespace asio = boost::asio;
+
+struct connection_options {
+  std::size_t statement_cache_size = 256;       ///< 0: no prepared statements
+  std::chrono::milliseconds query_timeout{0};   ///< 0: none; else per request
+};
+
+/// Counters of one connection (read on its executor).
+struct connection_stats {
+  std::uint64_t queries = 0;        ///< requests completed (ok or not)
+  std::uint64_t errors = 0;         ///< requests completed with an error
+  std::uint64_t prepares = 0;       ///< statements prepared (cache misses)
+  std::uint64_t bytes_sent = 0;     ///< SQL text + parameter bytes handed to libpq
+  std::uint64_t bytes_received = 0; ///< field bytes of data results
+  std::uint64_t cancels = 0;        ///< server-side cancel requests issued
+};
+
+namespace detail {
+class conn_impl;
+using conn_ptr = std::shared_ptr<conn_impl>;
+void start_request(const conn_ptr& c, request_base* r);
+void start_connect(const conn_ptr& c, std::string dsn, request_base* r);
+void abandon_request(const conn_ptr& c, request_base* r, std::error_code ec);
+asio::any_io_executor executor_of(const conn_impl& c) noexcept;
+diagnostics& diag_of(conn_impl& c) noexcept;
+}  // namespace detail
+
+class connection {
+ public:
+  using executor_type = asio::any_io_executor;
+
+  explicit connection(executor_type ex, connection_options opts = {});
+  ~connection();  ///< closes; in-flight handlers complete with operation_aborted
+  connection(connection&&) noexcept = default;
+  connection& operator=(connection&&) noexcept;
+
+  executor_type get_executor() const noexcept;
+  bool is_open() const noexcept;
+  /// True when idle and outside a transaction (what the pool checks on release).
+  bool is_idle_clean() const noexcept;
+  std::size_t in_flight() const noexcept;
+  void close();
+  const diagnostics& last_diagnostics() const noexcept;
+  connection_stats stats() const noexcept;
+  PGconn* native_handle() const noexcept;
+
+  /// Connects (conninfo string or URI as libpq takes them). Signature void(error_code).
+  template <class Token = pg::use_awaitable_t>
+  auto async_connect(std::string dsn, Token&& token = {}) {
+    return asio::async_initiate<Token, void(std::error_code)>(
+        [impl = impl_](auto h, std::string dsn) {
+          auto ex = asio::get_associated_executor(h, detail::executor_of(*impl));
+          auto* op = new op_t<decltype(h), connect_sink>(std::move(h), pg::query<>(""), connect_sink{});
+          op->work.emplace(asio::prefer(ex, asio::execution::outstanding_work.tracked));
+          detail::start_connect(impl, std::move(dsn), op);
+        },
+        token, std::move(dsn));
+  }
+
+  /// Raw result. Signature void(error_code, result); on a server error the result is
+  /// the error result (error_diagnostics() reads it).
+  template <class Q, class Token = pg::use_awaitable_t>
+    requires is_query<Q>::value
+  auto async_query(Q q, Token&& token = {}) {
+    return initiate<void(std::error_code, result)>(std::move(q), raw_sink{}, std::forward<Token>(token));
+  }
+  template <class Token = pg::use_awaitable_t>
+  auto async_query(std::string_view text, Token&& token = {}) {
+    return async_query(pg::query<>(text), std::forward<Token>(token));
+  }
+
+  /// Typed rows appended to a container / output iterator. void(error_code, size_t rows).
+  template <class Q, class Row, class Out, class Token = pg::use_awaitable_t>
+    requires is_query<Q>::value
+  auto async_query(Q q, into_t<Row, Out> into, Token&& token = {}) {
+    return initiate<void(std::error_code, std::size_t)>(std::move(q), into_sink<Row, Out>{into.out},
+                                                       std::forward<Token>(token));
+  }
+
+  /// INSERT/UPDATE/DELETE/...: void(error_code, uint64_t affected_rows).
+  template <class Q, class Token = pg::use_awaitable_t>
+    requires is_query<Q>::value
+  auto async_execute(Q q, Token&& token = {}) {
+    return initiate<void(std::error_code, std::uint64_t)>(std::move(q), exec_sink{}, std::forward<Token>(token));
+  }
+  template <class Token = pg::use_awaitable_t>
+  auto async_execute(std::string_view text, Token&& token = {}) {
+    return async_execute(pg::query<>(text), std::forward<Token>(token));
+  }
+
+  // ---- synchronous forms (poll on the socket; no executor needed) --------------------
+  void connect(const std::string& dsn, std::error_code& ec);
+  void connect(const std::string& dsn);
+  template <class Q> requires is_query<Q>::value
+  result query(const Q& q, std::error_code& ec) {
+    sync_op<Q> op(q);
+    run_sync(op, ec);
+    return std::move(op.res);
+  }
+  template <class Q> requires is_query<Q>::value
+  result query(const Q& q) { return throw_on_error([&](std::error_code& ec) { return query(q, ec); }); }
+  result query(std::string_view text, std::error_code& ec) { return query(pg::query<>(text), ec); }
+  result query(std::string_view text) { return query(pg::query<>(text)); }
+  template <class Q, class Row, class Out> requires is_query<Q>::value
+  std::size_t query(const Q& q, into_t<Row, Out> into, std::error_code& ec) {
+    result r = query(q, ec);
+    if (ec) return 0;
+    ec = r.template read_all<Row>(*into.out, &diag_ref());
+    return ec ? 0 : static_cast<std::size_t>(r.rows());
+  }
+  template <class Q, class Row, class Out> requires is_query<Q>::value
+  std::size_t query(const Q& q, into_t<Row, Out> into) {
+    return throw_on_error([&](std::error_code& ec) { return query(q, into, ec); });
+  }
+  template <class Q> requires is_query<Q>::value
+  std::uint64_t execute(const Q& q, std::error_code& ec) {
+    result r = query(q, ec);
+    return ec ? 0 : r.affected_rows();
+  }
+  template <class Q> requires is_query<Q>::value
+  std::uint64_t execute(const Q& q) { return throw_on_error([&](std::error_code& ec) { return execute(q, ec); }); }
+  std::uint64_t execute(std::string_view text) { return execute(pg::query<>(text)); }
+
+ private:
+  // Sinks turn the collected result into the handler's arguments.
+  struct connect_sink {
+    auto args(detail::conn_impl&, detail::request_base&, std::error_code ec) { return std::make_tuple(ec); }
+  };
+  struct raw_sink {
+    auto args(detail::conn_impl&, detail::request_base& r, std::error_code ec) {
+      return std::make_tuple(ec, std::move(r.res));
+    }
+  };
+  struct exec_sink {
+    auto args(detail::conn_impl&, detail::request_base& r, std::error_code ec) {
+      return std::make_tuple(ec, ec ? std::uint64_t{0} : r.res.affected_rows());
+    }
+  };
+  template <class Row, class Out>
+  struct into_sink {
+    Out* out;
+    auto args(detail::conn_impl& c, detail::request_base& r, std::error_code ec) {
+      std::size_t n = 0;
+      if (!ec) {
+        ec = r.res.template read_all<Row>(*out, &detail::diag_of(c));
+        if (!ec) n = static_cast<std::size_t>(r.res.rows());
+      }
+      return std::make_tuple(ec, n);
+    }
+  };
+
+  // The typed operation: owns the handler, the query and the sink.
+  template <class Handler, class Sink, class Q = pg::query<>>
+  struct op_t final : detail::request_base {
+    using work_t = std::decay_t<decltype(asio::prefer(
+        std::declval<asio::associated_executor_t<Handler, asio::any_io_executor>>(),
+        asio::execution::outstanding_work.tracked))>;
+    Handler handler;
+    Q q;
+    Sink sink;
+    std::optional<work_t> work;
+
+    op_t(Handler h, Q qq, Sink s) : handler(std::move(h)), q(std::move(qq)), sink(std::move(s)) {}
+    std::string_view sql() const noexcept override { return q.text(); }
+    void bind(detail::param_buffer& pb, std::error_code& e) const override { q.bind(pb, e); }
+    void deliver(detail::conn_impl& c, std::error_code e, bool immediate) override {
+      auto slot = asio::get_associated_cancellation_slot(handler);
+      if (slot.is_connected()) slot.clear();
+      auto ex = asio::get_associated_executor(handler, detail::executor_of(c));
+      auto fn = [h = std::move(handler), a = sink.args(c, *this, e)]() mutable { std::apply(std::move(h), std::move(a)); };
+      if (immediate) asio::post(ex, std::move(fn));
+      else asio::dispatch(ex, std::move(fn));
+      work.reset();
+    }
+    void destroy() noexcept override { delete this; }
+  };
+
+  template <class Sig, class Q, class Sink, class Token>
+  auto initiate(Q q, Sink sink, Token&& token) {
+    return asio::async_initiate<Token, Sig>(
+        [impl = impl_](auto h, Q q, Sink sink) {
+          using H = decltype(h);
+          auto ex = asio::get_associated_executor(h, detail::executor_of(*impl));
+          auto* op = new op_t<H, Sink, Q>(std::move(h), std::move(q), std::move(sink));
+          op->work.emplace(asio::prefer(ex, asio::execution::outstanding_work.tracked));
+          auto slot = asio::get_associated_cancellation_slot(op->handler);
+          if (slot.is_connected()) {
+            slot.assign([impl, op](asio::cancellation_type) {
+              detail::abandon_request(impl, op, std::make_error_code(std::errc::operation_canceled));
+            });
+          }
+          detail::start_request(impl, op);
+        },
+        token, std::move(q), std::move(sink));
+  }
+
+  template <class Q>
+  struct sync_op final : detail::request_base {
+    const Q& q;
+    explicit sync_op(const Q& qq) : q(qq) { refs = 2; }  // never freed by the router
+    std::string_view sql() const noexcept override { return q.text(); }
+    void bind(detail::param_buffer& pb, std::error_code& e) const override { q.bind(pb, e); }
+    void deliver(detail::conn_impl&, std::error_code e, bool) override { ec = e; }
+    void destroy() noexcept override {}
+  };
+  void run_sync(detail::request_base& op, std::error_code& ec);
+  diagnostics& diag_ref() noexcept;
+  template <class F>
+  auto throw_on_error(F&& f) {
+    std::error_code ec;
+    auto v = f(ec);
+    if (ec) throw error(ec, last_diagnostics());
+    return v;
+  }
+
+  detail::conn_ptr impl_;
+};
+
+}  // namespace inlet::pg

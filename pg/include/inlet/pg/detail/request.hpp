@@ -1,0 +1,38 @@
+// One in-flight request on a connection: the state the connection's result router needs
+// (pipeline position, prepare step, first error, last result) plus virtual hooks the
+// typed operation implements. Internal.
+#pragma once
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+#include "inlet/pg/query.hpp"
+#include "inlet/pg/result.hpp"
+
+namespace inlet::pg::detail {
+
+class conn_impl;
+struct timer_slot;  // per-request timeout timer (src/connection.cpp)
+
+struct request_base {
+  request_base* next = nullptr;  // intrusive FIFO of the pipeline
+  int refs = 1;                  // queue + pending timer
+  int prepare_results = 0;       // leading results that belong to a Parse we sent
+  bool finished = false;         // completion delivered (or abandoned)
+  bool sent = false;
+  std::string stmt_key;          // cache key when this request prepared a statement
+  std::error_code ec;            // first error of this request
+  result res;                    // last data result, or the error result
+  timer_slot* timer = nullptr;
+
+  virtual ~request_base() = default;
+  virtual std::string_view sql() const noexcept = 0;
+  virtual void bind(param_buffer& pb, std::error_code& e) const = 0;
+  /// Called once, on the connection's executor. `immediate`: inside the initiating
+  /// call, so the handler must be posted, not dispatched.
+  virtual void deliver(conn_impl& c, std::error_code e, bool immediate) = 0;
+  virtual void destroy() noexcept = 0;
+};
+
+}  // namespace inlet::pg::detail

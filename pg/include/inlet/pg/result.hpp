@@ -1,0 +1,189 @@
+// Results: a raw result (owning a libpq PGresult in binary format) with rows and fields
+// as views, and typed reads into scalars, std::tuple, Describe-annotated structs and
+// plain aggregates (Boost.PFR). Column count and OIDs are checked once per result
+// against the C++ types; a mismatch gives errc::type_mismatch and a message naming the
+// column.
+//
+// Thread-safety: a result is a value; distinct objects may be used from distinct threads,
+// one object from one thread at a time (const member functions are safe concurrently).
+// Views (field, std::string_view, std::span) point into the result and are invalidated
+// when it is destroyed or assigned to.
+#pragma once
+#include <libpq-fe.h>
+
+#include <boost/describe/members.hpp>
+#include <boost/mp11/algorithm.hpp>
+#include <boost/pfr/core.hpp>
+#include <charconv>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "inlet/pg/codec.hpp"
+
+namespace inlet::pg {
+
+/// One field of a raw result: bytes in binary format, NULL flag and OID.
+struct field {
+  const char* data = nullptr;
+  int length = -1;  ///< -1 for NULL
+  oid_t type = 0;
+  bool is_null() const noexcept { return length < 0; }
+  std::string_view bytes() const noexcept {
+    return is_null() ? std::string_view{} : std::string_view(data, static_cast<std::size_t>(length));
+  }
+  /// Decodes into T (checks the OID; NULL only into std::optional).
+  template <pg_value T>
+  std::error_code as(T& out) const {
+    if (!value_traits<T>::accepts(type) && !is_null()) return make_error_code(errc::type_mismatch);
+    return decode_value(data, length, out);
+  }
+};
+
+namespace detail {
+struct pgresult_deleter {
+  void operator()(PGresult* r) const noexcept { PQclear(r); }
+};
+
+// ---- row shapes -------------------------------------------------------------------
+template <class T> struct is_tuple : std::false_type {};
+template <class... Ts> struct is_tuple<std::tuple<Ts...>> : std::true_type {};
+
+template <class T>
+concept described = boost::describe::has_describe_members<T>::value;
+
+template <class Row, class = void> struct row_traits;
+
+template <pg_value T> struct row_traits<T> {  // a single column
+  static constexpr std::size_t size = 1;
+  template <std::size_t I> using type = T;
+  template <std::size_t I> static T& get(T& r) noexcept { return r; }
+};
+template <class... Ts> struct row_traits<std::tuple<Ts...>> {
+  static constexpr std::size_t size = sizeof...(Ts);
+  template <std::size_t I> using type = std::tuple_element_t<I, std::tuple<Ts...>>;
+  template <std::size_t I> static auto& get(std::tuple<Ts...>& r) noexcept { return std::get<I>(r); }
+};
+template <class T>
+  requires(!pg_value<T> && !is_tuple<T>::value && described<T>)
+struct row_traits<T> {
+  using members = boost::describe::describe_members<T, boost::describe::mod_public>;
+  static constexpr std::size_t size = boost::mp11::mp_size<members>::value;
+  template <std::size_t I>
+  using type = std::remove_cvref_t<decltype(std::declval<T&>().*boost::mp11::mp_at_c<members, I>::pointer)>;
+  template <std::size_t I> static auto& get(T& r) noexcept {
+    return r.*boost::mp11::mp_at_c<members, I>::pointer;
+  }
+};
+template <class T>
+  requires(!pg_value<T> && !is_tuple<T>::value && !described<T> && std::is_aggregate_v<T>)
+struct row_traits<T> {
+  static constexpr std::size_t size = boost::pfr::tuple_size_v<T>;
+  template <std::size_t I> using type = boost::pfr::tuple_element_t<I, T>;
+  template <std::size_t I> static auto& get(T& r) noexcept { return boost::pfr::get<I>(r); }
+};
+
+std::error_code column_error(const PGresult* r, int col, oid_t got, oid_t want, diagnostics* d);
+std::error_code count_error(const PGresult* r, std::size_t want, diagnostics* d);
+std::error_code value_error(const PGresult* r, int row, int col, std::error_code ec, diagnostics* d);
+}  // namespace detail
+
+template <class T>
+concept row_type = requires { detail::row_traits<T>::size; };
+
+/// An owned query result (binary format). Move-only.
+class result {
+ public:
+  result() = default;
+  explicit result(PGresult* r) noexcept : r_(r) {}
+
+  explicit operator bool() const noexcept { return r_ != nullptr; }
+  PGresult* native() const noexcept { return r_.get(); }
+  PGresult* release() noexcept { return r_.release(); }
+
+  int rows() const noexcept { return r_ ? PQntuples(r_.get()) : 0; }
+  int columns() const noexcept { return r_ ? PQnfields(r_.get()) : 0; }
+  oid_t column_type(int c) const noexcept { return PQftype(r_.get(), c); }
+  std::string_view column_name(int c) const noexcept { return PQfname(r_.get(), c); }
+  /// Raw field view (no copy).
+  field at(int row, int col) const noexcept {
+    PGresult* r = r_.get();
+    return {PQgetvalue(r, row, col), PQgetisnull(r, row, col) ? -1 : PQgetlength(r, row, col),
+            PQftype(r, col)};
+  }
+  /// Command tag ("INSERT 0 3") and the affected-row count of INSERT/UPDATE/DELETE/...
+  std::string_view command_tag() const noexcept { return r_ ? PQcmdStatus(r_.get()) : ""; }
+  std::uint64_t affected_rows() const noexcept {
+    if (!r_) return 0;
+    const char* s = PQcmdTuples(r_.get());
+    std::uint64_t n = 0;
+    std::from_chars(s, s + std::strlen(s), n);
+    return n;
+  }
+  /// Server diagnostics when this result is an error result.
+  diagnostics error_diagnostics() const;
+
+  /// Checks column count and OIDs against Row (once per result).
+  template <row_type Row>
+  std::error_code check(diagnostics* d = nullptr) const {
+    using tr = detail::row_traits<Row>;
+    if (static_cast<std::size_t>(columns()) != tr::size)
+      return detail::count_error(r_.get(), tr::size, d);
+    return check_columns<Row>(d, std::make_index_sequence<tr::size>{});
+  }
+  /// Decodes row `row` into out; call check<Row>() first (read_all does).
+  template <row_type Row>
+  std::error_code read_row(int row, Row& out, diagnostics* d = nullptr) const {
+    return read_fields(row, out, d, std::make_index_sequence<detail::row_traits<Row>::size>{});
+  }
+  /// Checks, then appends every row to a container (push_back) or output iterator.
+  template <class Row, class Out>
+  std::error_code read_all(Out& out, diagnostics* d = nullptr) const {
+    if (auto ec = check<Row>(d)) return ec;
+    const int n = rows();
+    if constexpr (requires { out.reserve(std::size_t{}); out.size(); })
+      out.reserve(out.size() + static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      Row r{};
+      if (auto ec = read_row(i, r, d)) return ec;
+      if constexpr (requires { out.push_back(std::move(r)); }) out.push_back(std::move(r));
+      else *out++ = std::move(r);
+    }
+    return {};
+  }
+
+ private:
+  template <class Row, std::size_t... I>
+  std::error_code check_columns(diagnostics* d, std::index_sequence<I...>) const {
+    std::error_code ec;
+    ((ec = check_one<typename detail::row_traits<Row>::template type<I>>(static_cast<int>(I), d)) ||
+     ...);
+    return ec;
+  }
+  template <class T>
+  std::error_code check_one(int c, diagnostics* d) const {
+    static_assert(pg_value<T>, "a field of the row type has no PostgreSQL mapping (see codec.hpp)");
+    oid_t t = PQftype(r_.get(), c);
+    if (value_traits<T>::accepts(t)) return {};
+    return detail::column_error(r_.get(), c, t, value_traits<T>::type_oid(), d);
+  }
+  template <class Row, std::size_t... I>
+  std::error_code read_fields(int row, Row& out, diagnostics* d, std::index_sequence<I...>) const {
+    std::error_code ec;
+    PGresult* r = r_.get();
+    ((ec = read_field(r, row, static_cast<int>(I), detail::row_traits<Row>::template get<I>(out), d)) || ...);
+    return ec;
+  }
+  template <class T>
+  static std::error_code read_field(PGresult* r, int row, int col, T& out, diagnostics* d) {
+    int len = PQgetisnull(r, row, col) ? -1 : PQgetlength(r, row, col);
+    auto ec = decode_value(PQgetvalue(r, row, col), len, out);
+    if (ec) return detail::value_error(r, row, col, ec, d);
+    return {};
+  }
+
+  std::unique_ptr<PGresult, detail::pgresult_deleter> r_;
+};
+
+}  // namespace inlet::pg

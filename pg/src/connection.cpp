@@ -1,0 +1,526 @@
+// The connection engine: libpq non-blocking pipeline mode driven by Asio readiness waits.
+// See DESIGN.md for the request queue, the result router and the cancel race.
+#include "inlet/pg/connection.hpp"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <thread>
+
+#include "stmt_cache.hpp"
+
+namespace inlet::pg {
+namespace detail {
+
+struct timer_slot {
+  asio::steady_timer t;
+};
+
+namespace {
+void fill_diag(diagnostics& d, const PGresult* r) {
+  auto f = [&](int code) {
+    const char* s = PQresultErrorField(r, code);
+    return std::string(s ? s : "");
+  };
+  d.clear();
+  d.severity = f(PG_DIAG_SEVERITY_NONLOCALIZED);
+  d.sqlstate = f(PG_DIAG_SQLSTATE);
+  d.message = f(PG_DIAG_MESSAGE_PRIMARY);
+  d.detail = f(PG_DIAG_MESSAGE_DETAIL);
+  d.hint = f(PG_DIAG_MESSAGE_HINT);
+  d.context = f(PG_DIAG_CONTEXT);
+  d.schema = f(PG_DIAG_SCHEMA_NAME);
+  d.table = f(PG_DIAG_TABLE_NAME);
+  d.column = f(PG_DIAG_COLUMN_NAME);
+  d.constraint = f(PG_DIAG_CONSTRAINT_NAME);
+  auto pos = f(PG_DIAG_STATEMENT_POSITION);
+  d.position = pos.empty() ? 0 : std::atoi(pos.c_str());
+}
+}  // namespace
+
+class conn_impl : public std::enable_shared_from_this<conn_impl> {
+ public:
+  conn_impl(asio::any_io_executor ex, connection_options o)
+      : ex_(std::move(ex)), opts_(o), sock_(ex_), cache_(o.statement_cache_size) {}
+  ~conn_impl() { close(); }
+
+  enum class state { closed, connecting, open, broken };
+
+  asio::any_io_executor ex_;
+  connection_options opts_;
+  PGconn* pg_ = nullptr;
+  asio::posix::stream_descriptor sock_;
+  state state_ = state::closed;
+  request_base* head_ = nullptr;
+  request_base* tail_ = nullptr;
+  std::size_t count_ = 0;
+  bool reading_ = false, writing_ = false, flush_posted_ = false;
+  param_buffer pb_;
+  std::string key_;
+  stmt_cache cache_;
+  connection_stats stats_;
+  diagnostics diag_;
+  request_base* connect_req_ = nullptr;
+
+  // ---- lifetime ---------------------------------------------------------------------
+  void release(request_base* r) {
+    if (--r->refs == 0) r->destroy();
+  }
+  void finish(request_base* r, std::error_code ec, bool immediate) {
+    if (r->timer) r->timer->t.cancel();
+    if (r->finished) return;
+    r->finished = true;
+    ++stats_.queries;
+    if (ec) ++stats_.errors;
+    r->deliver(*this, ec, immediate);
+  }
+  void detach_socket() {
+    if (sock_.is_open()) {
+      boost::system::error_code ignored;
+      sock_.cancel(ignored);
+      sock_.release();
+    }
+  }
+  void fail_all(std::error_code ec, const char* msg) {
+    if (msg) diag_.client_message = msg;
+    if (state_ == state::open || state_ == state::connecting) state_ = state::broken;
+    detach_socket();
+    if (connect_req_) {
+      auto* r = connect_req_;
+      connect_req_ = nullptr;
+      finish(r, ec, false);
+      release(r);
+    }
+    while (head_) {
+      auto* r = pop();
+      finish(r, ec, false);
+      release(r);
+    }
+  }
+  void close() {
+    fail_all(std::make_error_code(std::errc::operation_canceled), nullptr);
+    if (pg_) PQfinish(pg_);
+    pg_ = nullptr;
+    state_ = state::closed;
+    cache_.clear();
+  }
+
+  // ---- queue ------------------------------------------------------------------------
+  void push(request_base* r) {
+    r->next = nullptr;
+    if (tail_) tail_->next = r;
+    else head_ = r;
+    tail_ = r;
+    ++count_;
+  }
+  request_base* pop() {
+    auto* r = head_;
+    head_ = r->next;
+    if (!head_) tail_ = nullptr;
+    --count_;
+    return r;
+  }
+
+  // ---- connect ----------------------------------------------------------------------
+  void start_connect(std::string dsn, request_base* r) {
+    close();
+    pg_ = PQconnectStart(dsn.c_str());
+    if (!pg_ || PQstatus(pg_) == CONNECTION_BAD) {
+      diag_.clear();
+      diag_.client_message = pg_ ? PQerrorMessage(pg_) : "out of memory";
+      finish(r, errc::connection_error, true);
+      release(r);
+      return;
+    }
+    state_ = state::connecting;
+    connect_req_ = r;
+    poll_connect(PGRES_POLLING_WRITING);
+  }
+  void poll_connect(PostgresPollingStatusType st) {
+    if (st == PGRES_POLLING_OK) return connected();
+    if (st == PGRES_POLLING_FAILED) {
+      diag_.clear();
+      return fail_all(errc::connection_error, PQerrorMessage(pg_));
+    }
+    detach_socket();  // libpq may switch sockets between polls (several hosts)
+    boost::system::error_code e;
+    sock_.assign(PQsocket(pg_), e);
+    if (e) return fail_all(errc::connection_error, "cannot watch the socket");
+    auto w = st == PGRES_POLLING_READING ? asio::posix::descriptor_base::wait_read
+                                         : asio::posix::descriptor_base::wait_write;
+    sock_.async_wait(w, [self = shared_from_this()](boost::system::error_code ec) {
+      if (self->state_ != state::connecting) return;
+      if (ec) return self->fail_all(errc::connection_error, "socket error while connecting");
+      self->poll_connect(PQconnectPoll(self->pg_));
+    });
+  }
+  bool setup_open() {
+    if (PQsetnonblocking(pg_, 1) != 0 || PQenterPipelineMode(pg_) != 1) return false;
+    state_ = state::open;
+    return true;
+  }
+  void connected() {
+    if (!setup_open()) return fail_all(errc::connection_error, PQerrorMessage(pg_));
+    if (!sock_.is_open()) {
+      boost::system::error_code e;
+      sock_.assign(PQsocket(pg_), e);
+    }
+    diag_.clear();
+    auto* r = connect_req_;
+    connect_req_ = nullptr;
+    finish(r, {}, false);
+    release(r);
+  }
+
+  // ---- send -------------------------------------------------------------------------
+  /// Encodes and hands a request to libpq (Parse if not cached, Bind/Execute, Sync).
+  std::error_code send(request_base* r) {
+    if (state_ != state::open) return errc::not_connected;
+    pb_.clear();
+    std::error_code ec;
+    r->bind(pb_, ec);
+    if (ec) return ec;
+    pb_.finish();
+    const int n = static_cast<int>(pb_.types.size());
+    std::string sql(r->sql());  // libpq wants NUL-terminated text
+    int ok;
+    if (cache_.capacity() == 0) {
+      ok = PQsendQueryParams(pg_, sql.c_str(), n, pb_.types.data(), pb_.values.data(),
+                             pb_.lengths.data(), pb_.formats.data(), 1);
+    } else {
+      key_.assign(sql);
+      key_.push_back('\0');
+      key_.append(reinterpret_cast<const char*>(pb_.types.data()), pb_.types.size() * sizeof(oid_t));
+      const std::string* name = cache_.find(key_);
+      ok = 1;
+      if (!name) {
+        std::optional<std::string> evicted;
+        name = &cache_.insert(key_, evicted);
+        if (evicted) deallocate(*evicted);
+        ok = PQsendPrepare(pg_, name->c_str(), sql.c_str(), n, pb_.types.data());
+        r->prepare_results = 1;
+        r->stmt_key = key_;
+        ++stats_.prepares;
+      }
+      if (ok)
+        ok = PQsendQueryPrepared(pg_, name->c_str(), n, pb_.values.data(), pb_.lengths.data(),
+                                 pb_.formats.data(), 1);
+    }
+    if (!ok || !PQpipelineSync(pg_)) {
+      diag_.clear();
+      diag_.client_message = PQerrorMessage(pg_);
+      if (PQstatus(pg_) == CONNECTION_BAD) state_ = state::broken;
+      return errc::connection_error;
+    }
+    stats_.bytes_sent += sql.size() + pb_.data.size();
+    r->sent = true;
+    push(r);
+    return {};
+  }
+  void deallocate(const std::string& name) {
+    struct internal final : request_base {
+      std::string text;
+      std::string_view sql() const noexcept override { return text; }
+      void bind(param_buffer&, std::error_code&) const override {}
+      void deliver(conn_impl&, std::error_code, bool) override {}
+      void destroy() noexcept override { delete this; }
+    };
+    auto* r = new internal;
+    r->text = "DEALLOCATE " + name;
+    r->finished = true;  // nobody waits for it
+    if (PQsendQueryParams(pg_, r->text.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 1) &&
+        PQpipelineSync(pg_)) {
+      push(r);
+    } else {
+      delete r;
+    }
+  }
+
+  void start(request_base* r) {
+    if (auto ec = send(r)) {
+      finish(r, ec, true);
+      release(r);
+      return;
+    }
+    arm_timeout(r);
+    schedule_flush();
+    arm_read();
+  }
+
+  void arm_timeout(request_base* r) {
+    if (opts_.query_timeout.count() <= 0) return;
+    r->timer = new timer_slot{asio::steady_timer(ex_)};
+    ++r->refs;
+    r->timer->t.expires_after(opts_.query_timeout);
+    r->timer->t.async_wait([self = shared_from_this(), r](boost::system::error_code ec) {
+      if (!ec && !r->finished) self->abandon(r, errc::timeout);
+      delete r->timer;
+      r->timer = nullptr;
+      self->release(r);
+    });
+  }
+
+  /// Completes r now; its results are still read (and dropped) when they arrive. When
+  /// r is the statement running on the server, a cancel request is sent.
+  void abandon(request_base* r, std::error_code ec) {
+    if (r->finished) return;
+    if (r == head_ && pg_) send_cancel();  // before finish: the handler may run inline
+    finish(r, ec, false);
+  }
+  void send_cancel() {
+    PGcancel* pc = PQgetCancel(pg_);
+    if (!pc) return;
+    ++stats_.cancels;
+    // PQcancel blocks (it opens a connection): run it off the executor.
+    std::thread([pc] {
+      char buf[256];
+      PQcancel(pc, buf, sizeof buf);
+      PQfreeCancel(pc);
+    }).detach();
+  }
+
+  // ---- flush and read ---------------------------------------------------------------
+  void schedule_flush() {
+    if (flush_posted_) return;
+    flush_posted_ = true;
+    asio::post(ex_, [self = shared_from_this()] {
+      self->flush_posted_ = false;
+      self->do_flush();
+    });
+  }
+  void do_flush() {
+    if (state_ != state::open) return;
+    int r = PQflush(pg_);
+    if (r < 0) return fail_all(errc::connection_error, PQerrorMessage(pg_));
+    if (r == 1) arm_write();
+  }
+  void arm_write() {
+    if (writing_) return;
+    writing_ = true;
+    sock_.async_wait(asio::posix::descriptor_base::wait_write,
+                     [self = shared_from_this()](boost::system::error_code ec) {
+                       self->writing_ = false;
+                       if (ec || self->state_ != state::open) return;
+                       self->do_flush();
+                     });
+  }
+  void arm_read() {
+    if (reading_ || !head_ || state_ != state::open) return;
+    reading_ = true;
+    sock_.async_wait(asio::posix::descriptor_base::wait_read,
+                     [self = shared_from_this()](boost::system::error_code ec) {
+                       self->reading_ = false;
+                       if (self->state_ != state::open) return;
+                       if (ec) return self->fail_all(errc::connection_error, "socket wait failed");
+                       self->on_readable();
+                     });
+  }
+  bool more_in_socket() const {
+    char c;
+    return ::recv(PQsocket(pg_), &c, 1, MSG_PEEK | MSG_DONTWAIT) >= 0;
+  }
+  /// Reads what the socket has. The reactor is edge-triggered, so keep consuming while
+  /// the kernel still holds bytes (libpq may stop early when its buffer fills).
+  void on_readable() {
+    for (int spins = 0; spins < 64; ++spins) {
+      if (!read_once()) return;
+      if (!head_ || !more_in_socket()) break;
+    }
+    arm_read();
+  }
+  bool read_once() {
+    if (!PQconsumeInput(pg_)) {
+      fail_all(errc::connection_error, PQerrorMessage(pg_));
+      return false;
+    }
+    drain();
+    if (state_ == state::open && PQstatus(pg_) == CONNECTION_BAD)
+      fail_all(errc::connection_error, PQerrorMessage(pg_));
+    return state_ == state::open;
+  }
+  void drain() {
+    int nulls = 0;
+    while (pg_ && state_ == state::open && !PQisBusy(pg_)) {
+      PGresult* res = PQgetResult(pg_);
+      if (!res) {
+        if (++nulls >= 2 || !head_) break;
+        continue;
+      }
+      nulls = 0;
+      route(res);
+    }
+  }
+  void route(PGresult* res) {
+    request_base* r = head_;
+    if (!r) {
+      PQclear(res);
+      return;
+    }
+    auto st = PQresultStatus(res);
+    if (st == PGRES_PIPELINE_SYNC) {
+      PQclear(res);
+      pop();
+      finish(r, r->ec, false);
+      release(r);
+      return;
+    }
+    if (st == PGRES_FATAL_ERROR) {
+      if (!r->ec) {
+        if (PQstatus(pg_) == CONNECTION_BAD || !PQresultErrorField(res, PG_DIAG_SQLSTATE)) {
+          r->ec = errc::connection_error;
+          diag_.clear();
+          diag_.client_message = PQresultErrorMessage(res);
+        } else {
+          r->ec = make_sqlstate_error(PQresultErrorField(res, PG_DIAG_SQLSTATE));
+          fill_diag(diag_, res);
+        }
+        r->res = result(res);
+      } else {
+        PQclear(res);
+      }
+      if (r->prepare_results > 0) {
+        --r->prepare_results;
+        cache_.erase(r->stmt_key);
+      }
+      return;
+    }
+    if (r->prepare_results > 0) {  // the Parse of a statement we prepared: nothing to keep
+      --r->prepare_results;
+      PQclear(res);
+      return;
+    }
+    switch (st) {
+      case PGRES_TUPLES_OK:
+      case PGRES_COMMAND_OK:
+      case PGRES_EMPTY_QUERY:
+        if (!r->ec) {
+          if (!r->finished) count_bytes(res);
+          r->res = result(res);
+        } else {
+          PQclear(res);
+        }
+        break;
+      case PGRES_PIPELINE_ABORTED:
+        if (!r->ec) r->ec = errc::pipeline_aborted;
+        PQclear(res);
+        break;
+      default:
+        if (!r->ec) r->ec = errc::protocol_error;
+        PQclear(res);
+        break;
+    }
+  }
+  void count_bytes(const PGresult* res) {
+    const int rows = PQntuples(res), cols = PQnfields(res);
+    if (rows == 0 || cols == 0) return;
+    std::uint64_t n = 0;
+    for (int i = 0; i < rows; ++i)
+      for (int c = 0; c < cols; ++c) n += static_cast<std::uint64_t>(PQgetlength(res, i, c));
+    stats_.bytes_received += n;
+  }
+
+  // ---- synchronous driver -------------------------------------------------------------
+  void run_sync(request_base& op, std::error_code& ec) {
+    if (state_ != state::open) {
+      ec = errc::not_connected;
+      return;
+    }
+    if (head_ || reading_ || writing_) {
+      ec = errc::busy;
+      return;
+    }
+    if ((ec = send(&op))) return;
+    bool timed_out = false;
+    auto deadline = std::chrono::steady_clock::now() + opts_.query_timeout;
+    while (!op.finished && state_ == state::open) {
+      int fl = PQflush(pg_);
+      if (fl < 0) {
+        fail_all(errc::connection_error, PQerrorMessage(pg_));
+        break;
+      }
+      pollfd p{PQsocket(pg_), static_cast<short>(POLLIN | (fl == 1 ? POLLOUT : 0)), 0};
+      int wait_ms = -1;
+      if (opts_.query_timeout.count() > 0 && !timed_out) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        wait_ms = static_cast<int>(std::max<std::int64_t>(0, left.count()));
+      }
+      int n = ::poll(&p, 1, wait_ms);
+      if (n == 0) {  // timeout: ask the server to stop, keep reading until Sync
+        timed_out = true;
+        send_cancel();
+        continue;
+      }
+      if (n < 0) continue;  // EINTR
+      if (p.revents & (POLLIN | POLLHUP | POLLERR)) read_once();
+    }
+    if (!op.finished) finish(&op, errc::connection_error, false);
+    ec = timed_out ? std::error_code(errc::timeout) : op.ec;
+    if (op.refs > 1) op.refs = 1;
+  }
+};
+
+void start_request(const conn_ptr& c, request_base* r) {
+  asio::dispatch(c->ex_, [c, r] { c->start(r); });
+}
+void start_connect(const conn_ptr& c, std::string dsn, request_base* r) {
+  asio::dispatch(c->ex_, [c, r, dsn = std::move(dsn)]() mutable { c->start_connect(std::move(dsn), r); });
+}
+void abandon_request(const conn_ptr& c, request_base* r, std::error_code ec) { c->abandon(r, ec); }
+asio::any_io_executor executor_of(const conn_impl& c) noexcept { return c.ex_; }
+diagnostics& diag_of(conn_impl& c) noexcept { return c.diag_; }
+
+}  // namespace detail
+
+connection::connection(executor_type ex, connection_options opts)
+    : impl_(std::make_shared<detail::conn_impl>(std::move(ex), opts)) {}
+connection::~connection() {
+  if (impl_) impl_->close();
+}
+connection& connection::operator=(connection&& o) noexcept {
+  if (this != &o) {
+    if (impl_) impl_->close();
+    impl_ = std::move(o.impl_);
+  }
+  return *this;
+}
+connection::executor_type connection::get_executor() const noexcept { return impl_->ex_; }
+bool connection::is_open() const noexcept {
+  return impl_ && impl_->state_ == detail::conn_impl::state::open && PQstatus(impl_->pg_) == CONNECTION_OK;
+}
+bool connection::is_idle_clean() const noexcept {
+  return is_open() && impl_->count_ == 0 && PQtransactionStatus(impl_->pg_) == PQTRANS_IDLE;
+}
+std::size_t connection::in_flight() const noexcept { return impl_ ? impl_->count_ : 0; }
+void connection::close() {
+  if (impl_) impl_->close();
+}
+const diagnostics& connection::last_diagnostics() const noexcept { return impl_->diag_; }
+diagnostics& connection::diag_ref() noexcept { return impl_->diag_; }
+connection_stats connection::stats() const noexcept { return impl_->stats_; }
+PGconn* connection::native_handle() const noexcept { return impl_->pg_; }
+
+void connection::connect(const std::string& dsn, std::error_code& ec) {
+  auto& c = *impl_;
+  c.close();
+  c.pg_ = PQconnectdb(dsn.c_str());
+  if (!c.pg_ || PQstatus(c.pg_) != CONNECTION_OK || !c.setup_open()) {
+    c.diag_.clear();
+    c.diag_.client_message = c.pg_ ? PQerrorMessage(c.pg_) : "out of memory";
+    c.state_ = detail::conn_impl::state::broken;
+    ec = errc::connection_error;
+    return;
+  }
+  boost::system::error_code e;
+  c.sock_.assign(PQsocket(c.pg_), e);
+  ec = {};
+}
+void connection::connect(const std::string& dsn) {
+  std::error_code ec;
+  connect(dsn, ec);
+  if (ec) throw error(ec, last_diagnostics());
+}
+void connection::run_sync(detail::request_base& op, std::error_code& ec) { impl_->run_sync(op, ec); }
+
+}  // namespace inlet::pg
