@@ -1,0 +1,203 @@
+#include "inlet/load/session.hpp"
+
+#include <cctype>
+
+namespace inlet::load {
+
+envelope::envelope(std::string_view helo, std::string_view from, std::string_view to)
+    : ehlo("EHLO " + std::string(helo) + "\r\n"),
+      mail("MAIL FROM:<" + std::string(from) + ">\r\n"),
+      rcpt("RCPT TO:<" + std::string(to) + ">\r\n"),
+      data("DATA\r\n"),
+      mail_rcpt(mail + rcpt),
+      mail_rcpt_data(mail + rcpt + data),
+      rset("RSET\r\n"),
+      quit("QUIT\r\n") {}
+
+void client_session::on_connected() noexcept {
+  state_ = state::greeting;
+  head_ = count_ = 0;
+  srv_pipelining_ = srv_chunking_ = false;
+  done_on_conn_ = 0;
+  failed_code_ = 0;
+  msg_ = nullptr;
+}
+
+namespace {
+bool keyword_is(std::string_view line, std::string_view kw) {
+  if (line.size() < kw.size()) return false;
+  for (std::size_t i = 0; i < kw.size(); ++i)
+    if (std::toupper(static_cast<unsigned char>(line[i])) != kw[i]) return false;
+  return line.size() == kw.size() || line[kw.size()] == ' ';
+}
+}  // namespace
+
+void client_session::parse_ehlo(std::string_view text) noexcept {
+  std::size_t pos = text.find('\n');  // the first line is the server's name
+  while (pos != std::string_view::npos) {
+    const std::size_t next = text.find('\n', pos + 1);
+    const std::string_view line = text.substr(pos + 1, next == text.npos ? text.npos : next - pos - 1);
+    if (keyword_is(line, "PIPELINING")) srv_pipelining_ = true;
+    if (keyword_is(line, "CHUNKING")) srv_chunking_ = true;
+    pos = next;
+  }
+}
+
+session_output client_session::on_reply(const reply& r) noexcept {
+  session_output out;
+  switch (state_) {
+    case state::greeting:
+      if (r.code == 220) {
+        state_ = state::ehlo;
+        out.add(env_->ehlo);
+      } else {
+        out.ev = session_output::event::connect_failed;
+        out.code = r.code;
+        out.close = true;
+        state_ = state::idle;
+      }
+      return out;
+    case state::ehlo:
+      if (r.code == 250) {
+        parse_ehlo(r.text);
+        state_ = state::ready;
+      } else {
+        out.ev = session_output::event::connect_failed;
+        out.code = r.code;
+        out.close = true;
+        state_ = state::idle;
+      }
+      return out;
+    case state::in_transaction:
+      return on_transaction_reply(r);
+    case state::rset:
+      if (r.code == 250) {
+        state_ = state::ready;
+        return out;
+      }
+      break;
+    case state::quit:
+      out.ev = session_output::event::closed;
+      out.code = r.code;
+      out.close = true;
+      state_ = state::idle;
+      return out;
+    case state::idle:
+    case state::ready:
+      break;
+  }
+  out.ev = session_output::event::protocol_error;
+  out.code = r.code;
+  out.close = true;
+  state_ = state::idle;
+  return out;
+}
+
+session_output client_session::send(const prepared_message& m) noexcept {
+  session_output out;
+  msg_ = &m;
+  failed_code_ = 0;
+  rcpt_sent_ = false;
+  head_ = count_ = 0;
+  pipelined_ = cfg_.pipelining && srv_pipelining_;
+  chunked_ = cfg_.bdat && srv_chunking_;
+  state_ = state::in_transaction;
+  if (pipelined_ && chunked_) {
+    out.add(env_->mail_rcpt);
+    out.add(m.bdat_cmd);
+    out.add(m.raw);
+    out.body_started = true;
+    push(expect::mail);
+    push(expect::rcpt);
+    push(expect::bdat);
+  } else if (pipelined_) {
+    out.add(env_->mail_rcpt_data);
+    push(expect::mail);
+    push(expect::rcpt);
+    push(expect::data);
+  } else {
+    out.add(env_->mail);
+    push(expect::mail);
+  }
+  return out;
+}
+
+session_output client_session::quit() noexcept {
+  session_output out;
+  out.add(env_->quit);
+  state_ = state::quit;
+  return out;
+}
+
+session_output client_session::on_transaction_reply(const reply& r) noexcept {
+  session_output out;
+  if (count_ == 0) {
+    out.ev = session_output::event::protocol_error;
+    out.code = r.code;
+    out.close = true;
+    state_ = state::idle;
+    return out;
+  }
+  const bool ok2 = r.code >= 200 && r.code < 300;
+  switch (pop()) {
+    case expect::mail:
+    case expect::rcpt: {
+      if (!ok2 && failed_code_ == 0) failed_code_ = r.code;
+      if (pipelined_) return out;  // the rest of the group is still coming
+      if (!ok2) return finish_transaction(r.code, false);
+      break;
+    }
+    case expect::data:
+      if (r.code == 354) {
+        out.add(msg_->stuffed);
+        out.body_started = true;
+        push(expect::body);
+        return out;
+      }
+      return finish_transaction(failed_code_ ? failed_code_ : r.code, false);
+    case expect::body:
+    case expect::bdat:
+      if (ok2 && failed_code_ == 0) return finish_transaction(r.code, true);
+      return finish_transaction(failed_code_ ? failed_code_ : r.code, false);
+  }
+  // Non-pipelined: MAIL or RCPT accepted, send the next command.
+  if (rcpt_sent_) {
+    rcpt_sent_ = false;
+    if (chunked_) {
+      out.add(msg_->bdat_cmd);
+      out.add(msg_->raw);
+      out.body_started = true;
+      push(expect::bdat);
+    } else {
+      out.add(env_->data);
+      push(expect::data);
+    }
+  } else {
+    rcpt_sent_ = true;
+    out.add(env_->rcpt);
+    push(expect::rcpt);
+  }
+  return out;
+}
+
+session_output client_session::finish_transaction(int code, bool ok) noexcept {
+  session_output out;
+  out.ev = ok ? session_output::event::message_ok : session_output::event::message_failed;
+  out.code = code;
+  msg_ = nullptr;
+  head_ = count_ = 0;
+  rcpt_sent_ = false;
+  ++done_on_conn_;
+  if (cfg_.messages_per_connection != 0 && done_on_conn_ >= cfg_.messages_per_connection) {
+    out.add(env_->quit);
+    state_ = state::quit;
+  } else if (!ok) {
+    out.add(env_->rset);
+    state_ = state::rset;
+  } else {
+    state_ = state::ready;
+  }
+  return out;
+}
+
+}  // namespace inlet::load

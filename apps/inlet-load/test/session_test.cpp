@@ -1,0 +1,187 @@
+#include "inlet/load/session.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+using namespace inlet::load;
+using ev = session_output::event;
+
+namespace {
+std::string joined(const session_output& o) {
+  std::string s;
+  for (std::uint8_t i = 0; i < o.n_writes; ++i) s.append(o.writes[i]);
+  return s;
+}
+
+session_output feed(client_session& s, int code, std::string_view text = "ok") {
+  return s.on_reply(reply{code, text});
+}
+
+struct fixture {
+  envelope env{"client.test", "a@x.test", "b@y.test"};
+  prepared_message msg = prepare("Subject: t\r\n\r\n.dot\r\n");
+
+  // Greeting + EHLO with the given extensions; returns the session ready.
+  client_session connected(session_config cfg, std::string_view ehlo_text) {
+    client_session s(env, cfg);
+    s.on_connected();
+    EXPECT_FALSE(s.ready());
+    const auto o = feed(s, 220, "mx");
+    EXPECT_EQ(joined(o), "EHLO client.test\r\n");
+    const auto e = feed(s, 250, ehlo_text);
+    EXPECT_EQ(e.n_writes, 0);
+    EXPECT_TRUE(s.ready());
+    return s;
+  }
+};
+}  // namespace
+
+TEST(Session, PipelinedDataTransaction) {
+  fixture f;
+  auto s = f.connected({.pipelining = true}, "mx\nPIPELINING\nSIZE 100");
+  EXPECT_TRUE(s.server_pipelining());
+  EXPECT_FALSE(s.server_chunking());
+  auto o = s.send(f.msg);
+  EXPECT_EQ(joined(o), "MAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nDATA\r\n");
+  EXPECT_FALSE(o.body_started);
+  EXPECT_EQ(feed(s, 250).n_writes, 0);
+  EXPECT_EQ(feed(s, 250).n_writes, 0);
+  o = feed(s, 354);
+  EXPECT_TRUE(o.body_started);
+  ASSERT_EQ(o.n_writes, 1);
+  EXPECT_EQ(o.writes[0].data(), f.msg.stuffed.data());  // a view of the prepared bytes, no copy
+  o = feed(s, 250);
+  EXPECT_EQ(o.ev, ev::message_ok);
+  EXPECT_EQ(o.code, 250);
+  EXPECT_TRUE(s.ready());
+}
+
+TEST(Session, PipeliningRequestedButNotOfferedFallsBack) {
+  fixture f;
+  auto s = f.connected({.pipelining = true}, "mx");
+  EXPECT_EQ(joined(s.send(f.msg)), "MAIL FROM:<a@x.test>\r\n");
+  EXPECT_EQ(joined(feed(s, 250)), "RCPT TO:<b@y.test>\r\n");
+  EXPECT_EQ(joined(feed(s, 250)), "DATA\r\n");
+  auto o = feed(s, 354);
+  EXPECT_TRUE(o.body_started);
+  EXPECT_EQ(joined(o), f.msg.stuffed);
+  EXPECT_EQ(feed(s, 250).ev, ev::message_ok);
+}
+
+TEST(Session, PipelinedBdatIsOneWrite) {
+  fixture f;
+  auto s = f.connected({.pipelining = true, .bdat = true}, "mx\nPIPELINING\nCHUNKING");
+  auto o = s.send(f.msg);
+  EXPECT_TRUE(o.body_started);
+  EXPECT_EQ(joined(o), "MAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\n" + f.msg.bdat_cmd + f.msg.raw);
+  EXPECT_EQ(o.writes[2].data(), f.msg.raw.data());
+  EXPECT_EQ(feed(s, 250).ev, ev::none);
+  EXPECT_EQ(feed(s, 250).ev, ev::none);
+  o = feed(s, 250);
+  EXPECT_EQ(o.ev, ev::message_ok);
+  EXPECT_TRUE(s.ready());
+}
+
+TEST(Session, UnpipelinedBdat) {
+  fixture f;
+  auto s = f.connected({.pipelining = false, .bdat = true}, "mx\nPIPELINING\nchunking");
+  EXPECT_EQ(joined(s.send(f.msg)), "MAIL FROM:<a@x.test>\r\n");
+  EXPECT_EQ(joined(feed(s, 250)), "RCPT TO:<b@y.test>\r\n");
+  auto o = feed(s, 250);
+  EXPECT_TRUE(o.body_started);
+  EXPECT_EQ(joined(o), f.msg.bdat_cmd + f.msg.raw);
+  EXPECT_EQ(feed(s, 250).ev, ev::message_ok);
+}
+
+TEST(Session, RejectedRecipientInPipelineCountsOnceThenRset) {
+  fixture f;
+  auto s = f.connected({.pipelining = true}, "mx\nPIPELINING");
+  s.send(f.msg);
+  EXPECT_EQ(feed(s, 250).ev, ev::none);
+  EXPECT_EQ(feed(s, 550).ev, ev::none);
+  auto o = feed(s, 554);  // DATA refused: no valid recipients
+  EXPECT_EQ(o.ev, ev::message_failed);
+  EXPECT_EQ(o.code, 550);  // the first failure
+  EXPECT_EQ(joined(o), "RSET\r\n");
+  EXPECT_FALSE(s.ready());
+  EXPECT_EQ(feed(s, 250).ev, ev::none);
+  EXPECT_TRUE(s.ready());
+}
+
+TEST(Session, RejectedMailWithoutPipeliningStopsEarly) {
+  fixture f;
+  auto s = f.connected({.pipelining = false}, "mx");
+  s.send(f.msg);
+  auto o = feed(s, 451);
+  EXPECT_EQ(o.ev, ev::message_failed);
+  EXPECT_EQ(o.code, 451);
+  EXPECT_EQ(joined(o), "RSET\r\n");
+}
+
+TEST(Session, BodyRejectedAfterData) {
+  fixture f;
+  auto s = f.connected({.pipelining = true}, "mx\nPIPELINING");
+  s.send(f.msg);
+  feed(s, 250);
+  feed(s, 250);
+  feed(s, 354);
+  auto o = feed(s, 552);
+  EXPECT_EQ(o.ev, ev::message_failed);
+  EXPECT_EQ(o.code, 552);
+}
+
+TEST(Session, QuitsAfterMessagesPerConnection) {
+  fixture f;
+  auto s = f.connected({.pipelining = true, .bdat = false, .messages_per_connection = 2}, "mx\nPIPELINING");
+  for (int k = 0; k < 2; ++k) {
+    s.send(f.msg);
+    feed(s, 250);
+    feed(s, 250);
+    feed(s, 354);
+    auto o = feed(s, 250);
+    EXPECT_EQ(o.ev, ev::message_ok);
+    if (k == 0) {
+      EXPECT_TRUE(s.ready());
+    } else {
+      EXPECT_EQ(joined(o), "QUIT\r\n");
+      EXPECT_FALSE(s.ready());
+    }
+  }
+  auto o = feed(s, 221);
+  EXPECT_EQ(o.ev, ev::closed);
+  EXPECT_TRUE(o.close);
+  // A reconnect starts over.
+  s.on_connected();
+  EXPECT_EQ(joined(feed(s, 220)), "EHLO client.test\r\n");
+  EXPECT_EQ(s.messages_on_connection(), 0u);
+}
+
+TEST(Session, RefusedGreetingOrEhloCloses) {
+  fixture f;
+  client_session s(f.env, {});
+  s.on_connected();
+  auto o = feed(s, 421);
+  EXPECT_EQ(o.ev, ev::connect_failed);
+  EXPECT_TRUE(o.close);
+  s.on_connected();
+  feed(s, 220);
+  o = feed(s, 502);
+  EXPECT_EQ(o.ev, ev::connect_failed);
+  EXPECT_EQ(o.code, 502);
+}
+
+TEST(Session, UnexpectedReplyIsAProtocolError) {
+  fixture f;
+  auto s = f.connected({}, "mx");
+  auto o = feed(s, 250);  // nothing outstanding
+  EXPECT_EQ(o.ev, ev::protocol_error);
+  EXPECT_TRUE(o.close);
+}
+
+TEST(Session, PoliteQuitWhenIdle) {
+  fixture f;
+  auto s = f.connected({}, "mx");
+  EXPECT_EQ(joined(s.quit()), "QUIT\r\n");
+  EXPECT_EQ(feed(s, 221).ev, ev::closed);
+}
