@@ -239,7 +239,8 @@ class DeliveryTest(Base):
         p = self.srv.get_json("/api/v1/messages?start=1&limit=2")
         self.assertEqual(p["total"], 5)
         self.assertEqual(p["start"], 1)
-        self.assertEqual(p["messages_count"], 2)
+        self.assertEqual(p["messages_count"], 5)  # Mailpit: messages matching the query
+        self.assertEqual(p["count"], 2)           # messages in this page
         self.assertEqual([m["Subject"] for m in p["messages"]], ["page 3", "page 2"])
 
     def test_delete_by_id_and_all(self):
