@@ -2,6 +2,7 @@
 // HTTP server, then waits for signals on the main thread (sigwait): SIGINT/SIGTERM stop
 // gracefully, SIGHUP reloads the filter's term list.
 #include "filter_stage.hpp"
+#include "message_view.hpp"
 #include "options.hpp"
 #include "pipeline.hpp"
 

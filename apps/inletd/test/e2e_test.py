@@ -8,6 +8,8 @@ smtp-source, and reads every message back through the HTTP API, byte for byte.
     e2e_test.py --inletd build/bin/inletd [unittest args]
 """
 import argparse
+import atexit
+import base64
 import email
 import email.policy
 import json
@@ -19,6 +21,7 @@ import smtplib
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -286,7 +289,8 @@ class DeliveryTest(Base):
                         b"DATA\r\n"):
                 s.sendall(cmd)
                 recv_reply(s)
-            s.sendall(msg)
+            # The message's last CRLF is the first CRLF of the terminator: split it too.
+            s.sendall(msg[:-2])
             for piece in (b"\r", b"\n", b".", b"\r", b"\n"):
                 time.sleep(0.05)
                 s.sendall(piece)
@@ -440,6 +444,105 @@ class EvictionTest(Base):
                          ["evict 4", "evict 3", "evict 2"])
 
 
+TERMS_DIR = tempfile.mkdtemp(prefix="inletd-e2e-")
+atexit.register(shutil.rmtree, TERMS_DIR, True)
+TERMS_FILE = os.path.join(TERMS_DIR, "terms.txt")
+with open(TERMS_FILE, "w") as f:
+    f.write("# e2e term list\ncheap pills\nre:wire\\s+transfer\nlottery winner\t0.5\n")
+
+ATTACHMENT_ONLY = (
+    "Subject: quarterly report\r\nMIME-Version: 1.0\r\n"
+    "Content-Type: multipart/mixed; boundary=\"b1\"\r\n\r\n"
+    "--b1\r\nContent-Type: text/plain\r\n\r\nPlease find the report attached.\r\n"
+    "--b1\r\nContent-Type: text/plain\r\nContent-Disposition: attachment; filename=\"r.txt\"\r\n\r\n"
+    "cheap pills are mentioned only in here\r\n--b1--\r\n")
+# "cheap pills" only inside an RFC 2047 encoded Subject (base64, UTF-8).
+ENCODED_SUBJECT = ("Subject: =?UTF-8?B?" + base64.b64encode("Buy cheap pills now".encode()).decode()
+                   + "?=\r\n\r\nNothing to see in the body.\r\n")
+# The term across a quoted-printable soft line break, in a latin-1 text part.
+QP_BODY = ("Subject: qp body\r\nMIME-Version: 1.0\r\n"
+           "Content-Type: text/plain; charset=iso-8859-1\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n"
+           "caf=E9 offers: send by wire =\r\ntransfer today\r\n")
+
+
+class FilterTagTest(Base):
+    extra_args = ("--filter-terms", TERMS_FILE, "--filter-action", "tag")
+
+    def send(self, raw):
+        with smtplib.SMTP("127.0.0.1", self.srv.smtp_port, timeout=DEADLINE) as c:
+            c.sendmail("a@b.example", ["c@d.example"], raw.encode())
+
+    def tags_of(self, subject):
+        m = wait_for(lambda: self.srv.find(subject), subject)
+        return m["Tags"]
+
+    def test_attachment_only_term_is_not_matched(self):
+        self.send(ATTACHMENT_ONLY)
+        self.assertEqual(self.tags_of("quarterly report"), [])
+
+    def test_encoded_subject_term_is_matched(self):
+        self.send(ENCODED_SUBJECT)
+        self.assertEqual(self.tags_of("Buy cheap pills now"), ["spam"])
+
+    def test_regex_across_qp_soft_break(self):
+        self.send(QP_BODY)
+        self.assertEqual(self.tags_of("qp body"), ["spam"])
+
+    def test_weight_below_threshold_is_not_tagged(self):
+        self.send("Subject: lucky\r\n\r\nYou are a lottery winner.\r\n")
+        self.assertEqual(self.tags_of("lucky"), [])
+
+    def test_metrics_count_scans(self):
+        self.send("Subject: counted\r\n\r\ncheap pills\r\n")
+        wait_for(lambda: self.srv.find("counted"), "counted")
+        metrics = self.srv.get("/metrics")[2].decode()
+        self.assertRegex(metrics, r"inlet_filter_messages_scanned_total [1-9]")
+        self.assertRegex(metrics, r"inlet_filter_tagged_total [1-9]")
+
+
+class FilterRejectTest(Base):
+    extra_args = ("--filter-terms", TERMS_FILE, "--filter-action", "reject")
+
+    def test_reject_at_end_of_data_nothing_stored(self):
+        with smtplib.SMTP("127.0.0.1", self.srv.smtp_port, timeout=DEADLINE) as c:
+            with self.assertRaises(smtplib.SMTPDataError) as cm:
+                c.sendmail("a@b.example", ["c@d.example"], ENCODED_SUBJECT.encode())
+            self.assertEqual(cm.exception.smtp_code, 550)
+            self.assertIn(b"5.7.1", cm.exception.smtp_error)
+            # The session goes on: a clean message on the same connection is stored.
+            c.sendmail("a@b.example", ["c@d.example"], ATTACHMENT_ONLY.encode())
+        wait_for(lambda: self.srv.find("quarterly report"), "clean message")
+        self.assertEqual(self.srv.messages()["total"], 1)
+
+    def test_sighup_reload_and_bad_file_keeps_list(self):
+        alt = os.path.join(TERMS_DIR, "reload.txt")
+        with open(alt, "w") as f:
+            f.write("first term\n")
+        srv = Inletd("--filter-terms", alt, "--filter-action", "reject")
+        try:
+            def rejected(text):
+                with smtplib.SMTP("127.0.0.1", srv.smtp_port, timeout=DEADLINE) as c:
+                    try:
+                        c.sendmail("a@b.example", ["c@d.example"], f"Subject: t\r\n\r\n{text}\r\n".encode())
+                        return False
+                    except smtplib.SMTPDataError as e:
+                        return e.smtp_code == 550
+            self.assertTrue(rejected("the first term"))
+            self.assertFalse(rejected("a second term"))
+            with open(alt, "w") as f:
+                f.write("second term\n")
+            srv.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: rejected("a second term"), "reload to take effect")
+            self.assertFalse(rejected("the first term"))
+            with open(alt, "w") as f:
+                f.write("re:(unclosed\n")
+            srv.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: "kept the list in force" in "".join(srv.log), "bad reload reported")
+            self.assertTrue(rejected("a second term"))
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+
 class ShutdownTest(unittest.TestCase):
     def test_sigterm_finishes_transaction_in_flight(self):
         srv = Inletd()
@@ -455,10 +558,16 @@ class ShutdownTest(unittest.TestCase):
             time.sleep(0.3)
             # New connections are refused or told to go away while we finish.
             s.sendall(b".\r\n")
-            self.assertTrue(recv_reply(s).startswith(b"250"))
-            s.sendall(b"MAIL FROM:<a@b.example>\r\n")
-            self.assertTrue(recv_reply(s).startswith(b"421"))
+            # The transaction in flight completes (250), then the session is told to go
+            # away (421 4.3.2) and closed.
+            rest = b""
+            while True:
+                d = s.recv(65536)
+                if not d:
+                    break
+                rest += d
             s.close()
+            self.assertRegex(rest.decode(), r"^250 [^\r]*\r\n421 4\.3\.2 ")
             self.assertEqual(srv.proc.wait(timeout=DEADLINE), 0)
         finally:
             if srv.proc.poll() is None:
