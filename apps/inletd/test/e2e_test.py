@@ -543,6 +543,74 @@ class FilterRejectTest(Base):
             self.assertEqual(srv.stop(), 0)
 
 
+CERT_FILE = os.path.join(TERMS_DIR, "cert.pem")
+KEY_FILE = os.path.join(TERMS_DIR, "key.pem")
+
+
+def make_cert():
+    if not os.path.exists(CERT_FILE):
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                        "-subj", "/CN=mx.test.example", "-keyout", KEY_FILE, "-out", CERT_FILE],
+                       check=True, capture_output=True, timeout=60)
+    return ("--tls-cert", CERT_FILE, "--tls-key", KEY_FILE)
+
+
+class TlsTest(Base):
+    @classmethod
+    def setUpClass(cls):
+        cls.extra_args = make_cert()
+        super().setUpClass()
+
+    def test_smtplib_starttls(self):
+        import ssl
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        msg = make_message("over tls", "Encrypted on the wire.\r\n").encode()
+        with smtplib.SMTP("127.0.0.1", self.srv.smtp_port, timeout=DEADLINE) as c:
+            c.ehlo()
+            self.assertTrue(c.has_extn("starttls"))
+            c.starttls(context=ctx)
+            c.ehlo()
+            self.assertFalse(c.has_extn("starttls"))
+            c.sendmail("a@b.example", ["c@d.example"], msg)
+        m = wait_for(lambda: self.srv.find("over tls"), "TLS message")
+        self.assertEqual(self.srv.raw(m["ID"]), msg)
+
+    def test_swaks_tls_pipelined(self):
+        swaks = shutil.which("swaks")
+        if not swaks:
+            self.skipTest("swaks not installed")
+        r = subprocess.run([swaks, "--server", f"127.0.0.1:{self.srv.smtp_port}", "--tls",
+                            "--pipeline", "--to", "t@inbox.test.example", "--from", "s@sender.example",
+                            "--header", "Subject: swaks tls"],
+                           capture_output=True, text=True, timeout=DEADLINE)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        wait_for(lambda: self.srv.find("swaks tls"), "swaks TLS message")
+
+    def test_commands_pipelined_after_starttls_are_discarded(self):
+        # RFC 3207 4.2 / CVE-2011-0411: plaintext sent behind STARTTLS must not be executed.
+        import ssl
+        s = socket.create_connection(("127.0.0.1", self.srv.smtp_port), timeout=10)
+        try:
+            recv_reply(s)
+            s.sendall(b"EHLO x\r\n")
+            recv_available(s)
+            s.sendall(b"STARTTLS\r\nMAIL FROM:<injected@x.example>\r\n")
+            self.assertTrue(recv_reply(s).startswith(b"220"))
+            ctx = ssl.create_default_context()
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            t = ctx.wrap_socket(s)
+            t.sendall(b"EHLO x\r\n")
+            recv_available(t)
+            t.sendall(b"RCPT TO:<c@d.example>\r\n")
+            self.assertTrue(recv_available(t).startswith(b"503"))  # no MAIL in force
+            t.close()
+        finally:
+            s.close()
+
+
 class ShutdownTest(unittest.TestCase):
     def test_sigterm_finishes_transaction_in_flight(self):
         srv = Inletd()
