@@ -348,7 +348,7 @@ int main(int argc, char** argv) {
       ratios.emplace_back(cs[static_cast<std::size_t>(k)].name, rr);
     }
   }
-  std::printf("pool fragments taken from the heap during the run: %llu (steady state after warm-up)\n",
+  std::printf("pool fragments taken from the heap, whole run incl. warm-ups: %llu (the measured phases: see allocs/msg)\n",
               static_cast<unsigned long long>(heap1.heap_allocations - heap0.heap_allocations));
 
   if (!o.json.empty()) {

@@ -70,6 +70,25 @@ __attribute__((target("avx2"))) std::size_t scan_avx2(const char* h, std::size_t
       mask &= mask - 1;
     }
   }
+  // The last positions: one more block that ends exactly at the last start
+  // position, with the starts already checked masked off.
+  const std::size_t starts = n - m + 1;
+  if (i < starts && starts >= 32) {
+    const std::size_t j = starts - 32;
+    __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + j));
+    __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + j + m - 1));
+    unsigned mask = static_cast<unsigned>(_mm256_movemask_epi8(_mm256_and_si256(_mm256_cmpeq_epi8(a, first), _mm256_cmpeq_epi8(b, last))));
+    mask &= ~((1u << (i - j)) - 1u);  // i > j: the main loop ran to here
+    while (mask != 0) {
+      unsigned bit = static_cast<unsigned>(__builtin_ctz(mask));
+      if (m == 2 || std::memcmp(h + j + bit + 1, pat + 1, m - 2) == 0) {
+        *hit = h + j + bit;
+        return starts;
+      }
+      mask &= mask - 1;
+    }
+    return starts;
+  }
   return i;
 }
 
@@ -92,6 +111,25 @@ std::size_t scan_sse2(const char* h, std::size_t n, const char* pat, std::size_t
       }
       mask &= mask - 1;
     }
+  }
+  // The last positions: one more block that ends exactly at the last start
+  // position, with the starts already checked masked off.
+  const std::size_t starts = n - m + 1;
+  if (i < starts && starts >= 16) {
+    const std::size_t j = starts - 16;
+    __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + j));
+    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + j + m - 1));
+    unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, first), _mm_cmpeq_epi8(b, last))));
+    mask &= ~((1u << (i - j)) - 1u);  // i > j: the main loop ran to here
+    while (mask != 0) {
+      unsigned bit = static_cast<unsigned>(__builtin_ctz(mask));
+      if (m == 2 || std::memcmp(h + j + bit + 1, pat + 1, m - 2) == 0) {
+        *hit = h + j + bit;
+        return starts;
+      }
+      mask &= mask - 1;
+    }
+    return starts;
   }
   return i;
 }

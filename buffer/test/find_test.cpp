@@ -125,6 +125,26 @@ TEST(FindIn, MatchesStdStringFindOnRandomText) {
   EXPECT_EQ(find_in("abc", "c", 4), finder::npos);
 }
 
+TEST(FindIn, EveryLengthAndEveryMatchPosition) {
+  // Covers the SIMD blocks, the overlapping last block and the scalar tail.
+  const std::string pat = "\r\n.\r\n";
+  for (std::size_t len = 0; len <= 100; ++len) {
+    std::string base(len, 'a');
+    for (std::size_t i = 0; i < len; i += 3) base[i] = '\r';  // near-misses
+    ASSERT_EQ(find_in(base, pat), finder::npos);
+    for (std::size_t at = 0; at + pat.size() <= len; ++at) {
+      std::string hay = base;
+      hay.replace(at, pat.size(), pat);
+      std::size_t want = hay.find(pat);
+      ASSERT_EQ(find_in(hay, pat), want) << len << " " << at;
+#if defined(__x86_64__)
+      const char* got = detail::find_in_piece_sse2(hay.data(), hay.size(), pat.data(), pat.size());
+      ASSERT_EQ(static_cast<std::size_t>(got - hay.data()), want) << len << " " << at;
+#endif
+    }
+  }
+}
+
 TEST(Find, RandomSegmentsAgreeWithTheModel) {
   unsigned seed = 777;
   auto rnd = [&] { return (seed = seed * 1103515245u + 12345u) >> 16; };
