@@ -132,7 +132,8 @@ class streambuf {
 };
 
 // The DynamicBuffer_v2 handle for Asio's composed operations; copies refer to
-// the same streambuf, which must outlive the operation.
+// the same streambuf, which must outlive the operation. Thread-safety and
+// invalidation: those of the streambuf it refers to.
 class streambuf_ref {
  public:
   using const_buffers_type = streambuf::const_buffers_type;
