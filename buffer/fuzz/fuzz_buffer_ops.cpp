@@ -134,12 +134,52 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         kept.emplace_back(std::move(s), model.substr(pos, n));
         break;
       }
-      case 8: {  // drop a kept segment, or check them all
-        if (!kept.empty() && (in.byte() & 1)) {
-          kept.erase(kept.begin() + static_cast<std::ptrdiff_t>(in.num(kept.size() - 1)));
-        } else {
-          for (auto& [s, bytes] : kept) CHECK(s == bytes);
+      case 8: {  // work on a kept segment: drop, append, trim, sub, find
+        if (kept.empty()) break;
+        auto& [s, bytes] = kept[in.num(kept.size() - 1)];
+        switch (in.byte() % 6) {
+          case 0:
+            kept.erase(kept.begin() + static_cast<std::ptrdiff_t>(in.num(kept.size() - 1)));
+            break;
+          case 1: {
+            auto& [o, obytes] = kept[in.num(kept.size() - 1)];
+            segment copy = o;  // may be s itself
+            std::string cb = obytes;
+            s.append(std::move(copy));
+            bytes += cb;
+            break;
+          }
+          case 2: {
+            std::size_t n = in.num(bytes.size());
+            s.remove_prefix(n);
+            bytes.erase(0, n);
+            n = in.num(bytes.size());
+            s.remove_suffix(n);
+            bytes.resize(bytes.size() - n);
+            break;
+          }
+          case 3: {
+            std::size_t pos = in.num(bytes.size());
+            std::size_t n = in.num(bytes.size() - pos);
+            CHECK(s.sub(pos, n) == std::string_view(bytes).substr(pos, n));
+            break;
+          }
+          case 4: {
+            const char* pat = patterns[in.byte() % 6];
+            std::size_t from = in.num(bytes.size() + 1);
+            std::size_t want = bytes.find(pat, from);
+            CHECK(s.find(std::string_view(pat), from) == (want == std::string::npos ? segment::npos : want));
+            break;
+          }
+          case 5: {
+            std::size_t pos = in.num(bytes.size());
+            auto it = s.begin() + static_cast<std::ptrdiff_t>(pos);
+            CHECK(static_cast<std::size_t>(s.end() - it) == bytes.size() - pos);
+            if (pos < bytes.size()) CHECK(*it == bytes[pos]);
+            break;
+          }
         }
+        for (auto& [ks, kb] : kept) CHECK(ks == kb);
         break;
       }
       case 9: {

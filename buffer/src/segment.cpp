@@ -247,3 +247,22 @@ bool operator==(const segment& a, std::string_view b) noexcept {
 }
 
 }  // namespace inlet::buffer
+
+namespace inlet::buffer {
+bool operator==(const segment& a, const segment& b) noexcept {
+  if (a.size() != b.size()) return false;
+  auto ia = a.spans().begin(), ib = b.spans().begin();
+  std::string_view va, vb;
+  std::size_t left = a.size();
+  while (left > 0) {
+    if (va.empty()) va = *ia++;
+    if (vb.empty()) vb = *ib++;
+    std::size_t k = std::min(va.size(), vb.size());
+    if (std::memcmp(va.data(), vb.data(), k) != 0) return false;
+    va.remove_prefix(k);
+    vb.remove_prefix(k);
+    left -= k;
+  }
+  return true;
+}
+}  // namespace inlet::buffer

@@ -130,11 +130,13 @@ void streambuf::consume(std::size_t n) noexcept {
     }
   }
   rd_.erase_front(drop);
-  if (size_ == 0) rewind_if_possible();
+  // No rewind here: a read into the last prepare() sequence may be in flight
+  // (prepare() rewinds instead).
 }
 
 // With nothing readable, a write fragment nobody else refers to can be
-// written again from its first byte.
+// written again from its first byte. Only prepare() calls this: it is the
+// call that invalidates earlier prepared sequences anyway.
 void streambuf::rewind_if_possible() noexcept {
   if (size_ != 0 || wr_.empty()) return;
   piece& w = wr_[0];

@@ -133,6 +133,25 @@ TEST(Asio, AsyncReadSomeIntoPrepare) {
   EXPECT_EQ(s.max_pieces(), 2u);
 }
 
+TEST(Asio, AsyncReadUntilThenDetach) {
+  const std::string data = session_bytes();
+  const std::size_t end = data.find("\r\n.\r\n") + 5;
+  for (std::size_t chunk : {1u, 5u, 1460u, 5000u}) {
+    asio::io_context io;
+    script_stream s(io, data, chunk);
+    streambuf sb(pool::get(4096));
+    segment msg;
+    asio::async_read_until(s, dynamic_buffer(sb), "\r\n.\r\n",
+                           [&](boost::system::error_code ec, std::size_t n) {
+                             ASSERT_FALSE(ec);
+                             msg = sb.detach(n);
+                           });
+    io.run();
+    ASSERT_EQ(msg.to_string(), data.substr(0, end)) << chunk;
+    ASSERT_TRUE(std::string(sb.begin(), sb.end()) == data.substr(end, sb.size()));
+  }
+}
+
 TEST(Asio, WriteFromDataSequence) {
   streambuf sb(pool::get(4096));
   std::string text(10000, 'w');

@@ -83,3 +83,88 @@ TEST(Finder, ResumesWithoutRescanningOldBytes) {
 
 }  // namespace
 }  // namespace inlet::buffer
+
+namespace inlet::buffer {
+#if defined(__x86_64__)
+namespace detail {
+const char* find_in_piece_sse2(const char* h, std::size_t n, const char* pat, std::size_t m) noexcept;
+}
+#endif
+namespace {
+
+TEST(FindIn, MatchesStdStringFindOnRandomText) {
+  // Small alphabet so that partial matches are frequent; lengths cover the
+  // SIMD blocks and the scalar tail.
+  unsigned seed = 12345;
+  auto rnd = [&] { return (seed = seed * 1103515245u + 12345u) >> 16; };
+  const char* pats[] = {"\r\n.\r\n", "\r\n", "ab", "a.b", "\r\n\r\n", "abcab", "x"};
+  for (int t = 0; t < 300; ++t) {
+    std::string hay(rnd() % 200, '\0');
+    for (char& c : hay) c = "ab.\r\nx"[rnd() % 6];
+    for (const char* p : pats) {
+      for (std::size_t from = 0; from <= hay.size(); from += 1 + rnd() % 7) {
+        std::size_t want = hay.find(p, from);
+        ASSERT_EQ(find_in(hay, p, from), want == std::string::npos ? finder::npos : want)
+            << "t=" << t << " p=" << p << " from=" << from;
+      }
+    }
+  }
+#if defined(__x86_64__)
+  for (int t = 0; t < 300; ++t) {  // the SSE2 path too, whatever this CPU picks
+    std::string hay(rnd() % 200, '\0');
+    for (char& c : hay) c = "ab.\r\nx"[rnd() % 6];
+    for (const char* p : pats) {
+      std::size_t want = hay.find(p);
+      const char* got = detail::find_in_piece_sse2(hay.data(), hay.size(), p, std::strlen(p));
+      ASSERT_EQ(got == nullptr ? std::string::npos : static_cast<std::size_t>(got - hay.data()), want);
+    }
+  }
+#endif
+  EXPECT_EQ(find_in("abc", "abcd"), finder::npos);
+  EXPECT_EQ(find_in("abc", "", 3), 3u);
+  EXPECT_EQ(find_in("abc", "c", 4), finder::npos);
+}
+
+TEST(FindIn, EveryLengthAndEveryMatchPosition) {
+  // Covers the SIMD blocks, the overlapping last block and the scalar tail.
+  const std::string pat = "\r\n.\r\n";
+  for (std::size_t len = 0; len <= 100; ++len) {
+    std::string base(len, 'a');
+    for (std::size_t i = 0; i < len; i += 3) base[i] = '\r';  // near-misses
+    ASSERT_EQ(find_in(base, pat), finder::npos);
+    for (std::size_t at = 0; at + pat.size() <= len; ++at) {
+      std::string hay = base;
+      hay.replace(at, pat.size(), pat);
+      std::size_t want = hay.find(pat);
+      ASSERT_EQ(find_in(hay, pat), want) << len << " " << at;
+#if defined(__x86_64__)
+      const char* got = detail::find_in_piece_sse2(hay.data(), hay.size(), pat.data(), pat.size());
+      ASSERT_EQ(static_cast<std::size_t>(got - hay.data()), want) << len << " " << at;
+#endif
+    }
+  }
+}
+
+TEST(Find, RandomSegmentsAgreeWithTheModel) {
+  unsigned seed = 777;
+  auto rnd = [&] { return (seed = seed * 1103515245u + 12345u) >> 16; };
+  for (int t = 0; t < 500; ++t) {
+    std::string text(rnd() % 120, '\0');
+    for (char& c : text) c = "\r\n.a"[rnd() % 4];
+    std::vector<std::string_view> pieces;
+    std::string_view rest = text;
+    while (!rest.empty()) {
+      std::size_t k = 1 + rnd() % 20;
+      pieces.push_back(rest.substr(0, k));
+      rest.remove_prefix(std::min(k, rest.size()));
+    }
+    segment s = test::make_segment(pieces);
+    for (std::size_t from = 0; from <= text.size(); ++from) {
+      std::size_t want = text.find("\r\n.\r\n", from);
+      ASSERT_EQ(s.find("\r\n.\r\n", from), want == std::string::npos ? segment::npos : want);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace inlet::buffer

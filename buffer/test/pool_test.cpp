@@ -74,6 +74,24 @@ TEST(Pool, ThreadExitFlushesItsCacheToTheGlobalList) {
   EXPECT_GE(s1.global_cached, 5u);
 }
 
+TEST(Pool, ReleaseAfterTheThreadCacheIsGoneGoesToTheGlobalList) {
+  pool& p = pool::get(16384);
+  pool::flush_thread_cache();
+  p.trim();  // the thread's fragment then comes from the heap, not the global list
+  auto s0 = p.stats();
+  std::thread([&p] {
+    // Constructed before the pool's per-thread guard, so destroyed after it:
+    // its fragment is released when the thread cache has already been flushed.
+    static thread_local segment late;
+    late = segment::copy_of("outlives the thread cache", p);
+  }).join();
+  auto s1 = p.stats();
+  EXPECT_EQ(s1.acquires - s0.acquires, 1u);
+  EXPECT_EQ(s1.releases - s0.releases, 1u);
+  EXPECT_EQ(s1.heap_allocations - s0.heap_allocations, 1u);
+  EXPECT_EQ(s1.global_cached, 1u);
+}
+
 TEST(Pool, TrimFreesTheGlobalList) {
   pool& p = pool::get(4096);
   { segment s = segment::copy_of(std::string(20000, 'a'), p); }

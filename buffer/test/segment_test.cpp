@@ -198,6 +198,18 @@ TEST(Segment, PeekReturnsViewOrBoundedCopy) {
   EXPECT_EQ(std::string_view(out, 7), "ject: x");
 }
 
+TEST(Segment, EqualityComparesBytesNotLayout) {
+  std::string text = "abcdefghij";
+  segment flat = segment::copy_of(text);
+  test::for_each_split3(text, [&](const segment& s) {
+    ASSERT_TRUE(s == flat);
+    ASSERT_TRUE(flat == s);
+    ASSERT_FALSE(s == segment::copy_of("abcdefghiX"));
+    ASSERT_FALSE(s == segment::copy_of("abc"));
+  });
+  EXPECT_TRUE(segment() == segment());
+}
+
 TEST(Segment, ErrorCategoryNamesItsCodes) {
   std::error_code ec = errc::scratch_too_small;
   EXPECT_STREQ(ec.category().name(), "inlet.buffer");

@@ -128,6 +128,19 @@ TEST(Streambuf, ConsumeAllRewindsTheFragment) {
   EXPECT_EQ(readable(sb), std::string(3000, 'b'));
 }
 
+TEST(Streambuf, ReadInFlightSurvivesConsumeAndDetach) {
+  streambuf sb(pool::get(4096));
+  put(sb, "QUIT\r\nDATA\r\n");
+  auto pending = sb.prepare(6000);  // an async read into this is in flight
+  segment cmd = sb.detach(6);       // meanwhile the driver works on readable bytes
+  sb.consume(sb.size());
+  std::string incoming = test::pattern_text(5000);
+  asio::buffer_copy(pending, asio::buffer(incoming));  // the read completes
+  sb.commit(incoming.size());
+  EXPECT_EQ(readable(sb), incoming);
+  EXPECT_EQ(cmd.to_string(), "QUIT\r\n");
+}
+
 TEST(Streambuf, NoRewindWhileASegmentSharesTheFragment) {
   streambuf sb(pool::get(4096));
   put(sb, "first");

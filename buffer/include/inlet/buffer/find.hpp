@@ -48,6 +48,10 @@ class finder {
   std::size_t resume_ = 0;
 };
 
+// Search in one contiguous range (what segment::find runs inside each piece):
+// SSE2 first/last-byte filter, then memcmp. npos when absent.
+std::size_t find_in(std::string_view hay, std::string_view pattern, std::size_t from = 0) noexcept;
+
 // Free-function forms.
 inline std::size_t find(const segment& s, char c, std::size_t from = 0) noexcept {
   return s.find(c, from);

@@ -19,6 +19,7 @@
 #include <inlet/buffer/detail/slice_vec.hpp>
 
 #include <cstddef>
+#include <new>
 #include <span>
 #include <string>
 #include <string_view>
@@ -96,6 +97,7 @@ class segment {
   std::string to_string() const;
 
   friend bool operator==(const segment& a, std::string_view b) noexcept;
+  friend bool operator==(const segment& a, const segment& b) noexcept;
 
   // Internal: the slice array (streambuf and find use it).
   const detail::slice* slice_data() const noexcept { return s_.data(); }
@@ -136,7 +138,12 @@ segment segment::wrap(const void* p, std::size_t n, Releaser&& release) {
   using R = std::decay_t<Releaser>;
   static_assert(std::is_invocable_v<R&> || std::is_invocable_v<R&, const void*, std::size_t>,
                 "releaser must be callable as r() or r(const void*, std::size_t)");
-  auto* f = new detail::external_fragment<R>(p, n, std::forward<Releaser>(release));
+  auto* f = new (std::nothrow) detail::external_fragment<R>(p, n, std::forward<Releaser>(release));
+  if (f == nullptr) {  // the releaser was not moved from: the memory is still released
+    if constexpr (std::is_invocable_v<Releaser&, const void*, std::size_t>) release(p, n);
+    else release();
+    throw std::bad_alloc();
+  }
   segment s;
   if (n == 0) {
     detail::unref(f);

@@ -11,10 +11,14 @@
 // Thread-safety: none; one streambuf belongs to one connection at a time.
 // Segments taken from it may go to other threads.
 //
-// Invalidation: buffer sequences from prepare() are invalidated by any
-// non-const call; sequences from data(), iterators and readable_spans() by
-// any call but the const ones, find and slice. Bytes handed out as segments
-// never change and stay alive as long as those segments.
+// Invalidation: the sequence from prepare() stays valid across consume(),
+// detach(), slice(), sub() and reads, so a read into it may be in flight
+// while the driver consumes or detaches readable bytes (commit(n) when it
+// completes); it is invalidated by prepare(), grow(), shrink(),
+// release_if_empty(), moving or destroying the streambuf. Sequences from
+// data(), iterators and readable_spans() are invalidated by any non-const
+// call. Bytes handed out as segments never change and stay alive as long as
+// those segments.
 #pragma once
 
 #include <inlet/buffer/detail/buffer_seq.hpp>
@@ -128,7 +132,8 @@ class streambuf {
 };
 
 // The DynamicBuffer_v2 handle for Asio's composed operations; copies refer to
-// the same streambuf, which must outlive the operation.
+// the same streambuf, which must outlive the operation. Thread-safety and
+// invalidation: those of the streambuf it refers to.
 class streambuf_ref {
  public:
   using const_buffers_type = streambuf::const_buffers_type;

@@ -61,6 +61,7 @@ class slice_vec {
   void pop_back() noexcept { --size_; }
   // Drops the first k slices (k <= size()).
   void erase_front(std::size_t k) noexcept {
+    if (k == 0) return;
     std::memmove(static_cast<void*>(data_), data_ + k, (size_ - k) * sizeof(slice));
     size_ -= k;
   }
