@@ -234,6 +234,11 @@ struct addr_parser {
       if (c == ':' && !in_group && raw.find('@') == std::string::npos) {
         ++i;
         group();
+        skip_cfws();
+        while (i < s.size() && s[i] != ',') {  // junk after ';' ("group:;@domain")
+          defect = true;
+          ++i;
+        }
         return;
       }
       if (c == '"') {

@@ -430,11 +430,24 @@ bool parser::parse_content_type(part& p, std::string_view v, open_part& e) {
   std::string_view name, value;
   bool quoted = false;
   while (pr.next(name, value, quoted)) {
-    if (!detail::iequals(name, "boundary")) continue;
+    const bool extended = detail::iequals(name, "boundary*");  // RFC 2231: cs'lang'%XX
+    if (!extended && !detail::iequals(name, "boundary")) continue;
+    if (extended) {
+      auto q1 = value.find('\'');
+      auto q2 = q1 == std::string_view::npos ? q1 : value.find('\'', q1 + 1);
+      if (q2 != std::string_view::npos) value.remove_prefix(q2 + 1);
+    }
     std::size_t n = 0;
     for (std::size_t i = 0; i < value.size() && n < e.boundary.size(); ++i) {
-      if (quoted && value[i] == '\\' && i + 1 < value.size()) ++i;
-      e.boundary[n++] = value[i];
+      char c = value[i];
+      if (quoted && c == '\\' && i + 1 < value.size()) {
+        c = value[++i];
+      } else if (extended && c == '%' && i + 2 < value.size() && detail::is_hex(value[i + 1]) &&
+                 detail::is_hex(value[i + 2])) {
+        c = static_cast<char>(detail::hex_val(value[i + 1]) << 4 | detail::hex_val(value[i + 2]));
+        i += 2;
+      }
+      e.boundary[n++] = c;
     }
     while (n > 0 && (e.boundary[n - 1] == ' ' || e.boundary[n - 1] == '\t')) --n;
     if (n == 0) return true;

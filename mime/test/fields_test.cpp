@@ -18,6 +18,7 @@ TEST(addresses, rfc5322_appendix_a) {
   EXPECT_EQ(A("A Group:Ed Jones <c@a.test>,joe@where.test,John <jdoe@one.test>;, x@y.test"),
             (std::vector<mailbox>{{"Ed Jones", "c@a.test"}, {"", "joe@where.test"}, {"John", "jdoe@one.test"}, {"", "x@y.test"}}));
   EXPECT_TRUE(A("Undisclosed recipients:;").empty());
+  EXPECT_EQ(A("Undisclosed-Recipient:;@example.net, x@y.test"), (std::vector<mailbox>{{"", "x@y.test"}}));
   // Comments and folding (A.5)
   EXPECT_EQ(A("Pete(A nice \\) chap) <pete(his account)@silly.test(his host)>"),
             (std::vector<mailbox>{{"Pete", "pete@silly.test"}}));
