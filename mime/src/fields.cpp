@@ -265,7 +265,7 @@ struct addr_parser {
       }
       if (c == '@' || c == '.' || c == ';' || c == ':' || c == '>' || c == '\\' || c == ')') {
         raw.push_back(c);
-        if (c == '.' && !name.empty()) name.push_back('.');
+        if ((c == '.' || c == '@') && !name.empty()) name.push_back(c);  // obs-phrase, or an address used as a name
         pending_space = false;
         ++i;
         continue;
