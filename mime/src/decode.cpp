@@ -57,11 +57,16 @@ constexpr qp_table make_qp() {
   t.special[static_cast<unsigned char>('=')] = true;
   t.special[static_cast<unsigned char>('\r')] = true;
   t.special[static_cast<unsigned char>('\n')] = true;
-  t.special[static_cast<unsigned char>(' ')] = true;
-  t.special[static_cast<unsigned char>('\t')] = true;
   return t;
 }
 constexpr qp_table qp = make_qp();
+
+// True when any byte of x equals c (SWAR zero-byte test).
+constexpr bool has_byte(std::uint64_t x, char c) noexcept {
+  constexpr std::uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+  std::uint64_t y = x ^ (ones * static_cast<unsigned char>(c));
+  return ((y - ones) & ~y & highs) != 0;
+}
 
 }  // namespace
 
@@ -137,30 +142,69 @@ char* qp_decoder::flush_ws(char* o) noexcept {
   return o;
 }
 
+// Spaces and tabs are copied in the fast loop; at a line break, whitespace written since
+// the last protected position (line start, '=' or a decoded =XX) is trimmed, as RFC 2045
+// 6.7 (3) requires. Whitespace at the end of a block is held back in ws_ because the next
+// block decides whether it was trailing.
 std::size_t qp_decoder::decode_block(std::string_view in, char* out) noexcept {
   const char* p = in.data();
   const char* e = p + in.size();
   char* o = out;
+  char* protect = out;
+  auto trim = [&] {
+    while (o > protect && (o[-1] == ' ' || o[-1] == '\t')) --o;
+  };
+  if (ws_n_ && st_ == st::normal && p < e && *p != '\r' && *p != '\n') o = flush_ws(o);
   while (p < e) {
     switch (st_) {
       case st::normal: {
-        if (ws_n_ == 0)
+        for (;;) {  // fast path: runs of literal bytes, complete escapes and line breaks
+          while (e - p >= 8) {
+            std::uint64_t x;
+            std::memcpy(&x, p, 8);
+            if (has_byte(x, '=') | has_byte(x, '\r') | has_byte(x, '\n')) break;
+            std::memcpy(o, p, 8);
+            o += 8;
+            p += 8;
+          }
           while (p < e && !qp.special[static_cast<unsigned char>(*p)]) *o++ = *p++;
+          if (e - p < 3) break;
+          if (p[0] == '=') {
+            if (is_hex(p[1]) && is_hex(p[2])) {
+              *o++ = static_cast<char>(hex_val(p[1]) << 4 | hex_val(p[2]));
+            } else if (p[1] != '\r' || p[2] != '\n') {
+              break;
+            }
+            p += 3;
+            protect = o;
+          } else if (p[0] == '\r' && p[1] == '\n') {
+            trim();
+            ws_n_ = 0;
+            *o++ = '\r';
+            *o++ = '\n';
+            p += 2;
+            protect = o;
+          } else if (p[0] == '\n') {
+            trim();
+            ws_n_ = 0;
+            *o++ = '\n';
+            ++p;
+            protect = o;
+          } else {
+            break;
+          }
+        }
         if (p == e) break;
         char c = *p++;
-        if (!qp.special[static_cast<unsigned char>(c)]) {
-          o = flush_ws(o);
-          *o++ = c;
-        } else if (c == ' ' || c == '\t') {
-          if (ws_n_ == sizeof ws_) o = flush_ws(o);
-          ws_[ws_n_++] = c;
-        } else if (c == '\n') {  // trailing whitespace is transport padding
+        if (c == '\n') {
+          trim();
           ws_n_ = 0;
           *o++ = '\n';
+          protect = o;
         } else if (c == '\r') {
           st_ = st::cr;
-        } else {
-          o = flush_ws(o);
+        } else {  // '='
+          protect = o;
           st_ = st::eq;
         }
         break;
@@ -168,6 +212,7 @@ std::size_t qp_decoder::decode_block(std::string_view in, char* out) noexcept {
       case st::cr:
         if (*p == '\n') {
           ++p;
+          trim();
           ws_n_ = 0;
           *o++ = '\r';
           *o++ = '\n';
@@ -175,6 +220,7 @@ std::size_t qp_decoder::decode_block(std::string_view in, char* out) noexcept {
           o = flush_ws(o);
           *o++ = '\r';
         }
+        protect = o;
         st_ = st::normal;
         break;
       case st::eq:
@@ -192,6 +238,7 @@ std::size_t qp_decoder::decode_block(std::string_view in, char* out) noexcept {
           bad_ = true;
           st_ = st::normal;
         }
+        protect = o;
         break;
       case st::eq_hex:
         if (is_hex(*p)) {
@@ -202,12 +249,29 @@ std::size_t qp_decoder::decode_block(std::string_view in, char* out) noexcept {
           *o++ = hex1_;
           bad_ = true;
         }
+        protect = o;
         st_ = st::normal;
         break;
       case st::eq_cr:
         if (*p == '\n') ++p;
+        protect = o;
         st_ = st::normal;
         break;
+    }
+  }
+  // Hold back unprotected trailing whitespace: only the next bytes tell if it is padding.
+  if (st_ == st::normal || st_ == st::cr) {
+    char* w = o;
+    while (w > protect && (w[-1] == ' ' || w[-1] == '\t') && ws_n_ + static_cast<std::size_t>(o - w) < sizeof ws_) --w;
+    if (w < o) {
+      std::size_t k = static_cast<std::size_t>(o - w);
+      if (ws_n_) {  // older held whitespace was already emitted before this block's bytes
+        std::memmove(ws_ + ws_n_, w, k);
+      } else {
+        std::memcpy(ws_, w, k);
+      }
+      ws_n_ = static_cast<std::uint16_t>(ws_n_ + k);
+      o = w;
     }
   }
   return static_cast<std::size_t>(o - out);
