@@ -61,11 +61,12 @@ constexpr qp_table make_qp() {
 }
 constexpr qp_table qp = make_qp();
 
-// True when any byte of x equals c (SWAR zero-byte test).
-constexpr bool has_byte(std::uint64_t x, char c) noexcept {
+// High bit set in each byte of x equal to c, exact up to the first match (SWAR test;
+// bits above the first match may be spurious, so only the lowest set bit is used).
+constexpr std::uint64_t zero_bytes(std::uint64_t x, char c) noexcept {
   constexpr std::uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
   std::uint64_t y = x ^ (ones * static_cast<unsigned char>(c));
-  return ((y - ones) & ~y & highs) != 0;
+  return (y - ones) & ~y & highs;
 }
 
 }  // namespace
@@ -159,15 +160,24 @@ std::size_t qp_decoder::decode_block(std::string_view in, char* out) noexcept {
     switch (st_) {
       case st::normal: {
         for (;;) {  // fast path: runs of literal bytes, complete escapes and line breaks
-          while (e - p >= 8) {
+          bool hit = false;
+          while (e - p >= 8) {  // 8 bytes at a time; copy all, keep those before a special
             std::uint64_t x;
             std::memcpy(&x, p, 8);
-            if (has_byte(x, '=') | has_byte(x, '\r') | has_byte(x, '\n')) break;
+            std::uint64_t m = zero_bytes(x, '=') | zero_bytes(x, '\r') | zero_bytes(x, '\n');
             std::memcpy(o, p, 8);
+            if (m) {
+              auto k = static_cast<std::size_t>(__builtin_ctzll(m) >> 3);
+              o += k;
+              p += k;
+              hit = true;
+              break;
+            }
             o += 8;
             p += 8;
           }
-          while (p < e && !qp.special[static_cast<unsigned char>(*p)]) *o++ = *p++;
+          if (!hit)
+            while (p < e && !qp.special[static_cast<unsigned char>(*p)]) *o++ = *p++;
           if (e - p < 3) break;
           if (p[0] == '=') {
             if (is_hex(p[1]) && is_hex(p[2])) {
