@@ -272,11 +272,26 @@ struct addr_parser {
       }
       std::size_t b = i;
       while (i < s.size() && !is_addr_special(s[i])) ++i;
+      if (i == b) {  // any other special (']', a stray '\\' ...): keep it, move on
+        raw.push_back(s[i++]);
+        defect = true;
+        continue;
+      }
       std::string_view w = s.substr(b, i - b);
+      if (pending_space && !raw.empty() && raw.back() != '.' && raw.back() != '@') raw.push_back(' ');
       raw.append(w);
       add_word(std::string(w), false);
     }
-    if (!raw.empty()) out.push_back({std::string{}, valid_utf8(raw)});
+    if (raw.empty()) return;
+    // Words separated by spaces in a bare addr-spec ("Undisclosed Recipients@x"): the
+    // local part is quoted, as Python does.
+    std::size_t at = raw.rfind('@');
+    std::string local = raw.substr(0, at == std::string::npos ? raw.size() : at);
+    if (local.find(' ') != std::string::npos && local.front() != '"') {
+      defect = true;
+      raw = "\"" + local + "\"" + (at == std::string::npos ? std::string{} : raw.substr(at));
+    }
+    out.push_back({std::string{}, valid_utf8(raw)});
   }
 
   void group() {
@@ -481,6 +496,13 @@ std::vector<std::string> parse_message_id_list(std::string_view raw) {
 }
 
 std::optional<std::string> parse_message_id(std::string_view raw) {
+  if (raw.find('<') == std::string_view::npos) {  // no brackets: the value without spaces
+    std::string id;
+    for (char c : raw)
+      if (!is_ws(c)) id.push_back(c);
+    if (id.empty()) return std::nullopt;
+    return valid_utf8(id);
+  }
   auto ids = parse_message_id_list(raw);
   if (ids.empty()) return std::nullopt;
   return ids.front();

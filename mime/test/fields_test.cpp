@@ -30,6 +30,7 @@ TEST(addresses, obsolete_and_international) {
   EXPECT_EQ(A("Joe Q. Public <@machine.tld,@other.tld:john.q.public@example.com>"),
             (std::vector<mailbox>{{"Joe Q. Public", "john.q.public@example.com"}}));
   EXPECT_EQ(A("john . doe @ example . com"), (std::vector<mailbox>{{"", "john.doe@example.com"}}));
+  EXPECT_EQ(A("Undisclosed Recipients@example.com"), (std::vector<mailbox>{{"", "\"Undisclosed Recipients\"@example.com"}}));
   // RFC 6532 UTF-8 and RFC 2047 display names
   EXPECT_EQ(A("Jöran <jöran@exämple.test>"), (std::vector<mailbox>{{"Jöran", "jöran@exämple.test"}}));
   EXPECT_EQ(A("=?ISO-8859-1?Q?Keld_J=F8rn?= =?ISO-8859-1?Q?_Simonsen?= <keld@dkuug.dk>"),
@@ -44,6 +45,9 @@ TEST(addresses, garbage_never_fails) {
   EXPECT_TRUE(defect);
   r = parse_address_list("<<<>>>,,,;;;:::@@@", &defect);
   r = parse_address_list("a@b <c@d> junk", &defect);
+  // Found by fuzz_mime_tree: a stray ']' once stopped the scanner from advancing.
+  EXPECT_EQ(parse_address_list(" A]lice <alice@example.com>"), (std::vector<mailbox>{{"Alice", "alice@example.com"}}));
+  EXPECT_EQ(A("x]y@z"), (std::vector<mailbox>{{"", "x]y@z"}}));
   EXPECT_TRUE(parse_address_list("").empty());
   EXPECT_EQ(A("<>"), (std::vector<mailbox>{{"", ""}}));
 }
@@ -74,6 +78,7 @@ TEST(message_ids, single_and_lists) {
   EXPECT_EQ(parse_message_id(" <1234@local.machine.example>"), "1234@local.machine.example");
   EXPECT_EQ(parse_message_id("<abc\r\n @def>"), "abc@def");
   EXPECT_EQ(parse_message_id("bare@id"), "bare@id");
+  EXPECT_EQ(parse_message_id("PM2000 11:12:45 AM"), "PM200011:12:45AM");
   EXPECT_EQ(parse_message_id("  "), std::nullopt);
   EXPECT_EQ(parse_message_id_list("<a@b> (comment) <c@d>\r\n <e@f>"), (std::vector<std::string>{"a@b", "c@d", "e@f"}));
 }
