@@ -5,6 +5,9 @@
 #include <cerrno>
 #include <cstring>
 #include <iconv.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace inlet::mime {
 namespace {
@@ -161,7 +164,25 @@ std::size_t qp_decoder::decode_block(std::string_view in, char* out) noexcept {
       case st::normal: {
         for (;;) {  // fast path: runs of literal bytes, complete escapes and line breaks
           bool hit = false;
-          while (e - p >= 8) {  // 8 bytes at a time; copy all, keep those before a special
+#if defined(__SSE2__)
+          while (e - p >= 16) {  // 16 bytes at a time (SSE2 is baseline on x86-64)
+            __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+            __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('=')),
+                                                  _mm_cmpeq_epi8(x, _mm_set1_epi8('\r'))),
+                                     _mm_cmpeq_epi8(x, _mm_set1_epi8('\n')));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(o), x);
+            if (int bits = _mm_movemask_epi8(m)) {
+              auto k = static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(bits)));
+              o += k;
+              p += k;
+              hit = true;
+              break;
+            }
+            o += 16;
+            p += 16;
+          }
+#endif
+          while (!hit && e - p >= 8) {  // 8 bytes at a time; copy all, keep those before a special
             std::uint64_t x;
             std::memcpy(&x, p, 8);
             std::uint64_t m = zero_bytes(x, '=') | zero_bytes(x, '\r') | zero_bytes(x, '\n');
