@@ -165,6 +165,16 @@ struct addr_parser {
     i = lx.i;
   }
 
+  // Words separated by spaces in an addr-spec ("Undisclosed Recipients@x"): the local
+  // part is quoted, as Python does.
+  std::string quote_local(const std::string& a) {
+    std::size_t at = a.rfind('@');
+    std::string local = a.substr(0, at == std::string::npos ? a.size() : at);
+    if (local.find(' ') == std::string::npos || local.front() == '"') return a;
+    defect = true;
+    return "\"" + local + "\"" + (at == std::string::npos ? std::string{} : a.substr(at));
+  }
+
   // Quoted string at s[i]: returns the unescaped content.
   std::string quoted() {
     std::string v;
@@ -182,6 +192,7 @@ struct addr_parser {
   std::string angle() {
     ++i;
     std::string a;
+    bool space = false;
     while (i < s.size() && s[i] != '>') {
       char c = s[i];
       if (c == '"') {
@@ -190,7 +201,11 @@ struct addr_parser {
         a += plain ? q : "\"" + q + "\"";
       } else if (c == '(' || is_ws(c)) {
         skip_cfws();
+        space = true;
       } else {
+        if (space && !a.empty() && a.back() != '.' && a.back() != '@' && a.back() != ':' && c != '.' && c != '@')
+          a.push_back(' ');
+        space = false;
         a.push_back(c);
         ++i;
       }
@@ -201,7 +216,7 @@ struct addr_parser {
       auto colon = a.find(':');
       a = colon == std::string::npos ? std::string{} : a.substr(colon + 1);
     }
-    return a;
+    return quote_local(a);
   }
 
   // One address (a mailbox, or a group whose members go to `out`).
@@ -283,15 +298,7 @@ struct addr_parser {
       add_word(std::string(w), false);
     }
     if (raw.empty()) return;
-    // Words separated by spaces in a bare addr-spec ("Undisclosed Recipients@x"): the
-    // local part is quoted, as Python does.
-    std::size_t at = raw.rfind('@');
-    std::string local = raw.substr(0, at == std::string::npos ? raw.size() : at);
-    if (local.find(' ') != std::string::npos && local.front() != '"') {
-      defect = true;
-      raw = "\"" + local + "\"" + (at == std::string::npos ? std::string{} : raw.substr(at));
-    }
-    out.push_back({std::string{}, valid_utf8(raw)});
+    out.push_back({std::string{}, valid_utf8(quote_local(raw))});
   }
 
   void group() {

@@ -30,6 +30,7 @@ TEST(addresses, obsolete_and_international) {
   EXPECT_EQ(A("Joe Q. Public <@machine.tld,@other.tld:john.q.public@example.com>"),
             (std::vector<mailbox>{{"Joe Q. Public", "john.q.public@example.com"}}));
   EXPECT_EQ(A("john . doe @ example . com"), (std::vector<mailbox>{{"", "john.doe@example.com"}}));
+  EXPECT_EQ(A("<Undisclosed Recipients@example.com>"), (std::vector<mailbox>{{"", "\"Undisclosed Recipients\"@example.com"}}));
   EXPECT_EQ(A("Undisclosed Recipients@example.com"), (std::vector<mailbox>{{"", "\"Undisclosed Recipients\"@example.com"}}));
   // RFC 6532 UTF-8 and RFC 2047 display names
   EXPECT_EQ(A("Jöran <jöran@exämple.test>"), (std::vector<mailbox>{{"Jöran", "jöran@exämple.test"}}));
