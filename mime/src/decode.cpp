@@ -64,6 +64,16 @@ constexpr qp_table make_qp() {
 }
 constexpr qp_table qp = make_qp();
 
+struct hex_tab {
+  std::int8_t v[256];
+};
+constexpr hex_tab make_hex() {
+  hex_tab t{};
+  for (int i = 0; i < 256; ++i) t.v[i] = is_hex(static_cast<char>(i)) ? static_cast<std::int8_t>(hex_val(static_cast<char>(i))) : -1;
+  return t;
+}
+constexpr hex_tab hex_table = make_hex();
+
 // High bit set in each byte of x equal to c, exact up to the first match (SWAR test;
 // bits above the first match may be spurious, so only the lowest set bit is used).
 constexpr std::uint64_t zero_bytes(std::uint64_t x, char c) noexcept {
@@ -201,8 +211,10 @@ std::size_t qp_decoder::decode_block(std::string_view in, char* out) noexcept {
             while (p < e && !qp.special[static_cast<unsigned char>(*p)]) *o++ = *p++;
           if (e - p < 3) break;
           if (p[0] == '=') {
-            if (is_hex(p[1]) && is_hex(p[2])) {
-              *o++ = static_cast<char>(hex_val(p[1]) << 4 | hex_val(p[2]));
+            const int hi = hex_table.v[static_cast<unsigned char>(p[1])];
+            const int lo = hex_table.v[static_cast<unsigned char>(p[2])];
+            if ((hi | lo) >= 0) {
+              *o++ = static_cast<char>(hi << 4 | lo);
             } else if (p[1] != '\r' || p[2] != '\n') {
               break;
             }
