@@ -430,6 +430,20 @@ std::optional<std::chrono::sys_seconds> parse_date(std::string_view raw) {
       have_zone = true;
       continue;
     }
+    if (hh >= 0 && !have_zone && t.size() == 4 && all_digits(t) && year >= 0) {
+      // Unsigned offset after the time ("23:37:59 0530"): read as positive, as Python does.
+      int v = std::stoi(std::string(t));
+      if (v % 100 < 60 && v / 100 <= 14) {
+        zone = (v / 100) * 60 + v % 100;
+        have_zone = true;
+        continue;
+      }
+    }
+    if (hh >= 0 && (iequals(t, "pm") || iequals(t, "am"))) {  // 12-hour clock
+      if (iequals(t, "pm") && hh < 12) hh += 12;
+      if (iequals(t, "am") && hh == 12) hh = 0;
+      continue;
+    }
     if (all_digits(t)) {
       if (t.size() > 4) continue;
       int v = std::stoi(std::string(t));

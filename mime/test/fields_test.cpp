@@ -70,6 +70,9 @@ TEST(dates, rfc5322_and_obsolete) {
   EXPECT_EQ(iso("1 Jan 2000 12:00:00 A"), "2000-01-01T12:00:00Z");  // military: -0000
   EXPECT_EQ(iso("Mon, 02 Sep 2002 15:06:41 +0100 (IST)"), "2002-09-02T14:06:41Z");
   EXPECT_EQ(iso("21-Aug-2002 11:46:03 +0000"), "2002-08-21T11:46:03Z");
+  EXPECT_EQ(iso("Tue, 06 Aug 2002 06:50:21 PM -0400"), "2002-08-06T22:50:21Z");
+  EXPECT_EQ(iso("Tue, 06 Aug 2002 12:10:00 AM +0000"), "2002-08-06T00:10:00Z");
+  EXPECT_EQ(iso("Fri, 02 Aug 2002 23:37:59 0530"), "2002-08-02T18:07:59Z");
   EXPECT_EQ(iso("not a date"), "null");
   EXPECT_EQ(iso("31 Feb 2002 10:00:00 +0000"), "null");
   EXPECT_EQ(iso(""), "null");
