@@ -1,4 +1,6 @@
 // inlet-parse [--json] FILE...   ('-' reads stdin)
+// --with-text (an extension beyond the schema) adds each text/* leaf's decoded
+// UTF-8 content as "text"; the differential test uses it.
 // Parses each message with inlet::mime and prints its structure: with --json one JSON
 // object per file (one per line when several files are given, each with a "file"
 // field), otherwise a readable tree. Exit status: 0, or 1 if a file could not be read.
@@ -43,6 +45,8 @@ json::array mailboxes(const std::vector<mime::mailbox>& v) {
   return a;
 }
 
+bool with_text = false;  // --with-text: add the decoded UTF-8 "text" of text/* leaves
+
 json::object part_json(const mime::parsed_message& m, std::uint32_t i, json::array& defects) {
   const mime::part& p = m.parts()[i];
   json::object o;
@@ -58,6 +62,11 @@ json::object part_json(const mime::parsed_message& m, std::uint32_t i, json::arr
     size = p.body.size();
   }
   o["size"] = size;
+  if (with_text && p.kind == mime::part_kind::leaf && p.main_type() == "text") {
+    std::string text;
+    mime::decode_text(m, i, [&](std::string_view t) { text.append(t); });
+    o["text"] = text;
+  }
   json::array children;
   for (std::uint32_t c = p.first_child; c != mime::no_index; c = m.parts()[c].next_sibling)
     children.push_back(part_json(m, c, defects));
@@ -133,13 +142,14 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--json") as_json = true;
+    else if (a == "--with-text") with_text = true;
     else if (a == "-h" || a == "--help") {
-      std::cout << "usage: inlet-parse [--json] FILE...   ('-' reads stdin)\n";
+      std::cout << "usage: inlet-parse [--json] [--with-text] FILE...   ('-' reads stdin)\n";
       return 0;
     } else files.push_back(a);
   }
   if (files.empty()) {
-    std::cerr << "usage: inlet-parse [--json] FILE...   ('-' reads stdin)\n";
+    std::cerr << "usage: inlet-parse [--json] [--with-text] FILE...   ('-' reads stdin)\n";
     return 2;
   }
   int status = 0;

@@ -15,6 +15,11 @@ constexpr bool iequals(std::string_view a, std::string_view b) noexcept {
   return true;
 }
 
+constexpr bool is_hex(char c) noexcept {
+  return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F') || (c >= 'a' && c <= 'f');
+}
+constexpr int hex_val(char c) noexcept { return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10; }
+
 constexpr bool is_ws(char c) noexcept { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
 constexpr std::string_view trim(std::string_view s) noexcept {

@@ -5,6 +5,9 @@
 #include <cerrno>
 #include <cstring>
 #include <iconv.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace inlet::mime {
 namespace {
@@ -57,11 +60,27 @@ constexpr qp_table make_qp() {
   t.special[static_cast<unsigned char>('=')] = true;
   t.special[static_cast<unsigned char>('\r')] = true;
   t.special[static_cast<unsigned char>('\n')] = true;
-  t.special[static_cast<unsigned char>(' ')] = true;
-  t.special[static_cast<unsigned char>('\t')] = true;
   return t;
 }
 constexpr qp_table qp = make_qp();
+
+struct hex_tab {
+  std::int8_t v[256];
+};
+constexpr hex_tab make_hex() {
+  hex_tab t{};
+  for (int i = 0; i < 256; ++i) t.v[i] = is_hex(static_cast<char>(i)) ? static_cast<std::int8_t>(hex_val(static_cast<char>(i))) : -1;
+  return t;
+}
+constexpr hex_tab hex_table = make_hex();
+
+// High bit set in each byte of x equal to c, exact up to the first match (SWAR test;
+// bits above the first match may be spurious, so only the lowest set bit is used).
+constexpr std::uint64_t zero_bytes(std::uint64_t x, char c) noexcept {
+  constexpr std::uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+  std::uint64_t y = x ^ (ones * static_cast<unsigned char>(c));
+  return (y - ones) & ~y & highs;
+}
 
 }  // namespace
 
@@ -137,30 +156,98 @@ char* qp_decoder::flush_ws(char* o) noexcept {
   return o;
 }
 
+// Spaces and tabs are copied in the fast loop; at a line break, whitespace written since
+// the last protected position (line start, '=' or a decoded =XX) is trimmed, as RFC 2045
+// 6.7 (3) requires. Whitespace at the end of a block is held back in ws_ because the next
+// block decides whether it was trailing.
 std::size_t qp_decoder::decode_block(std::string_view in, char* out) noexcept {
   const char* p = in.data();
   const char* e = p + in.size();
   char* o = out;
+  char* protect = out;
+  auto trim = [&] {
+    while (o > protect && (o[-1] == ' ' || o[-1] == '\t')) --o;
+  };
+  if (ws_n_ && st_ == st::normal && p < e && *p != '\r' && *p != '\n') o = flush_ws(o);
   while (p < e) {
     switch (st_) {
       case st::normal: {
-        if (ws_n_ == 0)
-          while (p < e && !qp.special[static_cast<unsigned char>(*p)]) *o++ = *p++;
+        for (;;) {  // fast path: runs of literal bytes, complete escapes and line breaks
+          bool hit = false;
+#if defined(__SSE2__)
+          while (e - p >= 16) {  // 16 bytes at a time (SSE2 is baseline on x86-64)
+            __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+            __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('=')),
+                                                  _mm_cmpeq_epi8(x, _mm_set1_epi8('\r'))),
+                                     _mm_cmpeq_epi8(x, _mm_set1_epi8('\n')));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(o), x);
+            if (int bits = _mm_movemask_epi8(m)) {
+              auto k = static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(bits)));
+              o += k;
+              p += k;
+              hit = true;
+              break;
+            }
+            o += 16;
+            p += 16;
+          }
+#endif
+          while (!hit && e - p >= 8) {  // 8 bytes at a time; copy all, keep those before a special
+            std::uint64_t x;
+            std::memcpy(&x, p, 8);
+            std::uint64_t m = zero_bytes(x, '=') | zero_bytes(x, '\r') | zero_bytes(x, '\n');
+            std::memcpy(o, p, 8);
+            if (m) {
+              auto k = static_cast<std::size_t>(__builtin_ctzll(m) >> 3);
+              o += k;
+              p += k;
+              hit = true;
+              break;
+            }
+            o += 8;
+            p += 8;
+          }
+          if (!hit)
+            while (p < e && !qp.special[static_cast<unsigned char>(*p)]) *o++ = *p++;
+          if (e - p < 3) break;
+          if (p[0] == '=') {
+            const int hi = hex_table.v[static_cast<unsigned char>(p[1])];
+            const int lo = hex_table.v[static_cast<unsigned char>(p[2])];
+            if ((hi | lo) >= 0) {
+              *o++ = static_cast<char>(hi << 4 | lo);
+            } else if (p[1] != '\r' || p[2] != '\n') {
+              break;
+            }
+            p += 3;
+            protect = o;
+          } else if (p[0] == '\r' && p[1] == '\n') {
+            trim();
+            ws_n_ = 0;
+            *o++ = '\r';
+            *o++ = '\n';
+            p += 2;
+            protect = o;
+          } else if (p[0] == '\n') {
+            trim();
+            ws_n_ = 0;
+            *o++ = '\n';
+            ++p;
+            protect = o;
+          } else {
+            break;
+          }
+        }
         if (p == e) break;
         char c = *p++;
-        if (!qp.special[static_cast<unsigned char>(c)]) {
-          o = flush_ws(o);
-          *o++ = c;
-        } else if (c == ' ' || c == '\t') {
-          if (ws_n_ == sizeof ws_) o = flush_ws(o);
-          ws_[ws_n_++] = c;
-        } else if (c == '\n') {  // trailing whitespace is transport padding
+        if (c == '\n') {
+          trim();
           ws_n_ = 0;
           *o++ = '\n';
+          protect = o;
         } else if (c == '\r') {
           st_ = st::cr;
-        } else {
-          o = flush_ws(o);
+        } else {  // '='
+          protect = o;
           st_ = st::eq;
         }
         break;
@@ -168,6 +255,7 @@ std::size_t qp_decoder::decode_block(std::string_view in, char* out) noexcept {
       case st::cr:
         if (*p == '\n') {
           ++p;
+          trim();
           ws_n_ = 0;
           *o++ = '\r';
           *o++ = '\n';
@@ -175,6 +263,7 @@ std::size_t qp_decoder::decode_block(std::string_view in, char* out) noexcept {
           o = flush_ws(o);
           *o++ = '\r';
         }
+        protect = o;
         st_ = st::normal;
         break;
       case st::eq:
@@ -192,6 +281,7 @@ std::size_t qp_decoder::decode_block(std::string_view in, char* out) noexcept {
           bad_ = true;
           st_ = st::normal;
         }
+        protect = o;
         break;
       case st::eq_hex:
         if (is_hex(*p)) {
@@ -202,12 +292,29 @@ std::size_t qp_decoder::decode_block(std::string_view in, char* out) noexcept {
           *o++ = hex1_;
           bad_ = true;
         }
+        protect = o;
         st_ = st::normal;
         break;
       case st::eq_cr:
         if (*p == '\n') ++p;
+        protect = o;
         st_ = st::normal;
         break;
+    }
+  }
+  // Hold back unprotected trailing whitespace: only the next bytes tell if it is padding.
+  if (st_ == st::normal || st_ == st::cr) {
+    char* w = o;
+    while (w > protect && (w[-1] == ' ' || w[-1] == '\t') && ws_n_ + static_cast<std::size_t>(o - w) < sizeof ws_) --w;
+    if (w < o) {
+      std::size_t k = static_cast<std::size_t>(o - w);
+      if (ws_n_) {  // older held whitespace was already emitted before this block's bytes
+        std::memmove(ws_ + ws_n_, w, k);
+      } else {
+        std::memcpy(ws_, w, k);
+      }
+      ws_n_ = static_cast<std::uint16_t>(ws_n_ + k);
+      o = w;
     }
   }
   return static_cast<std::size_t>(o - out);

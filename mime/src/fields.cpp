@@ -165,6 +165,16 @@ struct addr_parser {
     i = lx.i;
   }
 
+  // Words separated by spaces in an addr-spec ("Undisclosed Recipients@x"): the local
+  // part is quoted, as Python does.
+  std::string quote_local(const std::string& a) {
+    std::size_t at = a.rfind('@');
+    std::string local = a.substr(0, at == std::string::npos ? a.size() : at);
+    if (local.find(' ') == std::string::npos || local.front() == '"') return a;
+    defect = true;
+    return "\"" + local + "\"" + (at == std::string::npos ? std::string{} : a.substr(at));
+  }
+
   // Quoted string at s[i]: returns the unescaped content.
   std::string quoted() {
     std::string v;
@@ -182,6 +192,7 @@ struct addr_parser {
   std::string angle() {
     ++i;
     std::string a;
+    bool space = false;
     while (i < s.size() && s[i] != '>') {
       char c = s[i];
       if (c == '"') {
@@ -190,7 +201,11 @@ struct addr_parser {
         a += plain ? q : "\"" + q + "\"";
       } else if (c == '(' || is_ws(c)) {
         skip_cfws();
+        space = true;
       } else {
+        if (space && !a.empty() && a.back() != '.' && a.back() != '@' && a.back() != ':' && c != '.' && c != '@')
+          a.push_back(' ');
+        space = false;
         a.push_back(c);
         ++i;
       }
@@ -201,7 +216,7 @@ struct addr_parser {
       auto colon = a.find(':');
       a = colon == std::string::npos ? std::string{} : a.substr(colon + 1);
     }
-    return a;
+    return quote_local(a);
   }
 
   // One address (a mailbox, or a group whose members go to `out`).
@@ -234,6 +249,11 @@ struct addr_parser {
       if (c == ':' && !in_group && raw.find('@') == std::string::npos) {
         ++i;
         group();
+        skip_cfws();
+        while (i < s.size() && s[i] != ',') {  // junk after ';' ("group:;@domain")
+          defect = true;
+          ++i;
+        }
         return;
       }
       if (c == '"') {
@@ -260,18 +280,25 @@ struct addr_parser {
       }
       if (c == '@' || c == '.' || c == ';' || c == ':' || c == '>' || c == '\\' || c == ')') {
         raw.push_back(c);
-        if (c == '.' && !name.empty()) name.push_back('.');
+        if ((c == '.' || c == '@') && !name.empty()) name.push_back(c);  // obs-phrase, or an address used as a name
         pending_space = false;
         ++i;
         continue;
       }
       std::size_t b = i;
       while (i < s.size() && !is_addr_special(s[i])) ++i;
+      if (i == b) {  // any other special (']', a stray '\\' ...): keep it, move on
+        raw.push_back(s[i++]);
+        defect = true;
+        continue;
+      }
       std::string_view w = s.substr(b, i - b);
+      if (pending_space && !raw.empty() && raw.back() != '.' && raw.back() != '@') raw.push_back(' ');
       raw.append(w);
       add_word(std::string(w), false);
     }
-    if (!raw.empty()) out.push_back({std::string{}, valid_utf8(raw)});
+    if (raw.empty()) return;
+    out.push_back({std::string{}, valid_utf8(quote_local(raw))});
   }
 
   void group() {
@@ -403,6 +430,20 @@ std::optional<std::chrono::sys_seconds> parse_date(std::string_view raw) {
       have_zone = true;
       continue;
     }
+    if (hh >= 0 && !have_zone && t.size() == 4 && all_digits(t) && year >= 0) {
+      // Unsigned offset after the time ("23:37:59 0530"): read as positive, as Python does.
+      int v = std::stoi(std::string(t));
+      if (v % 100 < 60 && v / 100 <= 14) {
+        zone = (v / 100) * 60 + v % 100;
+        have_zone = true;
+        continue;
+      }
+    }
+    if (hh >= 0 && (iequals(t, "pm") || iequals(t, "am"))) {  // 12-hour clock
+      if (iequals(t, "pm") && hh < 12) hh += 12;
+      if (iequals(t, "am") && hh == 12) hh = 0;
+      continue;
+    }
     if (all_digits(t)) {
       if (t.size() > 4) continue;
       int v = std::stoi(std::string(t));
@@ -476,6 +517,13 @@ std::vector<std::string> parse_message_id_list(std::string_view raw) {
 }
 
 std::optional<std::string> parse_message_id(std::string_view raw) {
+  if (raw.find('<') == std::string_view::npos) {  // no brackets: the value without spaces
+    std::string id;
+    for (char c : raw)
+      if (!is_ws(c)) id.push_back(c);
+    if (id.empty()) return std::nullopt;
+    return valid_utf8(id);
+  }
   auto ids = parse_message_id_list(raw);
   if (ids.empty()) return std::nullopt;
   return ids.front();

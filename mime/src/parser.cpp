@@ -132,15 +132,17 @@ bool parser::step_headers(bool at_end) {
     ce = (nl > pos_ && byte(nl - 1) == '\r') ? nl - 1 : nl;
   }
   if (ce - pos_ > opt_.max_line_length) add_defect(errc::line_too_long, pos_);
-  header_line(pos_, ce, le);
+  // The start of the line, in place (or linearised if it straddles pieces): enough to
+  // classify it and find the colon.
+  std::string_view head = msg_.input_.view({pos_, std::min(ce, pos_ + max_name_scan)}, line_scratch_);
+  header_line(pos_, ce, le, head);
   return true;
 }
 
-void parser::header_line(std::size_t ls, std::size_t ce, std::size_t le) {
+void parser::header_line(std::size_t ls, std::size_t ce, std::size_t le, std::string_view head) {
   part& pt = msg_.parts_[stack_.back().part];
   const bool first_line = ls == pt.header.begin;
-  if (ce - ls >= 2 && open_boundaries_ > 0 && byte(ls) == '-' && byte(ls + 1) == '-' &&
-      boundary_line(ls, le))
+  if (head.size() >= 2 && open_boundaries_ > 0 && head[0] == '-' && head[1] == '-' && boundary_line(ls, le))
     return;
   pos_ = scan_ = le;
   if (ce == ls) {  // blank line: end of the header block
@@ -148,8 +150,7 @@ void parser::header_line(std::size_t ls, std::size_t ce, std::size_t le) {
     end_headers(le);
     return;
   }
-  char c = byte(ls);
-  if (c == ' ' || c == '\t') {
+  if (head[0] == ' ' || head[0] == '\t') {
     if (field_ != SIZE_MAX)
       msg_.headers_[field_].value.end = ce;
     else if (pt.header_count == 0)
@@ -157,21 +158,21 @@ void parser::header_line(std::size_t ls, std::size_t ce, std::size_t le) {
     return;
   }
   end_field();
-  std::string_view line = msg_.input_.view({ls, std::min(ce, ls + 998)}, scratch2_);
-  if (line.starts_with("From ")) {  // mbox envelope line
+  if (head.starts_with("From ")) {  // mbox envelope line
     if (first_line && stack_.size() == 1) msg_.unix_from_ = {ls, ce};
     else if (!first_line) add_defect(errc::invalid_header_name, ls);
     return;
   }
-  std::size_t colon = line.find(':');
-  std::size_t name_end = colon;
-  while (name_end != std::string_view::npos && name_end > 0 &&
-         (line[name_end - 1] == ' ' || line[name_end - 1] == '\t'))
-    --name_end;
-  bool ok = colon != std::string_view::npos && name_end > 0;
-  for (std::size_t i = 0; ok && i < name_end; ++i)
-    ok = static_cast<unsigned char>(line[i]) > 32 && static_cast<unsigned char>(line[i]) < 127;
-  if (!ok) {  // not a header: the body starts here, without a blank line
+  // One pass: printable name, optional WSP (obsolete syntax), colon.
+  std::size_t k = 0;
+  while (k < head.size()) {
+    auto u = static_cast<unsigned char>(head[k]);
+    if (u == ':' || u <= 32 || u >= 127) break;
+    ++k;
+  }
+  const std::size_t name_end = k;
+  while (k < head.size() && (head[k] == ' ' || head[k] == '\t')) ++k;
+  if (name_end == 0 || k >= head.size() || head[k] != ':') {  // not a header: the body starts here
     add_defect(errc::missing_header_body_separator, ls);
     end_headers(ls);
     return;
@@ -182,13 +183,17 @@ void parser::header_line(std::size_t ls, std::size_t ce, std::size_t le) {
     return;
   }
   field_ = msg_.headers_.size();
-  msg_.headers_.push_back(header_field{{ls, ls + name_end}, {ls + colon + 1, ce}, stack_.back().part});
+  msg_.headers_.push_back(header_field{{ls, ls + name_end}, {ls + k + 1, ce}, stack_.back().part});
   ++pt.header_count;
 }
 
 void parser::end_field() {
   if (field_ == SIZE_MAX) return;
   const header_field& h = msg_.headers_[field_];
+  if (h.name.size() != 12 && h.name.size() != 25) {  // neither Content-Type nor -Transfer-Encoding
+    field_ = SIZE_MAX;
+    return;
+  }
   part& pt = msg_.parts_[h.part];
   std::string_view name = msg_.input_.view(h.name, scratch2_);
   if (detail::iequals(name, "content-type")) {
@@ -430,11 +435,24 @@ bool parser::parse_content_type(part& p, std::string_view v, open_part& e) {
   std::string_view name, value;
   bool quoted = false;
   while (pr.next(name, value, quoted)) {
-    if (!detail::iequals(name, "boundary")) continue;
+    const bool extended = detail::iequals(name, "boundary*");  // RFC 2231: cs'lang'%XX
+    if (!extended && !detail::iequals(name, "boundary")) continue;
+    if (extended) {
+      auto q1 = value.find('\'');
+      auto q2 = q1 == std::string_view::npos ? q1 : value.find('\'', q1 + 1);
+      if (q2 != std::string_view::npos) value.remove_prefix(q2 + 1);
+    }
     std::size_t n = 0;
     for (std::size_t i = 0; i < value.size() && n < e.boundary.size(); ++i) {
-      if (quoted && value[i] == '\\' && i + 1 < value.size()) ++i;
-      e.boundary[n++] = value[i];
+      char c = value[i];
+      if (quoted && c == '\\' && i + 1 < value.size()) {
+        c = value[++i];
+      } else if (extended && c == '%' && i + 2 < value.size() && detail::is_hex(value[i + 1]) &&
+                 detail::is_hex(value[i + 2])) {
+        c = static_cast<char>(detail::hex_val(value[i + 1]) << 4 | detail::hex_val(value[i + 2]));
+        i += 2;
+      }
+      e.boundary[n++] = c;
     }
     while (n > 0 && (e.boundary[n - 1] == ' ' || e.boundary[n - 1] == '\t')) --n;
     if (n == 0) return true;

@@ -18,6 +18,7 @@ TEST(addresses, rfc5322_appendix_a) {
   EXPECT_EQ(A("A Group:Ed Jones <c@a.test>,joe@where.test,John <jdoe@one.test>;, x@y.test"),
             (std::vector<mailbox>{{"Ed Jones", "c@a.test"}, {"", "joe@where.test"}, {"John", "jdoe@one.test"}, {"", "x@y.test"}}));
   EXPECT_TRUE(A("Undisclosed recipients:;").empty());
+  EXPECT_EQ(A("Undisclosed-Recipient:;@example.net, x@y.test"), (std::vector<mailbox>{{"", "x@y.test"}}));
   // Comments and folding (A.5)
   EXPECT_EQ(A("Pete(A nice \\) chap) <pete(his account)@silly.test(his host)>"),
             (std::vector<mailbox>{{"Pete", "pete@silly.test"}}));
@@ -29,6 +30,8 @@ TEST(addresses, obsolete_and_international) {
   EXPECT_EQ(A("Joe Q. Public <@machine.tld,@other.tld:john.q.public@example.com>"),
             (std::vector<mailbox>{{"Joe Q. Public", "john.q.public@example.com"}}));
   EXPECT_EQ(A("john . doe @ example . com"), (std::vector<mailbox>{{"", "john.doe@example.com"}}));
+  EXPECT_EQ(A("<Undisclosed Recipients@example.com>"), (std::vector<mailbox>{{"", "\"Undisclosed Recipients\"@example.com"}}));
+  EXPECT_EQ(A("Undisclosed Recipients@example.com"), (std::vector<mailbox>{{"", "\"Undisclosed Recipients\"@example.com"}}));
   // RFC 6532 UTF-8 and RFC 2047 display names
   EXPECT_EQ(A("Jöran <jöran@exämple.test>"), (std::vector<mailbox>{{"Jöran", "jöran@exämple.test"}}));
   EXPECT_EQ(A("=?ISO-8859-1?Q?Keld_J=F8rn?= =?ISO-8859-1?Q?_Simonsen?= <keld@dkuug.dk>"),
@@ -43,6 +46,9 @@ TEST(addresses, garbage_never_fails) {
   EXPECT_TRUE(defect);
   r = parse_address_list("<<<>>>,,,;;;:::@@@", &defect);
   r = parse_address_list("a@b <c@d> junk", &defect);
+  // Found by fuzz_mime_tree: a stray ']' once stopped the scanner from advancing.
+  EXPECT_EQ(parse_address_list(" A]lice <alice@example.com>"), (std::vector<mailbox>{{"Alice", "alice@example.com"}}));
+  EXPECT_EQ(A("x]y@z"), (std::vector<mailbox>{{"", "x]y@z"}}));
   EXPECT_TRUE(parse_address_list("").empty());
   EXPECT_EQ(A("<>"), (std::vector<mailbox>{{"", ""}}));
 }
@@ -64,6 +70,9 @@ TEST(dates, rfc5322_and_obsolete) {
   EXPECT_EQ(iso("1 Jan 2000 12:00:00 A"), "2000-01-01T12:00:00Z");  // military: -0000
   EXPECT_EQ(iso("Mon, 02 Sep 2002 15:06:41 +0100 (IST)"), "2002-09-02T14:06:41Z");
   EXPECT_EQ(iso("21-Aug-2002 11:46:03 +0000"), "2002-08-21T11:46:03Z");
+  EXPECT_EQ(iso("Tue, 06 Aug 2002 06:50:21 PM -0400"), "2002-08-06T22:50:21Z");
+  EXPECT_EQ(iso("Tue, 06 Aug 2002 12:10:00 AM +0000"), "2002-08-06T00:10:00Z");
+  EXPECT_EQ(iso("Fri, 02 Aug 2002 23:37:59 0530"), "2002-08-02T18:07:59Z");
   EXPECT_EQ(iso("not a date"), "null");
   EXPECT_EQ(iso("31 Feb 2002 10:00:00 +0000"), "null");
   EXPECT_EQ(iso(""), "null");
@@ -73,6 +82,7 @@ TEST(message_ids, single_and_lists) {
   EXPECT_EQ(parse_message_id(" <1234@local.machine.example>"), "1234@local.machine.example");
   EXPECT_EQ(parse_message_id("<abc\r\n @def>"), "abc@def");
   EXPECT_EQ(parse_message_id("bare@id"), "bare@id");
+  EXPECT_EQ(parse_message_id("PM2000 11:12:45 AM"), "PM200011:12:45AM");
   EXPECT_EQ(parse_message_id("  "), std::nullopt);
   EXPECT_EQ(parse_message_id_list("<a@b> (comment) <c@d>\r\n <e@f>"), (std::vector<std::string>{"a@b", "c@d", "e@f"}));
 }

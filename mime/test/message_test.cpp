@@ -69,7 +69,8 @@ TEST(summary, snippet_is_cut_on_characters) {
   std::string body(300, 'x');
   body[198] = '\xC3';
   body[199] = '\xA9';
-  parsed_message m = parse("Content-Type: text/plain; charset=utf-8\r\n\r\n" + body);
+  const std::string in = "Content-Type: text/plain; charset=utf-8\r\n\r\n" + body;
+  parsed_message m = parse(in);
   summary s = summarize(m, 199);
   EXPECT_EQ(s.snippet.size(), 200u);  // 198 'x' + "é"
   s = summarize(m, 10);

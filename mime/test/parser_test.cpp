@@ -121,6 +121,19 @@ TEST(parser, boundary_prefix_of_another) {
   EXPECT_EQ(m.defects()[0].code, errc::close_boundary_not_found);
 }
 
+TEST(parser, rfc2231_boundary_and_repeated_delimiters) {
+  std::string in =
+      "Content-Type: multipart/signed;\r\n\tboundary*=\"ansi-x3.4-1968''Ee%51f\"\r\n\r\n"
+      "--EeQf\r\n\r\none\r\n--EeQf\r\n--EeQf\r\n\r\ntwo\r\n--EeQf--\r\n";
+  check_split_invariant(in);
+  parsed_message m = parse(in);
+  ASSERT_EQ(m.parts().size(), 4u) << describe(m);
+  EXPECT_EQ(body_of(m, 1), "one");
+  EXPECT_EQ(body_of(m, 2), "");  // an empty body part between two delimiters (RFC 2046)
+  EXPECT_EQ(body_of(m, 3), "two");
+  EXPECT_TRUE(m.defects().empty());
+}
+
 TEST(parser, multipart_without_boundary_or_start) {
   parsed_message m = parse("Content-Type: multipart/mixed\r\n\r\n--x\r\nbody\r\n");
   EXPECT_EQ(m.parts().size(), 1u);

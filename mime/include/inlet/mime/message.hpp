@@ -23,6 +23,7 @@
 #include <inlet/mime/parser.hpp>
 
 #include <chrono>
+#include <concepts>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -33,6 +34,10 @@
 namespace inlet::mime {
 
 parsed_message parse(std::string_view flat, const options& opt = {});
+/// A parsed_message views its input: parsing a temporary string would dangle.
+template <class S>
+  requires std::same_as<S, std::string>
+parsed_message parse(S&& temporary, const options& opt = {}) = delete;
 parsed_message parse(const chunked_view& pieces, const options& opt = {});
 parsed_message parse(std::span<const std::string_view> pieces, const options& opt = {});
 

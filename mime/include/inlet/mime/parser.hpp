@@ -168,11 +168,12 @@ class parser {
   };
 
   static constexpr std::size_t max_boundary_line = 1024;
+  static constexpr std::size_t max_name_scan = 998;  // RFC 5322 line limit
 
   void run(bool at_end);
   bool step_headers(bool at_end);
   bool step_body(bool at_end);
-  void header_line(std::size_t ls, std::size_t content_end, std::size_t le);
+  void header_line(std::size_t ls, std::size_t content_end, std::size_t le, std::string_view head);
   void end_field();
   void end_headers(std::size_t body_begin);
   void resolve_type(std::uint32_t idx, open_part& e);
@@ -191,6 +192,7 @@ class parser {
   std::vector<open_part> stack_;
   std::string scratch_;
   std::string scratch2_;
+  std::string line_scratch_;
   state state_ = state::headers;
   std::size_t pos_ = 0;         // next unprocessed byte (a line start in headers)
   std::size_t scan_ = 0;        // body: where the next '-' search starts
