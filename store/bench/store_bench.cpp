@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "inlet/store/memory_store.hpp"
@@ -124,6 +125,56 @@ void BM_put_contended(benchmark::State& state) {
 }
 BENCHMARK(BM_put_contended)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
 
+// --callgrind N: N puts into a store already at its 10k-message bound (so each put also
+// evicts), once through memory_store and once through the reference, in separate
+// non-inlined functions: `callgrind_annotate --inclusive=yes` then gives exact
+// instructions per put for each (divide by N).
+struct reference_store {
+  std::mutex m;
+  std::deque<std::shared_ptr<const st::stored_message>> q;
+  void put(st::new_message nm) {
+    auto rec = std::make_shared<st::stored_message>();
+    rec->envelope = std::move(nm.envelope);
+    rec->summary = std::move(nm.summary);
+    rec->raw = std::move(nm.raw);
+    std::shared_ptr<const st::stored_message> victim;
+    std::lock_guard lk(m);
+    q.push_back(std::move(rec));
+    if (q.size() > 10000) {
+      victim = std::move(q.front());
+      q.pop_front();
+    }
+  }
+};
+
+__attribute__((noinline)) void cg_fill(st::memory_store& s, reference_store& r) {
+  for (std::size_t i = 0; i < 10000; ++i) {
+    s.put(make(i), {});
+    r.put(make(i));
+  }
+}
+__attribute__((noinline)) void cg_put_memory_store(st::memory_store& s, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) s.put(make(i), {});
+}
+__attribute__((noinline)) void cg_put_reference(reference_store& r, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) r.put(make(i));
+}
+
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  if (argc == 3 && std::string_view(argv[1]) == "--callgrind") {
+    std::size_t n = std::stoul(argv[2]);
+    st::memory_store s({.max_messages = 10000, .max_bytes = std::size_t{1} << 34});
+    reference_store r;
+    cg_fill(s, r);
+    cg_put_memory_store(s, n);
+    cg_put_reference(r, n);
+    return 0;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
