@@ -73,6 +73,8 @@ st::memory_store& filled(std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) {
       auto m = make(i);
       m.raw = "small";  // keep memory modest: the page cost does not depend on raw size
+      // 10 mailboxes: box7 holds >= 100 messages at N = 1k, so every page has 50.
+      m.envelope.rcpt_to = {"box" + std::to_string(i % 10) + "@example.com"};
       p->put(std::move(m), {});
     }
   }
