@@ -83,14 +83,15 @@ struct server::impl : std::enable_shared_from_this<impl> {
   // Declared last: destroyed first, while everything its pending handlers touch is alive.
   std::unique_ptr<asio::io_context> own_io;
 
-  awaitable<void> accept_loop();
-  awaitable<void> run_session(std::shared_ptr<session> s);
+  // Each coroutine takes `self` as a parameter: a frame that is spawned but not yet
+  // started already keeps the state alive.
+  awaitable<void> accept_loop(std::shared_ptr<impl> self);
+  awaitable<void> run_session(std::shared_ptr<impl> self, std::shared_ptr<session> s);
   awaitable<void> run_events(std::shared_ptr<session> s, unsigned version);
   awaitable<bool> send(session& s, response& res);
 };
 
-awaitable<void> server::impl::accept_loop() {
-  auto self = shared_from_this();
+awaitable<void> server::impl::accept_loop(std::shared_ptr<impl> self) {
   for (;;) {
     auto [ec, sock] = co_await acceptor->async_accept(asio::make_strand(*io), use_tuple);
     if (!acceptor->is_open()) break;
@@ -112,7 +113,7 @@ awaitable<void> server::impl::accept_loop() {
       }
     }
     auto ex = s->stream.get_executor();
-    asio::co_spawn(ex, run_session(std::move(s)), asio::detached);
+    asio::co_spawn(ex, run_session(self, std::move(s)), asio::detached);
   }
   std::lock_guard lk(sessions_mutex);
   accepting = false;
@@ -125,8 +126,9 @@ awaitable<bool> server::impl::send(session& s, response& res) {
   co_return !ec;
 }
 
-awaitable<void> server::impl::run_session(std::shared_ptr<session> s) {
-  auto self = shared_from_this();
+awaitable<void> server::impl::run_session(std::shared_ptr<impl> self,
+                                          std::shared_ptr<session> s) {
+  (void)self;  // held by the frame
   std::uint64_t id;
   {
     std::lock_guard lk(sessions_mutex);
@@ -278,7 +280,7 @@ std::error_code server::start() {
   im.acceptor.emplace(std::move(acc));
   im.started = true;
   im.accepting = true;
-  asio::co_spawn(im.acceptor->get_executor(), im.accept_loop(), asio::detached);
+  asio::co_spawn(im.acceptor->get_executor(), im.accept_loop(impl_), asio::detached);
   if (im.own_io) {
     std::size_t n = im.cfg.threads == 0 ? 1 : im.cfg.threads;
     for (std::size_t i = 0; i < n; ++i) im.threads.emplace_back([io = im.io] { io->run(); });

@@ -114,6 +114,35 @@ TEST_F(ServerTest, KeepAliveListGetRawDelete) {
   EXPECT_TRUE(c.closed_by_peer());
 }
 
+TEST_F(ServerTest, RequestSplitAtEveryOffsetOnOneConnection) {
+  start();
+  std::string raw("A\r\n\0B\r\n", 6);
+  auto id = put(raw);
+  const std::string reqs[] = {
+      "GET /api/v1/message/" + id + "/raw HTTP/1.1\r\nHost: x\r\n\r\n",
+      "DELETE /api/v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\n{\"IDs\":[]",
+  };
+  client c(srv->port());
+  c.sock.set_option(tcp::no_delay(true));
+  // The raw GET at every split point; the server must see the two writes as one request.
+  for (std::size_t k = 1; k < reqs[0].size(); ++k) {
+    c.send_raw(std::string_view(reqs[0]).substr(0, k));
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    c.send_raw(std::string_view(reqs[0]).substr(k));
+    auto r = c.read();
+    ASSERT_EQ(r.result_int(), 200u) << "split at " << k;
+    ASSERT_EQ(r.body(), raw) << "split at " << k;
+  }
+  // A malformed JSON body split anywhere is still one 400 and deletes nothing.
+  for (std::size_t k = 1; k < reqs[1].size(); ++k) {
+    c.send_raw(std::string_view(reqs[1]).substr(0, k));
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    c.send_raw(std::string_view(reqs[1]).substr(k));
+    ASSERT_EQ(c.read().result_int(), 400u) << "split at " << k;
+  }
+  EXPECT_EQ(store.stats().messages, 1u);
+}
+
 TEST_F(ServerTest, LargeRawMessageRoundTrips) {
   start();
   std::string raw;

@@ -53,9 +53,9 @@ void memory_store::put(new_message msg, put_handler done) {
       victims.push_back(evict_oldest_locked());
     }
     published = rec;  // from here on the record is read-only
-    by_id_.emplace(published->id, published);
     order_.push_back(published);
-    for (auto& b : boxes) by_mailbox_[std::move(b)].push_back(published);
+    for (const auto& b : boxes) by_mailbox_[b].push_back(published);
+    by_id_.emplace(published->id, entry{published, std::move(boxes)});
     ++stats_.messages;
     stats_.bytes += published->raw.size();
     ++stats_.stored_total;
@@ -77,22 +77,23 @@ void memory_store::erase_from(order_index& order, const stored_message& m) {
   if (it != order.end() && (*it)->seq == m.seq) order.erase(it);
 }
 
-void memory_store::unlink_locked(const message_ptr& m) {
-  for (const auto& b : mailboxes_of(*m)) {
+void memory_store::unlink_locked(const stored_message& m,
+                                 const std::vector<std::string>& mailboxes) {
+  for (const auto& b : mailboxes) {
     auto it = by_mailbox_.find(b);
     if (it == by_mailbox_.end()) continue;
-    erase_from(it->second, *m);
+    erase_from(it->second, m);
     if (it->second.empty()) by_mailbox_.erase(it);
   }
-  by_id_.erase(m->id);
   --stats_.messages;
-  stats_.bytes -= m->raw.size();
+  stats_.bytes -= m.raw.size();
 }
 
 message_ptr memory_store::evict_oldest_locked() {
   message_ptr m = std::move(order_.front());
   order_.pop_front();
-  unlink_locked(m);
+  auto node = by_id_.extract(std::string_view(m->id));  // its record outlives it (m)
+  unlink_locked(*m, node.mapped().mailboxes);
   ++stats_.evicted_total;
   return m;
 }
@@ -130,18 +131,20 @@ page memory_store::list_mailbox(std::string_view mailbox, std::size_t start,
 message_ptr memory_store::get(std::string_view id) const {
   std::shared_lock lk(mutex_);
   auto it = by_id_.find(id);
-  return it == by_id_.end() ? nullptr : it->second;
+  return it == by_id_.end() ? nullptr : it->second.msg;
 }
 
 std::size_t memory_store::remove(std::span<const std::string> ids) {
   std::vector<message_ptr> dropped;  // released after the lock
   std::unique_lock lk(mutex_);
   for (const auto& id : ids) {
-    auto it = by_id_.find(id);
+    auto it = by_id_.find(std::string_view(id));
     if (it == by_id_.end()) continue;
-    message_ptr m = it->second;
+    message_ptr m = std::move(it->second.msg);
+    std::vector<std::string> boxes = std::move(it->second.mailboxes);
+    by_id_.erase(it);
     erase_from(order_, *m);
-    unlink_locked(m);
+    unlink_locked(*m, boxes);
     ++stats_.deleted_total;
     dropped.push_back(std::move(m));
   }

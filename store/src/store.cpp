@@ -48,12 +48,15 @@ std::string make_message_id() {
     std::seed_seq seq{rd(), rd(), rd(), rd(), rd(), rd(), rd(), rd()};
     return std::mt19937_64(seq);
   }();
-  // 128 random bits, written as base62 (22 digits hold 62^22 > 2^130).
-  unsigned __int128 v = (static_cast<unsigned __int128>(gen()) << 64) | gen();
+  // 128 random bits as two 64-bit halves of 11 base62 digits each (62^11 > 2^64), so the
+  // divisions are by a constant on 64-bit words (a multiply), not 128-bit library calls.
   std::string id(id_length, '0');
-  for (std::size_t i = id_length; i-- > 0;) {
-    id[i] = alphabet[static_cast<unsigned>(v % 62)];
-    v /= 62;
+  for (std::size_t half = 0; half < 2; ++half) {
+    std::uint64_t v = gen();
+    for (std::size_t i = 11; i-- > 0;) {
+      id[half * 11 + i] = alphabet[v % 62];
+      v /= 62;
+    }
   }
   return id;
 }

@@ -24,6 +24,7 @@
 #include <string>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "inlet/store/store.hpp"
 
@@ -62,17 +63,22 @@ class memory_store final : public store {
     }
   };
   using order_index = std::deque<message_ptr>;  // oldest at front, sorted by seq
+  struct entry {
+    message_ptr msg;
+    std::vector<std::string> mailboxes;  // normalised distinct recipients, for unlinking
+  };
 
   static page slice(const order_index& order, std::size_t start, std::size_t limit);
   static void erase_from(order_index& order, const stored_message& m);
   message_ptr evict_oldest_locked();
-  void unlink_locked(const message_ptr& m);
+  void unlink_locked(const stored_message& m, const std::vector<std::string>& mailboxes);
 
   const memory_store_config cfg_;
   mutable std::shared_mutex mutex_;
   std::uint64_t next_seq_ = 1;
   order_index order_;
-  std::unordered_map<std::string, message_ptr, string_hash, std::equal_to<>> by_id_;
+  // Keyed by a view of the record's own id (the entry keeps the record alive).
+  std::unordered_map<std::string_view, entry, string_hash, std::equal_to<>> by_id_;
   std::unordered_map<std::string, order_index, string_hash, std::equal_to<>> by_mailbox_;
   store_stats stats_;
 

@@ -74,7 +74,7 @@ class store {
 /// Normalises a mailbox address for lookups: trims, strips <>, lower-cases ASCII.
 std::string normalize_mailbox(std::string_view address);
 
-/// A fresh random ID of id_length base62 characters (128 bits from a per-thread
+/// A fresh random ID of id_length base62 characters (2 x 64 random bits from a per-thread
 /// generator seeded by std::random_device).
 std::string make_message_id();
 

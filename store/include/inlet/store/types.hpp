@@ -65,7 +65,7 @@ struct new_message {
   std::vector<std::string> tags;
 };
 
-/// Length of a message ID: 22 characters of [0-9A-Za-z] (128 random bits + 3 spare).
+/// Length of a message ID: 22 characters of [0-9A-Za-z] (two 11-digit groups, 64 random bits each).
 inline constexpr std::size_t id_length = 22;
 
 /// A message as a store keeps it. Immutable once published.
