@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 #ifdef INLET_HAVE_URING
 #include <liburing.h>
@@ -154,7 +155,7 @@ void BM_wait_io_uring(benchmark::State& state) {
     io_uring_cqe* cqe = nullptr;
     io_uring_wait_cqe(&ring, &cqe);
     const int i = static_cast<int>(io_uring_cqe_get_data64(cqe));
-    benchmark::DoNotOptimize(cqe->res);
+    benchmark::DoNotOptimize(std::as_const(cqe->res));
     io_uring_cqe_seen(&ring, cqe);
     arm(i);
     io_uring_submit(&ring);

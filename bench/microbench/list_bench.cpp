@@ -4,6 +4,7 @@
 
 #include <boost/intrusive/list.hpp>
 #include <list>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -20,7 +21,7 @@ void BM_std_list_of_pointers(benchmark::State& state) {
   for (auto _ : state) {
     for (auto& it : items) q.push_back(&it);
     while (!q.empty()) {
-      benchmark::DoNotOptimize(q.front()->payload[0]);
+      benchmark::DoNotOptimize(std::as_const(q.front()->payload[0]));
       q.pop_front();
     }
   }
@@ -34,7 +35,7 @@ void BM_intrusive_list(benchmark::State& state) {
   for (auto _ : state) {
     for (auto& it : items) q.push_back(it);
     while (!q.empty()) {
-      benchmark::DoNotOptimize(q.front().payload[0]);
+      benchmark::DoNotOptimize(std::as_const(q.front().payload[0]));
       q.pop_front();
     }
   }
