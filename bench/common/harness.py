@@ -170,8 +170,20 @@ def median_spread(values):
     return statistics.median(v), min(v), max(v)
 
 
+def relativize(obj, root=None):
+    """Paths under the repository become relative: committed data names no machine path."""
+    root = (root or repo_root()).rstrip("/") + "/"
+    if isinstance(obj, str):
+        return obj.replace(root, "")
+    if isinstance(obj, list):
+        return [relativize(x, root) for x in obj]
+    if isinstance(obj, dict):
+        return {k: relativize(v, root) for k, v in obj.items()}
+    return obj
+
+
 def write_json(path, obj):
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
-        json.dump(obj, f, indent=1, sort_keys=True)
+        json.dump(relativize(obj), f, indent=1, sort_keys=True)
         f.write("\n")

@@ -47,8 +47,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--load-threads", type=int, default=1)
     ap.add_argument("--pin", action="store_true", help="taskset: server CPU 0, client CPU 1")
-    ap.add_argument("--json", default=os.path.join(root, "docs/benchmarks/data/io-models.json"))
-    ap.add_argument("--png", default=os.path.join(root, "docs/benchmarks/io-models.png"))
+    ap.add_argument("--json", default=os.path.join(root, "docs/benchmarks/data/load-io-models.json"))
+    ap.add_argument("--png", default=os.path.join(root, "docs/benchmarks/data/load-io-models.png"))
     a = ap.parse_args()
     if not os.access(a.inletd, os.X_OK):
         print(f"inletd not found at {a.inletd}: nothing to measure (skipped)", file=sys.stderr)

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 reps=${1:-7} min_time=${2:-0.2}
-out=docs/benchmarks/data/microbench.json
+out=docs/benchmarks/data/load-microbench.json
 mkdir -p "$(dirname "$out")"
 build/bin/inlet_microbench --benchmark_repetitions="$reps" --benchmark_enable_random_interleaving=true \
   --benchmark_min_time="$min_time" --benchmark_report_aggregates_only=false \
