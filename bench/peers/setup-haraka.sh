@@ -22,8 +22,11 @@ if [ ! -d "$cfg" ]; then
   "$dir/node_modules/.bin/haraka" -i "$cfg" >/dev/null
 fi
 mkdir -p "$cfg/config"
-# Haraka's own defaults, with only the listen address changed (one process: no cluster).
-sed "s|^;listen=\[::0\]:25|listen=127.0.0.1:$port|" "$dir/node_modules/Haraka/config/smtp.ini" \
+# Haraka's own defaults with the listen address changed and nodes=0: one process, no
+# cluster master + worker (the default nodes=1 forks a worker, and the harness would sample
+# the idle master).
+sed -e "s|^;listen=\[::0\]:25|listen=127.0.0.1:$port|" -e "s|^;nodes=cpus|nodes=0|" \
+  "$dir/node_modules/Haraka/config/smtp.ini" \
   > "$cfg/config/smtp.ini"
 grep -q "^listen=127.0.0.1:$port" "$cfg/config/smtp.ini" || { echo "smtp.ini: no listen line" >&2; exit 1; }
 printf 'rcpt_to.in_host_list\nqueue/discard\n' > "$cfg/config/plugins"
