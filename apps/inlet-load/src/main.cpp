@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   using namespace inlet::load;
   CLI::App app{"inlet-load: an SMTP load generator (closed or open loop, bounded)"};
   run_config cfg;
-  std::string target = "127.0.0.1:25", corpus_dir, mbox;
+  std::string target = "127.0.0.1:25", corpus_dir, corpus_ext, mbox;
   synthetic_params synth;
   double duration = 0;
   bool no_pipelining = false, json = false, quiet = false;
@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
   app.add_option("--rate,-r", cfg.rate, "open loop: total messages/s (0: closed loop)")
       ->check(CLI::Range(0.0, 1e7));
   app.add_option("--corpus", corpus_dir, "directory of messages (every regular file)");
+  app.add_option("--corpus-ext", corpus_ext, "only files with this extension, e.g. .txt");
   app.add_option("--mbox", mbox, "mbox file of messages");
   app.add_option("--synthetic-count", synth.count, "distinct synthetic messages")->capture_default_str();
   app.add_option("--size-mean", synth.mean_bytes, "synthetic: mean size in bytes")->capture_default_str();
@@ -77,7 +78,7 @@ int main(int argc, char** argv) {
   std::string source = "synthetic";
   std::error_code ec;
   if (!corpus_dir.empty()) {
-    raw = load_directory(corpus_dir, ec);
+    raw = load_directory(corpus_dir, ec, corpus_ext);
     source = "dir:" + corpus_dir;
   } else if (!mbox.empty()) {
     raw = load_mbox(mbox, ec);

@@ -94,11 +94,13 @@ bool read_file(const std::filesystem::path& p, std::string& out) {
 }
 }  // namespace
 
-std::vector<std::string> load_directory(const std::filesystem::path& dir, std::error_code& ec) {
+std::vector<std::string> load_directory(const std::filesystem::path& dir, std::error_code& ec,
+                                        const std::string& extension) {
   std::vector<std::filesystem::path> files;
   for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
        !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-    if (it->is_regular_file(ec)) files.push_back(it->path());
+    if (it->is_regular_file(ec) && (extension.empty() || it->path().extension() == extension))
+      files.push_back(it->path());
   }
   if (ec) return {};
   std::sort(files.begin(), files.end());
@@ -166,10 +168,16 @@ std::vector<std::string> synthesize(const synthetic_params& p) {
   rng r{p.seed};
   const double sigma = std::max(0.0, p.sigma);
   const double mu = std::log(std::max(1.0, p.mean_bytes)) - sigma * sigma / 2.0;
+  // Draw every size first, then scale them so that the corpus mean is the requested mean
+  // (a few hundred lognormal draws alone miss it by several per cent).
+  std::vector<double> sizes(p.count);
+  double sum = 0;
+  for (auto& s : sizes) sum += (s = std::exp(mu + sigma * r.normal()));
+  const double scale = sum > 0 ? p.mean_bytes * static_cast<double>(p.count) / sum : 1.0;
   std::vector<std::string> out;
   out.reserve(p.count);
   for (std::size_t i = 0; i < p.count; ++i) {
-    const double drawn = std::exp(mu + sigma * r.normal());
+    const double drawn = sizes[i] * scale;
     const auto target = std::clamp(static_cast<std::size_t>(drawn), p.min_bytes, p.max_bytes);
     std::string m;
     m.reserve(target + 80);

@@ -110,13 +110,7 @@ class connection {
     sock_.close(ignored);
   }
   void send(const prepared_message& m, std::uint64_t intended, std::uint64_t now);
-  bool ready() const noexcept { return open_ && session_.ready() && !writing_close_; }
-  bool quit_if_ready() {
-    if (!ready()) return false;
-    apply(session_.quit(), now_ns());
-    flush();
-    return true;
-  }
+  bool ready() const noexcept { return open_ && session_.ready() && !close_after_write_; }
   void flush();
   bool in_idle = false;
 
@@ -136,7 +130,7 @@ class connection {
   reply_parser parser_;
   std::array<char, 8192> rbuf_;
   std::vector<asio::const_buffer> out_, writing_;  // queued; in flight (kept alive)
-  bool open_ = false, write_busy_ = false, writing_close_ = false, close_after_write_ = false;
+  bool open_ = false, write_busy_ = false, close_after_write_ = false;
   bool in_message_ = false, checked_ext_ = false;
   std::uint32_t gen_ = 0;  // incremented per connect; handlers of an older socket return
   std::uint64_t msg_bytes_ = 0, intended_ = 0, data_start_ = 0;
@@ -179,7 +173,7 @@ void connection::on_connect(const boost::system::error_code& ec) {
   ++w_.result().connects;
   w_.live().connections.fetch_add(1, std::memory_order_relaxed);
   open_ = true;
-  write_busy_ = writing_close_ = close_after_write_ = in_message_ = checked_ext_ = false;
+  write_busy_ = close_after_write_ = in_message_ = checked_ext_ = false;
   out_.clear();
   parser_ = reply_parser{};
   session_.on_connected();

@@ -4,6 +4,11 @@
 
 #include <cmath>
 #include <numeric>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "inlet/load/error.hpp"
 
 using namespace inlet::load;
 
@@ -98,8 +103,24 @@ TEST(Synthetic, MeanSizeNearTargetAndSizesVary) {
     ASSERT_LE(m.size(), p.max_bytes + 2);
   }
   const double mean = sum / msgs.size();
-  EXPECT_NEAR(mean, 9000.0, 9000.0 * 0.06);  // sampling error of 4000 lognormal draws
+  EXPECT_NEAR(mean, 9000.0, 9000.0 * 0.01);  // scaled to the mean; clamping and line ends
   EXPECT_LT(mn * 4, mx);                     // a spread, not one size
+}
+
+TEST(Synthetic, SmallCorpusStillHasTheMean) {
+  synthetic_params p;
+  p.count = 16;
+  p.mean_bytes = 5000;
+  double sum = 0;
+  for (const auto& m : synthesize(p)) sum += static_cast<double>(m.size());
+  EXPECT_NEAR(sum / 16, 5000.0, 5000.0 * 0.02);
+}
+
+TEST(Synthetic, SigmaZeroGivesOneSize) {
+  synthetic_params p;
+  p.count = 8;
+  p.sigma = 0;
+  for (const auto& m : synthesize(p)) EXPECT_NEAR(static_cast<double>(m.size()), 9000.0, 3.0);
 }
 
 TEST(Synthetic, MessagesAreWellFormedAndExerciseStuffing) {
@@ -125,4 +146,42 @@ TEST(Corpus, StatsAndWrapAroundIndexing) {
   EXPECT_EQ(c.stats().raw_bytes, 3u + 4u);
   EXPECT_EQ(&c[2], &c[0]);
   EXPECT_EQ(c[1].raw, "bb\r\n");
+}
+
+TEST(Corpus, LoadsDirectoryRecursivelySortedAndFiltered) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("inlet-load-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir / "sub");
+  auto write = [&](const fs::path& p, std::string_view s) { std::ofstream(p, std::ios::binary) << s; };
+  write(dir / "b.txt", "B\n");
+  write(dir / "sub" / "a.txt", "A\n");
+  write(dir / "meta.json", "{}");
+  write(dir / "empty.txt", "");
+  std::error_code ec;
+  auto all = load_directory(dir, ec);
+  EXPECT_FALSE(ec);
+  EXPECT_EQ(all.size(), 3u);  // the empty file is skipped
+  auto txt = load_directory(dir, ec, ".txt");
+  EXPECT_FALSE(ec);
+  EXPECT_EQ(txt, (std::vector<std::string>{"B\n", "A\n"}));  // b.txt < sub/a.txt
+  auto none = load_directory(dir, ec, ".eml");
+  EXPECT_EQ(ec, errc::empty_corpus);
+  EXPECT_TRUE(none.empty());
+  load_directory(dir / "missing", ec);
+  EXPECT_TRUE(ec);
+  fs::remove_all(dir);
+}
+
+TEST(Corpus, LoadsMboxFile) {
+  namespace fs = std::filesystem;
+  const fs::path f = fs::temp_directory_path() / ("inlet-load-mbox-" + std::to_string(::getpid()));
+  std::ofstream(f, std::ios::binary) << "From x\nSubject: 1\n\nbody\nFrom y\nSubject: 2\n\n";
+  std::error_code ec;
+  const auto msgs = load_mbox(f, ec);
+  EXPECT_FALSE(ec);
+  ASSERT_EQ(msgs.size(), 2u);
+  EXPECT_EQ(msgs[1], "Subject: 2\n\n");
+  fs::remove(f);
+  load_mbox(f, ec);
+  EXPECT_TRUE(ec);
 }

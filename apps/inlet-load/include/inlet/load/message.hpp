@@ -36,8 +36,10 @@ prepared_message prepare(std::string_view raw_message);
 // ">+From ". Empty messages are skipped.
 std::vector<std::string> split_mbox(std::string_view mbox);
 
-// Every regular file under `dir` (recursively, sorted by path), skipping empty ones.
-std::vector<std::string> load_directory(const std::filesystem::path& dir, std::error_code& ec);
+// Every regular file under `dir` (recursively, sorted by path), skipping empty ones; with a
+// non-empty `extension` (e.g. ".txt") only the files that have it.
+std::vector<std::string> load_directory(const std::filesystem::path& dir, std::error_code& ec,
+                                        const std::string& extension = {});
 std::vector<std::string> load_mbox(const std::filesystem::path& file, std::error_code& ec);
 
 struct synthetic_params {
@@ -49,8 +51,8 @@ struct synthetic_params {
   std::uint64_t seed = 1;
 };
 
-// Synthetic text/plain messages with sizes drawn from a lognormal distribution with the given
-// mean. The same parameters give the same bytes on every run (own PRNG and transform, not
+// Synthetic text/plain messages with sizes drawn from a lognormal distribution, scaled so the
+// corpus mean is the given mean (before clamping to [min_bytes, max_bytes]). The same parameters give the same bytes on every run (own PRNG and transform, not
 // std::lognormal_distribution). About one line in 40 starts with '.', to exercise stuffing.
 std::vector<std::string> synthesize(const synthetic_params& p);
 

@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""The seed 000 table on this machine: inletd's I/O models under the same load.
+
+Three experiments, each skipping cleanly what inletd rejects (a combination whose server
+does not come up or exits at once is reported as "rejected" and left out of the tables):
+  models   every --models x --buffers x --parses at --connections (default 50,1000,10000):
+           messages/s, server CPU, RSS, p50/p99 latency
+  threads  thread-per-connection vs async at 1000..5000 connections (seed 002's claim)
+  reads    --reads-per-event 1 vs N on the async models (seed 003's +10 %)
+Every run is inlet-load, closed loop, pipelining, ~9 KB lognormal messages, bounded by
+--seconds and a message count; models are alternated within each round.
+
+The model and flag names follow the inletd interface announced by the lead
+(--io-model, --threads, --reads-per-event); --buffer-flag/--parse-flag give the templates
+for the buffer and parse switches until inletd fixes them.
+"""
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "common"))
+import harness  # noqa: E402
+
+DEFAULT_MODELS = "sync,process,async-1n,async-nn,async-n2n,coro,uring"
+
+
+def main():
+    root = harness.repo_root()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--inletd", default=os.path.join(root, "build/bin/inletd"))
+    ap.add_argument("--inlet-load", default=os.path.join(root, "build/bin/inlet-load"))
+    ap.add_argument("--models", default=DEFAULT_MODELS)
+    ap.add_argument("--buffers", default="copy,zerocopy")
+    ap.add_argument("--parses", default="after,while")
+    ap.add_argument("--buffer-flag", default="--buffer {}")
+    ap.add_argument("--parse-flag", default="--parse {}")
+    ap.add_argument("--store", default="sink")
+    ap.add_argument("--server-threads", type=int, default=2)
+    ap.add_argument("--connections", default="50,1000,10000")
+    ap.add_argument("--thread-models", default="sync,async-1n", help="experiment 'threads'")
+    ap.add_argument("--thread-connections", default="1000,2000,5000")
+    ap.add_argument("--reads-per-event", type=int, default=16, help="N of experiment 'reads'")
+    ap.add_argument("--experiments", default="models,threads,reads")
+    ap.add_argument("--seconds", type=float, default=5)
+    ap.add_argument("--count", type=int, default=500000)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--load-threads", type=int, default=1)
+    ap.add_argument("--pin", action="store_true", help="taskset: server CPU 0, client CPU 1")
+    ap.add_argument("--json", default=os.path.join(root, "docs/benchmarks/data/load-io-models.json"))
+    ap.add_argument("--png", default=os.path.join(root, "docs/benchmarks/data/load-io-models.png"))
+    a = ap.parse_args()
+    if not os.access(a.inletd, os.X_OK):
+        print(f"inletd not found at {a.inletd}: nothing to measure (skipped)", file=sys.stderr)
+        return 0
+    if not os.access(a.inlet_load, os.X_OK):
+        sys.exit(f"inlet-load not found at {a.inlet_load}")
+    scpu, ccpu = ("0", "1") if a.pin else (None, None)
+    exps = set(a.experiments.split(","))
+    split = lambda s: [x for x in s.split(",") if x]  # noqa: E731
+
+    configs = []  # (experiment, label, extra server args, connection list)
+    if "models" in exps:
+        for m in split(a.models):
+            for b in split(a.buffers):
+                for p in split(a.parses):
+                    extra = ["--io-model", m] + a.buffer_flag.format(b).split() + a.parse_flag.format(p).split()
+                    configs.append(("models", f"{m}/{b}/{p}", extra, [int(c) for c in split(a.connections)]))
+    if "threads" in exps:
+        for m in split(a.thread_models):
+            configs.append(("threads", m, ["--io-model", m], [int(c) for c in split(a.thread_connections)]))
+    if "reads" in exps:
+        for m in split(a.models):
+            if m in ("sync", "process"):
+                continue
+            for n in (1, a.reads_per_event):
+                configs.append(("reads", f"{m} reads/event={n}", ["--io-model", m, "--reads-per-event", str(n)],
+                                [1000]))
+
+    out = {"machine": harness.machine(), "args": vars(a), "runs": [], "rejected": []}
+    accepted = []
+    for exp, label, extra, conns in configs:
+        # Probe: does inletd accept this combination?
+        srv = start(a, extra, scpu)
+        if srv is None:
+            out["rejected"].append({"experiment": exp, "label": label, "args": extra})
+            print(f"{exp}: {label}: rejected by inletd, skipped", file=sys.stderr)
+            continue
+        srv.stop()
+        accepted.append((exp, label, extra, conns))
+
+    for rnd in range(a.rounds):
+        order = accepted[rnd % max(1, len(accepted)):] + accepted[:rnd % max(1, len(accepted))]
+        for exp, label, extra, conns in order:
+            for c in conns:
+                srv = start(a, extra, scpu)  # a fresh server per point: RSS is this load's
+                if srv is None:
+                    continue
+                try:
+                    args = ["-c", str(c), "-j", str(a.load_threads),
+                            "--sources", str(max(1, c // 4000 + 1))]
+                    r = harness.measure(srv, lambda: harness.inlet_load(a.inlet_load, srv.port, args, a.count,
+                                                                        a.seconds, ccpu, srv.pid))
+                finally:
+                    srv.stop()
+                raw = r.pop("raw", {}) or {}
+                r["server_cpu_percent"] = (raw.get("server") or {}).get("cpu_percent")
+                r["server_rss_max_bytes"] = (raw.get("server") or {}).get("rss_max_bytes")
+                r.update({"experiment": exp, "label": label, "connections": c, "round": rnd})
+                out["runs"].append(r)
+                print(f"r{rnd} {exp:7} {label:32} c={c:<6} {r['msgs_per_s']:9.0f} msg/s", file=sys.stderr)
+    out["machine"]["loadavg_end"] = os.getloadavg()
+    out["summary"] = summarize(out["runs"])
+    print(markdown(out))
+    harness.write_json(a.json, out)
+    try:
+        from plot import plot_models  # noqa: E402
+        if out["summary"]:
+            plot_models(out, a.png)
+    except ImportError:
+        print("matplotlib missing: no PNG (use /usr/bin/python3 with python3-matplotlib)", file=sys.stderr)
+    return 0
+
+
+def start(a, extra, cpus):
+    port = harness.free_port()
+    cmd = [a.inletd, "--smtp", f"127.0.0.1:{port}", "--listen", f"127.0.0.1:{harness.free_port()}",
+           "--store", a.store, "--threads", str(a.server_threads)] + extra
+    srv = harness.Server("inletd", cmd, port, cpus, startup=10)
+    time.sleep(0.1)
+    if not srv.ok or srv.proc.poll() is not None:
+        srv.stop()
+        return None
+    return srv
+
+
+def summarize(runs):
+    rows = []
+    keys = list(dict.fromkeys((r["experiment"], r["label"], r["connections"]) for r in runs))
+    for exp, label, c in keys:
+        mine = [r for r in runs if (r["experiment"], r["label"], r["connections"]) == (exp, label, c)]
+        med = lambda k: harness.median_spread([r.get(k) for r in mine])[0]  # noqa: E731
+        m, lo, hi = harness.median_spread([r["msgs_per_s"] for r in mine])
+        rows.append({"experiment": exp, "label": label, "connections": c, "msgs_per_s": m, "min": lo, "max": hi,
+                     "cpu_percent": med("server_cpu_percent"), "rss_mb": (med("server_rss_max_bytes") or 0) / 1048576,
+                     "p50_us": med("p50_us"), "p99_us": med("p99_us"), "failed": med("failed")})
+    return rows
+
+
+def markdown(out):
+    f = lambda v, p=0: "-" if v is None else f"{v:,.{p}f}"  # noqa: E731
+    lines = []
+    for exp in ("models", "threads", "reads"):
+        rows = [r for r in out["summary"] if r["experiment"] == exp]
+        if not rows:
+            continue
+        lines += [f"### {exp}", "", "| configuration | connections | msg/s median (min-max) | server CPU % | "
+                  "server RSS MiB | p50 ms | p99 ms |", "|---|---|---|---|---|---|---|"]
+        for r in rows:
+            lines.append(f"| {r['label']} | {r['connections']:,} | {f(r['msgs_per_s'])} ({f(r['min'])}-{f(r['max'])}) | "
+                         f"{f(r['cpu_percent'])} | {f(r['rss_mb'], 1)} | {f((r['p50_us'] or 0) / 1000, 2)} | "
+                         f"{f((r['p99_us'] or 0) / 1000, 2)} |")
+        lines.append("")
+    if out["rejected"]:
+        lines.append("rejected by inletd (skipped): " + ", ".join(f"{r['label']}" for r in out["rejected"]))
+    m = out["machine"]
+    lines.append(f"\nmachine: {m['nproc']} CPUs, {m['cpu']}; load average {m['loadavg_start'][0]:.2f} at start, "
+                 f"{m['loadavg_end'][0]:.2f} at end")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,5 @@
+// inlet_microbench: seed 004's techniques measured against their naive versions.
+// Run: build/bin/inlet_microbench --benchmark_out=x.json --benchmark_out_format=json
+#include <benchmark/benchmark.h>
+
+BENCHMARK_MAIN();
