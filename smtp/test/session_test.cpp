@@ -326,7 +326,8 @@ TEST(session, commands_are_case_insensitive) {
 }
 
 TEST(session, bare_lf_nul_and_bare_cr_in_commands) {
-  std::string in = std::string("NOOP\nNO\0OP\r\nNO\rOP\r\nNOOP\r\n", 27);
+  static const char raw[] = "NOOP\nNO\0OP\r\nNO\rOP\r\nNOOP\r\n";
+  std::string in(raw, sizeof raw - 1);
   auto r = run_all_splits(cfg_default(), in);
   auto v = replies(r.output);
   ASSERT_EQ(v.size(), 6u);
