@@ -1,0 +1,70 @@
+// What a finished SMTP/LMTP transaction hands to the application: the envelope,
+// the body, and the asynchronous delivery hook with its result.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace inlet::smtp {
+
+/// The body type handed to the delivery hook. One alias so that the driver can
+/// switch to a zero-copy segment without touching any other signature.
+using message_body = std::string;
+
+enum class protocol : std::uint8_t { smtp, esmtp, lmtp };
+
+/// BODY= parameter of MAIL (RFC 1652 / 6152).
+enum class body_type : std::uint8_t { unspecified, seven_bit, eight_bit_mime };
+
+std::string_view to_string(protocol p) noexcept;
+
+/// The envelope of one transaction. Plain value type; no views into session input.
+struct envelope {
+  std::string helo;                    ///< argument of the last EHLO/HELO/LHLO
+  std::string mail_from;               ///< reverse-path without <>; empty = null sender
+  std::vector<std::string> rcpt_to;    ///< accepted forward-paths without <>
+  body_type body = body_type::unspecified;
+  bool smtputf8 = false;               ///< SMTPUTF8 given on MAIL (RFC 6531)
+  std::uint64_t declared_size = 0;     ///< SIZE= of MAIL, 0 if absent
+  protocol proto = protocol::smtp;
+  bool tls = false;                    ///< transaction ran over STARTTLS
+  bool chunked = false;                ///< body came with BDAT (RFC 3030)
+  std::string remote_address;          ///< peer IP as text, set by the driver
+  std::uint16_t remote_port = 0;       ///< peer port, set by the driver
+};
+
+struct received_message {
+  smtp::envelope envelope;
+  message_body body;  ///< exactly the bytes received, after dot-unstuffing
+};
+
+/// One SMTP reply status chosen by the application for a delivery.
+struct delivery_status {
+  int code = 250;                 ///< 250, or 4xx / 5xx
+  std::string enhanced = "2.0.0"; ///< RFC 3463 code, e.g. "5.7.1"
+  std::string text;               ///< reply text; "Ok: queued as ID" style if accepted
+
+  static delivery_status accepted(std::string_view queue_id);
+  static delivery_status rejected(int code, std::string_view enhanced, std::string_view text);
+  bool ok() const noexcept { return code >= 200 && code < 300; }
+};
+
+/// The answer of the delivery hook. For SMTP `status` is the one reply after the
+/// data. For LMTP one status per accepted recipient, in RCPT order; when
+/// `per_recipient` is empty `status` is used for every recipient.
+struct delivery_result {
+  delivery_status status;
+  std::vector<delivery_status> per_recipient;
+};
+
+/// Called exactly once per delivery, inline or from any thread. Drivers post the
+/// result back to the connection's executor before touching the session.
+using delivery_callback = std::function<void(delivery_result)>;
+
+/// The hook the application provides: take the message, answer later.
+using deliver_fn = std::function<void(received_message&&, delivery_callback)>;
+
+}  // namespace inlet::smtp

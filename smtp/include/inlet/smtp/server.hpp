@@ -1,0 +1,92 @@
+// inlet::smtp::server — the I/O front of the SMTP/LMTP session: listeners,
+// connections, timeouts, limits, graceful stop. Each I/O model is a thin driver
+// over inlet::smtp::server_session; Asio stays out of this header.
+//
+// Thread-safety: start(), stop(), wait(), local_endpoints() and stats() may be
+// called from any thread; stop() is also safe from a signal-handling thread
+// (it only posts work). The deliver hook is called from the I/O threads; its
+// callback may be invoked from any thread, exactly once.
+#pragma once
+
+#include <inlet/smtp/message.hpp>
+#include <inlet/smtp/server_session.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <system_error>
+#include <vector>
+
+namespace inlet::smtp {
+
+/// How connections are driven (issue 4). See docs/smtp.md for what each does.
+enum class io_model : std::uint8_t {
+  coro,      ///< C++20 coroutines, one io_context, a thread per core (default)
+  async_1n,  ///< one io_context, N threads (same coroutine driver)
+  async_nn,  ///< one io_context per thread, each thread pinned, round-robin accept
+  async_n2n, ///< one io_context per core, two threads each
+  thread,    ///< blocking sockets, one thread per connection
+};
+
+/// Parses "coro", "async-1n", "async-nn", "async-n2n", "thread". False if unknown.
+bool parse_io_model(std::string_view name, io_model& out) noexcept;
+std::string_view to_string(io_model m) noexcept;
+
+struct listen_endpoint {
+  std::string address = "127.0.0.1";
+  std::uint16_t port = 0;  ///< 0 = pick a free port; see server::local_endpoints()
+  bool lmtp = false;       ///< speak LMTP (RFC 2033) on this listener
+};
+
+struct server_config {
+  std::vector<listen_endpoint> listen{listen_endpoint{}};
+  session_config session;               ///< hostname, limits, domains, extensions
+  io_model model = io_model::coro;
+  unsigned threads = 0;                 ///< 0 = std::thread::hardware_concurrency()
+  unsigned reads_per_event = 1;         ///< async models: reads per wake-up (>= 1)
+  std::chrono::milliseconds greeting_timeout{std::chrono::minutes(5)};  ///< first command
+  std::chrono::milliseconds command_timeout{std::chrono::minutes(5)};   ///< per command line
+  std::chrono::milliseconds data_timeout{std::chrono::minutes(3)};      ///< per body read
+  std::chrono::milliseconds message_timeout{std::chrono::minutes(10)};  ///< whole body
+  std::size_t max_connections = 10000;  ///< 421 4.7.0 past it
+  std::size_t max_connections_per_ip = 1000;
+  std::size_t read_buffer_size = 64 * 1024;
+  std::string tls_cert;                 ///< PEM certificate chain file; enables STARTTLS
+  std::string tls_key;                  ///< PEM private key file
+};
+
+struct server_stats {
+  std::uint64_t connections_accepted = 0;
+  std::uint64_t connections_refused = 0;  ///< over a connection limit
+  std::uint64_t messages_delivered = 0;   ///< deliver hook answered 2xx
+  std::uint64_t messages_rejected = 0;    ///< deliver hook answered 4xx/5xx
+  std::uint64_t active_connections = 0;
+};
+
+class server {
+ public:
+  /// `deliver` may be empty: messages are then accepted and dropped (a sink).
+  server(server_config cfg, deliver_fn deliver);
+  ~server();  ///< stops and waits
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  /// Binds every listener and starts the I/O threads.
+  std::error_code start();
+  /// Bound endpoints in listen order (port 0 resolved).
+  std::vector<listen_endpoint> local_endpoints() const;
+  /// Graceful stop: stop accepting; idle sessions get 421 4.3.2 now, sessions
+  /// in a transaction finish it and then get 421 4.3.2. Returns at once.
+  void stop();
+  /// Blocks until every connection is closed and the I/O threads have exited.
+  void wait();
+  server_stats stats() const;
+
+  struct impl;
+
+ private:
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace inlet::smtp

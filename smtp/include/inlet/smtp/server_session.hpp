@@ -1,0 +1,193 @@
+// inlet::smtp::server_session — the sans-io SMTP/LMTP server protocol core.
+//
+// Feed it the bytes the client sent; it answers with steps (what happened) and
+// queues replies in an output buffer. It never touches a socket, a thread or a
+// clock: drivers (the I/O models) do that and all run this same core.
+//
+//   session s(cfg);
+//   s.start();                               // queues the 220 greeting
+//   write(s.output()); s.clear_output();
+//   for (;;) {
+//     auto st = s.consume(input);            // input: bytes not yet consumed
+//     input.remove_prefix(st.consumed);
+//     switch (st.kind) {
+//       case step_kind::need_more: flush output; read more, appended to input; break;
+//       case step_kind::body_data: append st.data to the body; break;
+//       case step_kind::message_complete: deliver s.take_envelope() + body; later
+//                                         s.delivery_done(result); break;
+//       case step_kind::message_aborted: drop the body collected so far; break;
+//       case step_kind::start_tls: flush; handshake; s.tls_started(); break;
+//       case step_kind::close: flush; close; return;
+//     }
+//   }
+//
+// Zero copy: body_data pieces are views INTO the input passed to that consume()
+// call (stuffed dots are simply left out between pieces). The session never
+// copies the body. Unconsumed input (an incomplete command line, or at most the
+// two bytes ".\r" of a possible terminator) must be kept by the driver and passed
+// again, followed by new bytes, on the next call.
+//
+// Thread-safety: none; one session belongs to one connection and is used from
+// one thread (or strand) at a time.
+// Invalidation: step::data points into the caller's input and lives as long as
+// that input. output() is invalidated by every non-const call.
+#pragma once
+
+#include <inlet/smtp/error.hpp>
+#include <inlet/smtp/message.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace inlet::smtp {
+
+/// Policy and limits of one session. Defaults follow RFC 5321 4.5.3.
+struct session_config {
+  std::string hostname = "localhost";       ///< name in the greeting and EHLO reply
+  bool lmtp = false;                        ///< speak LMTP (RFC 2033) instead of SMTP
+  std::size_t max_command_line = 512;       ///< octets incl. CRLF (RFC 5321 4.5.3.1.4)
+  std::uint64_t max_message_size = 32u << 20;  ///< SIZE limit, octets of body
+  std::size_t max_recipients = 100;         ///< 452 4.5.3 past it
+  std::vector<std::string> domains;         ///< accepted domains; empty = every domain
+  std::size_t max_errors = 20;              ///< protocol errors before 421 and close
+  bool chunking = true;                     ///< offer CHUNKING/BDAT (RFC 3030)
+  bool smtputf8 = true;                     ///< offer SMTPUTF8 (RFC 6531)
+  bool starttls = false;                    ///< offer STARTTLS (driver has a TLS context)
+  bool reject_bare_lf_in_body = false;      ///< see docs/smtp.md, "hostile input"
+};
+
+enum class step_kind : std::uint8_t {
+  need_more,         ///< all usable input consumed; flush output, read more
+  body_data,         ///< data is a piece of the message body (view into input)
+  message_complete,  ///< the body is complete; deliver, then call delivery_done()
+  message_aborted,   ///< the body was refused (size, policy): drop what was collected
+  start_tls,         ///< flush output, run the TLS handshake, then tls_started()
+  close,             ///< flush output, then close the connection
+};
+
+struct step {
+  step_kind kind = step_kind::need_more;
+  std::size_t consumed = 0;  ///< octets of the input used by this step
+  std::string_view data;     ///< body_data only: view into the input
+  std::error_code reason;    ///< close only: why (errc)
+};
+
+class server_session {
+ public:
+  explicit server_session(session_config cfg);
+
+  /// Queue the greeting (220, or 421 4.3.2 if shutdown() came first).
+  void start();
+
+  /// Process input; returns the next step. Call again with the rest of the input
+  /// after every step except need_more and close.
+  step consume(std::string_view input);
+
+  /// Replies queued so far (several when the client pipelines).
+  std::string_view output() const noexcept { return out_; }
+  void clear_output() noexcept { out_.clear(); }
+  /// Moves the queued replies into `dst` (its old content is dropped; buffers
+  /// are swapped, no copy). Drivers write `dst` while the session goes on.
+  void take_output(std::string& dst) noexcept {
+    dst.clear();
+    dst.swap(out_);
+  }
+
+  /// After message_complete: the transaction's envelope (moved out).
+  envelope take_envelope();
+  /// Total body octets of the completed (or current) message.
+  std::uint64_t body_size() const noexcept { return body_size_; }
+
+  /// The delivery hook answered: queue the reply (one per recipient for LMTP)
+  /// and continue with the next command.
+  void delivery_done(const delivery_result& r);
+
+  /// The driver completed the TLS handshake after a start_tls step. Until then
+  /// every byte fed to consume() is discarded (RFC 3207 section 4.2).
+  void tls_started();
+
+  /// A driver timeout fired: queues 421 4.4.2; the next consume() returns close.
+  void timeout();
+
+  /// Graceful stop: a transaction in flight finishes; new commands get
+  /// 421 4.3.2. If no transaction is in flight, 421 is queued now and the next
+  /// consume() returns close.
+  void shutdown();
+
+  /// True between MAIL and the end of the transaction (incl. delivery).
+  bool in_transaction() const noexcept;
+  /// True while waiting for delivery_done().
+  bool awaiting_delivery() const noexcept { return state_ == state::delivering; }
+  /// True while reading a DATA or BDAT body.
+  bool in_body() const noexcept { return state_ == state::data || state_ == state::bdat; }
+  bool closing() const noexcept { return closing_; }
+  bool shutting_down() const noexcept { return shutdown_; }
+  bool tls_active() const noexcept { return tls_; }
+  const session_config& config() const noexcept { return cfg_; }
+
+  /// The driver sets the peer address copied into every envelope.
+  void set_remote(std::string address, std::uint16_t port);
+
+ private:
+  enum class state : std::uint8_t {
+    fresh,       // before start()
+    init,        // greeted, no EHLO/HELO yet
+    ready,       // after EHLO/HELO, no transaction
+    mail,        // MAIL accepted
+    rcpt,        // MAIL + at least one RCPT accepted
+    data,        // reading a DATA body
+    bdat,        // reading a BDAT chunk
+    delivering,  // waiting for delivery_done()
+    tls_wait,    // STARTTLS accepted, waiting for tls_started()
+  };
+  enum class line_state : std::uint8_t { mid, cr, bol };
+
+  // Inner steps: n = octets used; nullopt = progress made, continue the loop.
+  std::optional<step> consume_command(std::string_view in, std::size_t& n);
+  std::optional<step> consume_data(std::string_view in, std::size_t& n);
+  std::optional<step> consume_bdat(std::string_view in, std::size_t& n);
+  void dispatch(std::string_view line);
+  void cmd_helo(std::string_view arg, bool extended);
+  void cmd_mail(std::string_view arg);
+  void cmd_rcpt(std::string_view arg);
+  void cmd_data(std::string_view arg);
+  void cmd_bdat(std::string_view arg);
+  void cmd_rset(std::string_view arg);
+  void cmd_starttls(std::string_view arg);
+  void finish_body();
+  void reset_transaction();
+  void reply(int code, std::string_view enhanced, std::string_view text);
+  void error_reply(int code, std::string_view enhanced, std::string_view text);
+  void close_with(int code, std::string_view enhanced, std::string_view text, errc why);
+  bool domain_accepted(std::string_view domain) const;
+
+  session_config cfg_;
+  std::string out_;
+  state state_ = state::fresh;
+  line_state line_ = line_state::bol;
+  bool extended_ = false;       // EHLO/LHLO seen: ESMTP
+  bool tls_ = false;
+  bool closing_ = false;
+  bool shutdown_ = false;
+  bool overlong_ = false;       // discarding an over-long command line
+  bool body_too_big_ = false;   // discarding a body past max_message_size
+  bool body_bad_ = false;       // body rejected by policy (bare LF)
+  bool bdat_last_ = false;
+  bool bdat_failed_ = false;    // BDAT chunk consumed but transaction invalid
+  state bdat_prev_ = state::init;
+  std::size_t rcpt_rejected_ = 0;
+  std::size_t errors_ = 0;
+  std::uint64_t bdat_left_ = 0;
+  std::uint64_t body_size_ = 0;
+  std::error_code close_reason_;
+  envelope env_;
+  std::vector<std::string> lmtp_rcpts_;  // LMTP: recipients of the message being delivered
+  std::string remote_address_;
+  std::uint16_t remote_port_ = 0;
+};
+
+}  // namespace inlet::smtp

@@ -1,0 +1,669 @@
+// inlet::smtp::server: listeners, connection bookkeeping and the I/O models.
+// The only Asio-heavy translation unit of inlet::smtp (compile cost, see
+// environment.md). The protocol lives in server_session.cpp; each model here is
+// a loop over server_session::consume().
+#include <inlet/smtp/server.hpp>
+
+#include "driver_buffer.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/write.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <list>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+namespace inlet::smtp {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using clock = std::chrono::steady_clock;
+using boost::system::error_code;
+using detail::driver_buffer;
+
+bool parse_io_model(std::string_view name, io_model& out) noexcept {
+  static constexpr std::pair<std::string_view, io_model> names[] = {
+      {"coro", io_model::coro},           {"async-1n", io_model::async_1n},
+      {"async-nn", io_model::async_nn},   {"async-n2n", io_model::async_n2n},
+      {"thread", io_model::thread},
+  };
+  for (auto& [n, m] : names)
+    if (n == name) {
+      out = m;
+      return true;
+    }
+  return false;
+}
+
+std::string_view to_string(io_model m) noexcept {
+  switch (m) {
+    case io_model::coro: return "coro";
+    case io_model::async_1n: return "async-1n";
+    case io_model::async_nn: return "async-nn";
+    case io_model::async_n2n: return "async-n2n";
+    case io_model::thread: return "thread";
+  }
+  return "coro";
+}
+
+namespace {
+
+constexpr auto tok = asio::as_tuple(asio::use_awaitable);
+
+// One connection of the async models. Lives in a shared_ptr held by its
+// coroutine and by the server's registry; touched only on its strand.
+struct async_conn {
+  explicit async_conn(tcp::socket s, session_config cfg)
+      : sock(std::move(s)), timer(sock.get_executor()), wake(sock.get_executor()),
+        session(std::move(cfg)) {}
+  tcp::socket sock;
+  std::optional<asio::ssl::stream<tcp::socket&>> tls;
+  asio::steady_timer timer;  // deadline watchdog of the current read
+  asio::steady_timer wake;   // wakes the coroutine when a delivery answers
+  server_session session;
+  std::string wbuf;          // replies being written
+  std::string ip;
+  bool timed_out = false;
+  bool reading = false;
+};
+
+}  // namespace
+
+struct server::impl {
+  impl(server_config c, deliver_fn d) : cfg(std::move(c)), deliver(std::move(d)) {}
+
+  server_config cfg;
+  deliver_fn deliver;
+  std::vector<std::unique_ptr<asio::io_context>> ctxs;
+  std::vector<std::thread> threads;
+  // Keep every io_context running while the server accepts (the per-core
+  // contexts of async-nn/n2n have no work of their own until a connection lands).
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
+  std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
+  std::vector<listen_endpoint> bound;
+  std::optional<asio::ssl::context> ssl;
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> started{false};
+  std::atomic<std::size_t> rr{0};
+
+  std::mutex mu;                     // guards the members below
+  std::map<std::string, std::size_t> per_ip;
+  std::size_t active = 0;
+  std::list<std::weak_ptr<async_conn>> async_conns;
+  std::condition_variable idle_cv;   // thread model: signalled when active drops to 0
+
+  std::atomic<std::uint64_t> accepted{0}, refused{0}, delivered{0}, rejected{0};
+  std::atomic<std::uint64_t> queue_seq{0};
+
+  session_config session_cfg(bool lmtp) const {
+    session_config s = cfg.session;
+    s.lmtp = lmtp;
+    s.starttls = ssl.has_value() && cfg.model != io_model::thread;
+    return s;
+  }
+
+  // Connection admission: total and per-IP limits.
+  bool admit(const std::string& ip) {
+    std::lock_guard lk(mu);
+    if (active >= cfg.max_connections) return false;
+    auto& n = per_ip[ip];
+    if (n >= cfg.max_connections_per_ip) return false;
+    ++n;
+    ++active;
+    return true;
+  }
+  void release(const std::string& ip) {
+    std::lock_guard lk(mu);
+    auto it = per_ip.find(ip);
+    if (it != per_ip.end() && --it->second == 0) per_ip.erase(it);
+    if (--active == 0) idle_cv.notify_all();
+  }
+
+  std::string refusal() const {
+    return "421 4.7.0 " + cfg.session.hostname + " Error: too many connections\r\n";
+  }
+
+  // Calls the deliver hook; `done` runs exactly once with the result.
+  void call_deliver(received_message&& msg, delivery_callback done) {
+    if (!deliver) {
+      char id[24];
+      std::snprintf(id, sizeof id, "%016llX",
+                    static_cast<unsigned long long>(queue_seq.fetch_add(1) + 1));
+      done(delivery_result{delivery_status::accepted(id), {}});
+      return;
+    }
+    auto once = std::make_shared<std::atomic<bool>>(false);
+    auto guarded = [once, done](delivery_result r) {
+      if (!once->exchange(true)) done(std::move(r));
+    };
+    try {
+      deliver(std::move(msg), guarded);
+    } catch (...) {
+      guarded(delivery_result{
+          delivery_status::rejected(451, "4.3.0", "Error: local delivery failure"), {}});
+    }
+  }
+  void count(const delivery_result& r) {
+    (r.status.ok() ? delivered : rejected).fetch_add(1, std::memory_order_relaxed);
+  }
+
+  std::error_code bind_all();
+  void start_async();
+  asio::awaitable<void> accept_loop(tcp::acceptor& acc, bool lmtp);
+  asio::awaitable<void> run_conn(std::shared_ptr<async_conn> c);
+  asio::awaitable<bool> flush(async_conn& c);
+  asio::awaitable<delivery_result> deliver_async(std::shared_ptr<async_conn> c,
+                                                 received_message msg);
+  void stop_async();
+  // thread model
+  void start_threads();
+  void stop_threads();
+  void thread_accept_loop(tcp::acceptor& acc, bool lmtp);
+  void thread_conn(int fd, bool lmtp, std::string ip, std::uint16_t port);
+  void thread_conn_loop(int fd, server_session& s);
+};
+
+// ---------------------------------------------------------------- binding
+
+std::error_code server::impl::bind_all() {
+  if (!cfg.tls_cert.empty()) {
+    try {
+      ssl.emplace(asio::ssl::context::tls_server);
+      ssl->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                       asio::ssl::context::no_sslv3);
+      ssl->use_certificate_chain_file(cfg.tls_cert);
+      ssl->use_private_key_file(cfg.tls_key.empty() ? cfg.tls_cert : cfg.tls_key,
+                                asio::ssl::context::pem);
+    } catch (const boost::system::system_error&) {
+      ssl.reset();
+      return make_error_code(errc::bad_config);
+    }
+  }
+  unsigned n = cfg.threads ? cfg.threads : std::max(1u, std::thread::hardware_concurrency());
+  std::size_t nctx = 1;
+  if (cfg.model == io_model::async_nn || cfg.model == io_model::async_n2n) nctx = n;
+  for (std::size_t i = 0; i < nctx; ++i)
+    ctxs.push_back(std::make_unique<asio::io_context>());  // hint 1 would not wake on cross-thread posts
+  for (const auto& l : cfg.listen) {
+    error_code ec;
+    auto addr = asio::ip::make_address(l.address, ec);
+    if (ec) return std::make_error_code(std::errc::invalid_argument);
+    auto acc = std::make_unique<tcp::acceptor>(asio::make_strand(*ctxs[0]));
+    tcp::endpoint ep(addr, l.port);
+    acc->open(ep.protocol(), ec);
+    if (!ec) acc->set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acc->bind(ep, ec);
+    if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) return std::error_code(ec.value(), std::system_category());
+    auto local = acc->local_endpoint(ec);
+    bound.push_back(listen_endpoint{local.address().to_string(), local.port(), l.lmtp});
+    acceptors.push_back(std::move(acc));
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------- async models
+
+void server::impl::start_async() {
+  for (auto& ctx : ctxs) guards.push_back(asio::make_work_guard(*ctx));
+  for (std::size_t i = 0; i < acceptors.size(); ++i)
+    asio::co_spawn(acceptors[i]->get_executor(), accept_loop(*acceptors[i], bound[i].lmtp),
+                   asio::detached);
+  unsigned n = cfg.threads ? cfg.threads : std::max(1u, std::thread::hardware_concurrency());
+  unsigned per_ctx = cfg.model == io_model::async_n2n ? 2 : 1;
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  if (ctxs.size() == 1) per_ctx = n;
+  for (std::size_t c = 0; c < ctxs.size(); ++c)
+    for (unsigned t = 0; t < per_ctx; ++t)
+      threads.emplace_back([this, c, cores, pin = cfg.model == io_model::async_nn] {
+        if (pin) {
+          cpu_set_t set;
+          CPU_ZERO(&set);
+          CPU_SET(static_cast<int>(c % cores), &set);
+          pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+        }
+        ctxs[c]->run();
+      });
+}
+
+asio::awaitable<void> server::impl::accept_loop(tcp::acceptor& acc, bool lmtp) {
+  for (;;) {
+    auto& ctx = *ctxs[rr.fetch_add(1, std::memory_order_relaxed) % ctxs.size()];
+    auto [ec, s] = co_await acc.async_accept(asio::make_strand(ctx), tok);
+    if (ec) {
+      if (stopping.load() || ec == asio::error::operation_aborted || !acc.is_open()) co_return;
+      continue;  // EMFILE and friends: keep serving the others
+    }
+    accepted.fetch_add(1, std::memory_order_relaxed);
+    error_code ig;
+    auto peer = s.remote_endpoint(ig);
+    std::string ip = peer.address().to_string();
+    if (stopping.load() || !admit(ip)) {
+      refused.fetch_add(1, std::memory_order_relaxed);
+      std::string r = stopping.load()
+                          ? "421 4.3.2 " + cfg.session.hostname + " Service shutting down\r\n"
+                          : refusal();
+      asio::write(s, asio::buffer(r), ig);
+      s.shutdown(tcp::socket::shutdown_both, ig);
+      s.close(ig);
+      continue;
+    }
+    s.set_option(tcp::no_delay(true), ig);
+    auto c = std::make_shared<async_conn>(tcp::socket(std::move(s)), session_cfg(lmtp));
+    c->ip = ip;
+    c->session.set_remote(ip, peer.port());
+    {
+      std::lock_guard lk(mu);
+      for (auto it = async_conns.begin(); it != async_conns.end();)
+        it = it->expired() ? async_conns.erase(it) : std::next(it);
+      async_conns.push_back(c);
+    }
+    asio::co_spawn(c->sock.get_executor(), run_conn(c), asio::detached);
+  }
+}
+
+// Writes the queued replies. They are moved out of the session first: stop()
+// may queue a 421 while the write is in flight.
+asio::awaitable<bool> server::impl::flush(async_conn& c) {
+  if (c.session.output().empty()) co_return true;
+  c.session.take_output(c.wbuf);
+  error_code ec;
+  if (c.tls)
+    std::tie(ec, std::ignore) = co_await asio::async_write(*c.tls, asio::buffer(c.wbuf), tok);
+  else
+    std::tie(ec, std::ignore) = co_await asio::async_write(c.sock, asio::buffer(c.wbuf), tok);
+  co_return !ec;
+}
+
+// Runs the deliver hook. An inline answer is taken at once (no post); a later
+// one, from any thread, is posted to the connection's strand, which wakes the
+// coroutine by cancelling its `wake` timer.
+asio::awaitable<delivery_result> server::impl::deliver_async(std::shared_ptr<async_conn> c,
+                                                             received_message msg) {
+  struct pending {
+    std::mutex m;
+    bool inline_phase = true;
+    std::optional<delivery_result> result;
+  };
+  auto p = std::make_shared<pending>();
+  call_deliver(std::move(msg), [p, c](delivery_result r) {
+    std::unique_lock lk(p->m);
+    if (p->inline_phase) {
+      p->result = std::move(r);
+      return;
+    }
+    lk.unlock();
+    asio::post(c->sock.get_executor(), [p, c, r = std::move(r)]() mutable {
+      p->result = std::move(r);
+      c->wake.cancel();
+    });
+  });
+  {
+    std::lock_guard lk(p->m);
+    p->inline_phase = false;
+  }
+  while (!p->result) {
+    c->wake.expires_at(clock::time_point::max());
+    co_await c->wake.async_wait(tok);
+  }
+  co_return std::move(*p->result);
+}
+
+asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c) {
+  server_session& s = c->session;
+  driver_buffer in(cfg.read_buffer_size, cfg.session.max_command_line);
+  message_body body;
+  error_code ig;
+  c->sock.non_blocking(true, ig);
+  if (stopping.load()) s.shutdown();
+  s.start();
+  auto deadline = clock::now() + cfg.greeting_timeout;
+  auto body_deadline = clock::time_point::max();
+  unsigned reads_left = cfg.reads_per_event > 1 ? cfg.reads_per_event - 1 : 0;
+  bool open = true;
+  bool first_read = true;
+  while (open) {
+    if (!s.shutting_down() && stopping.load(std::memory_order_relaxed)) s.shutdown();
+    step st = s.consume(in.data());
+    in.consume(st.consumed);
+    switch (st.kind) {
+      case step_kind::body_data: body.append(st.data); continue;
+      case step_kind::message_aborted: body.clear(); continue;
+      case step_kind::message_complete: {
+        received_message msg{s.take_envelope(), std::move(body)};
+        body = message_body{};
+        body_deadline = clock::time_point::max();
+        delivery_result r = co_await deliver_async(c, std::move(msg));
+        count(r);
+        s.delivery_done(r);
+        deadline = clock::now() + cfg.command_timeout;
+        continue;
+      }
+      case step_kind::start_tls: {
+        if (!co_await flush(*c)) open = false;
+        in.clear();  // RFC 3207 4.2: discard whatever was pipelined after STARTTLS
+        if (!open) break;
+        c->tls.emplace(c->sock, *ssl);
+        c->timer.expires_after(cfg.command_timeout);
+        c->timer.async_wait([c](error_code e) {
+          if (!e) c->sock.cancel();
+        });
+        auto [hec] = co_await c->tls->async_handshake(asio::ssl::stream_base::server, tok);
+        c->timer.cancel();
+        if (hec) open = false;
+        else s.tls_started();
+        deadline = clock::now() + cfg.command_timeout;
+        continue;
+      }
+      case step_kind::close:
+        co_await flush(*c);
+        open = false;
+        continue;
+      case step_kind::need_more: break;
+    }
+    if (!open) break;
+    if (!co_await flush(*c)) break;
+    if (s.closing()) continue;  // stop() ran while we were writing: 421 is queued
+    // Deadlines: a command line must arrive whole within command_timeout (bytes
+    // trickled in do not extend it); a body read within data_timeout, the whole
+    // body within message_timeout.
+    if (s.in_body()) {
+      if (body_deadline == clock::time_point::max()) body_deadline = clock::now() + cfg.message_timeout;
+      deadline = std::min(clock::now() + cfg.data_timeout, body_deadline);
+    } else {
+      body_deadline = clock::time_point::max();
+      if (in.empty() && !first_read) deadline = clock::now() + cfg.command_timeout;
+    }
+    in.prepare();
+    std::size_t n = 0;
+    error_code ec;
+    if (reads_left > 0 && !c->tls) {  // seed 003: read again before returning to the loop
+      n = c->sock.read_some(asio::buffer(in.free_data(), in.free_size()), ec);
+      if (!ec) {
+        --reads_left;
+        in.commit(n);
+        first_read = false;
+        continue;
+      }
+      if (ec != asio::error::would_block) {
+        open = false;
+        continue;
+      }
+    }
+    reads_left = cfg.reads_per_event > 1 ? cfg.reads_per_event - 1 : 0;
+    if (clock::now() >= deadline) {
+      s.timeout();
+      continue;
+    }
+    c->timer.expires_at(deadline);
+    c->timer.async_wait([c](error_code e) {
+      if (!e) {
+        c->timed_out = true;
+        c->sock.cancel();
+      }
+    });
+    c->reading = true;
+    if (c->tls)
+      std::tie(ec, n) = co_await c->tls->async_read_some(asio::buffer(in.free_data(), in.free_size()), tok);
+    else
+      std::tie(ec, n) = co_await c->sock.async_read_some(asio::buffer(in.free_data(), in.free_size()), tok);
+    c->reading = false;
+    c->timer.cancel();
+    if (!ec) {
+      in.commit(n);
+      first_read = false;
+      continue;
+    }
+    if (c->timed_out) {
+      s.timeout();
+      continue;
+    }
+    if (ec == asio::error::operation_aborted && s.closing()) continue;  // stop(): 421 queued
+    open = false;  // peer closed or reset: an unfinished message is dropped
+  }
+  c->sock.shutdown(tcp::socket::shutdown_both, ig);
+  c->sock.close(ig);
+  release(c->ip);
+}
+
+void server::impl::stop_async() {
+  for (auto& acc : acceptors) {
+    asio::post(acc->get_executor(), [a = acc.get()] {
+      error_code ig;
+      a->close(ig);
+    });
+  }
+  std::lock_guard lk(mu);
+  for (auto& g : guards) g.reset();
+  for (auto& w : async_conns) {
+    if (auto c = w.lock()) {
+      asio::post(c->sock.get_executor(), [c] {
+        c->session.shutdown();
+        if (c->session.closing() && c->reading) c->sock.cancel();
+      });
+    }
+  }
+}
+
+
+// ---------------------------------------------------------------- thread model
+// Blocking sockets, one thread per connection. Reads wake up every 250 ms
+// (SO_RCVTIMEO) to check deadlines and stop(), so the hot path is one recv().
+
+namespace {
+
+bool send_all(int fd, std::string_view out) {
+  while (!out.empty()) {
+    ssize_t n = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    out.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+}  // namespace
+
+void server::impl::start_threads() {
+  for (std::size_t i = 0; i < acceptors.size(); ++i)
+    threads.emplace_back([this, i] { thread_accept_loop(*acceptors[i], bound[i].lmtp); });
+}
+
+void server::impl::stop_threads() {
+  for (auto& acc : acceptors) ::shutdown(acc->native_handle(), SHUT_RDWR);  // wakes accept()
+}
+
+void server::impl::thread_accept_loop(tcp::acceptor& acc, bool lmtp) {
+  while (!stopping.load()) {
+    error_code ec;
+    tcp::socket s = acc.accept(ec);
+    if (ec) {
+      if (stopping.load()) break;
+      if (ec == asio::error::invalid_argument || ec == asio::error::bad_descriptor) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // EMFILE: back off
+      continue;
+    }
+    accepted.fetch_add(1, std::memory_order_relaxed);
+    error_code ig;
+    auto peer = s.remote_endpoint(ig);
+    std::string ip = peer.address().to_string();
+    if (stopping.load() || !admit(ip)) {
+      refused.fetch_add(1, std::memory_order_relaxed);
+      asio::write(s, asio::buffer(refusal()), ig);
+      s.close(ig);
+      continue;
+    }
+    s.set_option(tcp::no_delay(true), ig);
+    int fd = s.release(ig);
+    try {
+      std::thread(&impl::thread_conn, this, fd, lmtp, std::move(ip), peer.port()).detach();
+    } catch (const std::system_error&) {
+      ::close(fd);
+      release(ip);
+    }
+  }
+  error_code ig;
+  acc.close(ig);
+}
+
+void server::impl::thread_conn(int fd, bool lmtp, std::string ip, std::uint16_t port) {
+  {
+    timeval tv{0, 250000};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    server_session s(session_cfg(lmtp));
+    s.set_remote(ip, port);
+    thread_conn_loop(fd, s);
+    ::shutdown(fd, SHUT_RDWR);
+    ::close(fd);
+  }
+  release(ip);  // last touch of *this: wait() may return right after
+}
+
+void server::impl::thread_conn_loop(int fd, server_session& s) {
+  driver_buffer in(cfg.read_buffer_size, cfg.session.max_command_line);
+  message_body body;
+  if (stopping.load()) s.shutdown();
+  s.start();
+  auto deadline = clock::now() + cfg.greeting_timeout;
+  auto body_deadline = clock::time_point::max();
+  bool first_read = true, shut = false;
+  for (;;) {
+    if (!shut && stopping.load(std::memory_order_relaxed)) {
+      shut = true;
+      s.shutdown();  // idle: 421 now; in a transaction: 421 after it
+    }
+    step st = s.consume(in.data());
+    in.consume(st.consumed);
+    switch (st.kind) {
+      case step_kind::body_data: body.append(st.data); continue;
+      case step_kind::message_aborted: body.clear(); continue;
+      case step_kind::message_complete: {
+        received_message msg{s.take_envelope(), std::move(body)};
+        body = message_body{};
+        std::mutex m;
+        std::condition_variable cv;
+        std::optional<delivery_result> res;
+        call_deliver(std::move(msg), [&](delivery_result r) {
+          std::lock_guard lk(m);
+          res = std::move(r);
+          cv.notify_one();
+        });
+        {
+          std::unique_lock lk(m);
+          cv.wait(lk, [&] { return res.has_value(); });
+        }
+        count(*res);
+        s.delivery_done(*res);
+        continue;
+      }
+      case step_kind::start_tls: return;  // not offered by this model
+      case step_kind::close: send_all(fd, s.output()); return;
+      case step_kind::need_more: break;
+    }
+    if (!send_all(fd, s.output())) return;
+    s.clear_output();
+    if (s.in_body()) {
+      if (body_deadline == clock::time_point::max()) body_deadline = clock::now() + cfg.message_timeout;
+      deadline = std::min(clock::now() + cfg.data_timeout, body_deadline);
+    } else {
+      body_deadline = clock::time_point::max();
+      if (in.empty() && !first_read) deadline = clock::now() + cfg.command_timeout;
+    }
+    in.prepare();
+    for (;;) {
+      ssize_t n = ::recv(fd, in.free_data(), in.free_size(), 0);
+      if (n > 0) {
+        in.commit(static_cast<std::size_t>(n));
+        first_read = false;
+        break;
+      }
+      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return;
+      if (stopping.load() && !shut) {
+        shut = true;
+        s.shutdown();
+        if (s.closing()) break;
+      }
+      if (clock::now() >= deadline) {
+        s.timeout();
+        break;
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- server
+
+server::server(server_config cfg, deliver_fn deliver)
+    : impl_(std::make_unique<impl>(std::move(cfg), std::move(deliver))) {}
+
+server::~server() {
+  if (impl_->started.load()) {
+    stop();
+    wait();
+  }
+}
+
+std::error_code server::start() {
+  if (impl_->started.exchange(true)) return make_error_code(errc::bad_config);
+  if (impl_->cfg.listen.empty()) return make_error_code(errc::bad_config);
+  if (auto ec = impl_->bind_all()) {
+    impl_->acceptors.clear();
+    impl_->started = false;
+    return ec;
+  }
+  if (impl_->cfg.model == io_model::thread) impl_->start_threads();
+  else impl_->start_async();
+  return {};
+}
+
+std::vector<listen_endpoint> server::local_endpoints() const { return impl_->bound; }
+
+void server::stop() {
+  if (impl_->stopping.exchange(true)) return;
+  if (impl_->cfg.model == io_model::thread) impl_->stop_threads();
+  else impl_->stop_async();
+}
+
+void server::wait() {
+  for (auto& t : impl_->threads)
+    if (t.joinable()) t.join();
+  impl_->threads.clear();
+  if (impl_->cfg.model == io_model::thread) {
+    std::unique_lock lk(impl_->mu);
+    impl_->idle_cv.wait(lk, [&] { return impl_->active == 0; });
+  }
+}
+
+server_stats server::stats() const {
+  server_stats s;
+  s.connections_accepted = impl_->accepted.load();
+  s.connections_refused = impl_->refused.load();
+  s.messages_delivered = impl_->delivered.load();
+  s.messages_rejected = impl_->rejected.load();
+  std::lock_guard lk(impl_->mu);
+  s.active_connections = impl_->active;
+  return s;
+}
+
+}  // namespace inlet::smtp

@@ -1,0 +1,541 @@
+// The sans-io SMTP/LMTP session. See server_session.hpp and ../DESIGN.md.
+#include <inlet/smtp/server_session.hpp>
+
+#include "address.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <optional>
+
+namespace inlet::smtp {
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    unsigned char x = static_cast<unsigned char>(a[i]), y = static_cast<unsigned char>(b[i]);
+    if (x >= 'a' && x <= 'z') x -= 32;
+    if (y >= 'a' && y <= 'z') y -= 32;
+    if (x != y) return false;
+  }
+  return true;
+}
+
+bool istarts_with(std::string_view s, std::string_view prefix) noexcept {
+  return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
+}
+
+std::string_view trim(std::string_view s) noexcept {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool parse_u64(std::string_view s, std::uint64_t& v) noexcept {
+  if (s.empty() || s.size() > 19) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+}  // namespace
+
+std::string_view to_string(protocol p) noexcept {
+  switch (p) {
+    case protocol::smtp: return "smtp";
+    case protocol::esmtp: return "esmtp";
+    case protocol::lmtp: return "lmtp";
+  }
+  return "smtp";
+}
+
+delivery_status delivery_status::accepted(std::string_view queue_id) {
+  delivery_status s;
+  s.text = "Ok: queued as ";
+  s.text += queue_id;
+  return s;
+}
+
+delivery_status delivery_status::rejected(int code, std::string_view enhanced,
+                                          std::string_view text) {
+  return delivery_status{code, std::string(enhanced), std::string(text)};
+}
+
+server_session::server_session(session_config cfg) : cfg_(std::move(cfg)) {
+  if (cfg_.max_command_line < 16) cfg_.max_command_line = 16;
+}
+
+void server_session::set_remote(std::string address, std::uint16_t port) {
+  remote_address_ = std::move(address);
+  remote_port_ = port;
+}
+
+void server_session::start() {
+  if (state_ != state::fresh) return;
+  state_ = state::init;
+  if (shutdown_) {
+    close_with(421, "4.3.2", cfg_.hostname + " Service shutting down", errc::shutting_down);
+    return;
+  }
+  out_ += "220 ";
+  out_ += cfg_.hostname;
+  out_ += cfg_.lmtp ? " LMTP inlet\r\n" : " ESMTP inlet\r\n";
+}
+
+bool server_session::in_transaction() const noexcept {
+  switch (state_) {
+    case state::mail:
+    case state::rcpt:
+    case state::data:
+    case state::bdat:
+    case state::delivering: return true;
+    default: return false;
+  }
+}
+
+envelope server_session::take_envelope() {
+  envelope e = std::move(env_);
+  env_ = envelope{};
+  env_.helo = e.helo;
+  if (cfg_.lmtp) lmtp_rcpts_ = e.rcpt_to;  // one reply per recipient after the data
+  return e;
+}
+
+void server_session::reply(int code, std::string_view enhanced, std::string_view text) {
+  char num[4] = {char('0' + code / 100), char('0' + code / 10 % 10), char('0' + code % 10), ' '};
+  out_.append(num, 4);
+  if (!enhanced.empty()) {
+    out_ += enhanced;
+    out_ += ' ';
+  }
+  out_ += text;
+  out_ += "\r\n";
+}
+
+void server_session::error_reply(int code, std::string_view enhanced, std::string_view text) {
+  reply(code, enhanced, text);
+  if (++errors_ >= cfg_.max_errors && !closing_)
+    close_with(421, "4.7.0", cfg_.hostname + " Error: too many errors", errc::too_many_errors);
+}
+
+void server_session::close_with(int code, std::string_view enhanced, std::string_view text,
+                                errc why) {
+  if (closing_) return;
+  reply(code, enhanced, text);
+  closing_ = true;
+  close_reason_ = make_error_code(why);
+}
+
+void server_session::timeout() {
+  close_with(421, "4.4.2", cfg_.hostname + " Error: timeout exceeded", errc::timeout);
+}
+
+void server_session::shutdown() {
+  shutdown_ = true;
+  if (state_ == state::fresh || closing_) return;
+  if (!in_transaction() && state_ != state::tls_wait)
+    close_with(421, "4.3.2", cfg_.hostname + " Service shutting down", errc::shutting_down);
+}
+
+void server_session::tls_started() {
+  if (state_ != state::tls_wait) return;
+  tls_ = true;
+  extended_ = false;
+  env_ = envelope{};
+  env_.helo.clear();
+  state_ = state::init;
+}
+
+void server_session::reset_transaction() {
+  std::string helo = std::move(env_.helo);
+  env_ = envelope{};
+  env_.helo = std::move(helo);
+  rcpt_rejected_ = 0;
+  body_size_ = 0;
+  body_too_big_ = body_bad_ = bdat_last_ = bdat_failed_ = false;
+  bdat_left_ = 0;
+  state_ = extended_ || !env_.helo.empty() ? state::ready : state::init;
+}
+
+step server_session::consume(std::string_view in) {
+  std::size_t used = 0;
+  for (;;) {
+    if (closing_) return step{step_kind::close, used, {}, close_reason_};
+    std::string_view rest = in.substr(used);
+    std::size_t n = 0;  // octets the inner call used
+    std::optional<step> s;
+    switch (state_) {
+      case state::fresh: start(); continue;
+      case state::tls_wait: return step{step_kind::need_more, in.size(), {}, {}};
+      case state::delivering: return step{step_kind::need_more, used, {}, {}};
+      case state::data: s = consume_data(rest, n); break;
+      case state::bdat: s = consume_bdat(rest, n); break;
+      default: s = consume_command(rest, n); break;
+    }
+    used += n;
+    if (!s) continue;  // progress made: go on with the rest
+    if (s->kind == step_kind::body_data && s->data.empty()) {
+      if (n == 0) return step{step_kind::need_more, used, {}, {}};
+      continue;  // discarded bytes or a dropped dot
+    }
+    s->consumed = used;
+    return *s;
+  }
+}
+
+std::optional<step> server_session::consume_command(std::string_view in, std::size_t& n) {
+  const void* lf = in.empty() ? nullptr : std::memchr(in.data(), '\n', in.size());
+  if (overlong_) {
+    if (!lf) {
+      n = in.size();
+      return step{step_kind::need_more, 0, {}, {}};
+    }
+    overlong_ = false;
+    n = static_cast<std::size_t>(static_cast<const char*>(lf) - in.data()) + 1;
+    error_reply(500, "5.5.6", "Error: line too long");
+    return std::nullopt;
+  }
+  if (!lf) {
+    if (in.size() >= cfg_.max_command_line) {
+      overlong_ = true;
+      n = in.size();
+    }
+    return step{step_kind::need_more, 0, {}, {}};
+  }
+  n = static_cast<std::size_t>(static_cast<const char*>(lf) - in.data()) + 1;
+  if (n > cfg_.max_command_line) {
+    error_reply(500, "5.5.6", "Error: line too long");
+    return std::nullopt;
+  }
+  std::string_view line = in.substr(0, n - 1);
+  if (line.empty() || line.back() != '\r') {
+    error_reply(500, "5.5.2", "Error: bare <LF> received; lines end with <CR><LF>");
+    return std::nullopt;
+  }
+  line.remove_suffix(1);
+  dispatch(line);
+  if (state_ == state::tls_wait) return step{step_kind::start_tls, 0, {}, {}};
+  return std::nullopt;
+}
+
+void server_session::dispatch(std::string_view line) {
+  if (line.find('\0') != line.npos || line.find('\r') != line.npos) {
+    error_reply(500, "5.5.2", "Error: NUL or bare <CR> in command");
+    return;
+  }
+  std::size_t sp = line.find(' ');
+  std::string_view verb = line.substr(0, sp);
+  std::string_view arg = sp == line.npos ? std::string_view{} : line.substr(sp + 1);
+  if (iequals(verb, "QUIT")) {
+    close_with(221, "2.0.0", "Bye", errc::client_quit);
+    return;
+  }
+  if (shutdown_ && !in_transaction()) {
+    close_with(421, "4.3.2", cfg_.hostname + " Service shutting down", errc::shutting_down);
+    return;
+  }
+  if (iequals(verb, cfg_.lmtp ? "LHLO" : "EHLO")) return cmd_helo(arg, true);
+  if (!cfg_.lmtp && iequals(verb, "HELO")) return cmd_helo(arg, false);
+  if (iequals(verb, "MAIL")) return cmd_mail(arg);
+  if (iequals(verb, "RCPT")) return cmd_rcpt(arg);
+  if (iequals(verb, "DATA")) return cmd_data(arg);
+  if (iequals(verb, "BDAT") && cfg_.chunking) return cmd_bdat(arg);
+  if (iequals(verb, "RSET")) return cmd_rset(arg);
+  if (iequals(verb, "NOOP")) return reply(250, "2.0.0", "Ok");
+  if (iequals(verb, "STARTTLS") && cfg_.starttls) return cmd_starttls(arg);
+  if (iequals(verb, "VRFY")) {
+    if (trim(arg).empty()) return error_reply(501, "5.5.4", "Syntax: VRFY address");
+    return reply(252, "2.0.0", "Cannot VRFY user, but will accept message and attempt delivery");
+  }
+  if (iequals(verb, "HELP"))
+    return reply(214, "2.0.0", "Commands: HELO EHLO MAIL RCPT DATA BDAT RSET NOOP VRFY HELP QUIT");
+  if (iequals(verb, "EXPN") || iequals(verb, "AUTH") || iequals(verb, "ETRN") ||
+      iequals(verb, "TURN"))
+    return error_reply(502, "5.5.1", "Error: command not implemented");
+  error_reply(500, "5.5.2", "Error: command not recognized");
+}
+
+void server_session::cmd_helo(std::string_view arg, bool extended) {
+  arg = trim(arg);
+  if (arg.empty()) return error_reply(501, "5.5.4", extended ? "Syntax: EHLO hostname" : "Syntax: HELO hostname");
+  if (state_ == state::mail || state_ == state::rcpt) reset_transaction();
+  extended_ = extended;
+  env_.helo.assign(arg);
+  state_ = state::ready;
+  if (!extended) {
+    out_ += "250 ";
+    out_ += cfg_.hostname;
+    out_ += "\r\n";
+    return;
+  }
+  auto line = [this](std::string_view text, bool last = false) {
+    out_ += last ? "250 " : "250-";
+    out_ += text;
+    out_ += "\r\n";
+  };
+  line(cfg_.hostname);
+  line("PIPELINING");
+  line("SIZE " + std::to_string(cfg_.max_message_size));
+  line("8BITMIME");
+  if (cfg_.smtputf8) line("SMTPUTF8");
+  if (cfg_.chunking) line("CHUNKING");
+  if (cfg_.starttls && !tls_) line("STARTTLS");
+  line("ENHANCEDSTATUSCODES", true);
+}
+
+void server_session::cmd_mail(std::string_view arg) {
+  if (state_ == state::init) return error_reply(503, "5.5.1", "Error: send HELO/EHLO first");
+  if (state_ != state::ready) return error_reply(503, "5.5.1", "Error: nested MAIL command");
+  if (!istarts_with(arg, "FROM:")) return error_reply(501, "5.5.4", "Syntax: MAIL FROM:<address>");
+  detail::parsed_path p;
+  if (!detail::parse_path(trim(arg.substr(5)), p))
+    return error_reply(501, "5.1.7", "Error: bad sender address syntax");
+  envelope& e = env_;
+  e.body = body_type::unspecified;
+  e.smtputf8 = false;
+  e.declared_size = 0;
+  for (std::string_view param : p.params) {
+    std::size_t eq = param.find('=');
+    std::string_view key = param.substr(0, eq);
+    std::string_view value = eq == param.npos ? std::string_view{} : param.substr(eq + 1);
+    if (!extended_) return error_reply(555, "5.5.4", "Error: parameters need EHLO");
+    if (iequals(key, "SIZE")) {
+      std::uint64_t v = 0;
+      if (!parse_u64(value, v)) return error_reply(501, "5.5.4", "Error: bad SIZE parameter");
+      if (v > cfg_.max_message_size)
+        return error_reply(552, "5.3.4", "Error: message size exceeds fixed maximum message size");
+      e.declared_size = v;
+    } else if (iequals(key, "BODY")) {
+      if (iequals(value, "7BIT")) e.body = body_type::seven_bit;
+      else if (iequals(value, "8BITMIME")) e.body = body_type::eight_bit_mime;
+      else return error_reply(555, "5.5.4", "Error: unsupported BODY type");
+    } else if (iequals(key, "SMTPUTF8") && cfg_.smtputf8 && eq == param.npos) {
+      e.smtputf8 = true;
+    } else {
+      return error_reply(555, "5.5.4", "Error: unsupported MAIL parameter");
+    }
+  }
+  if (p.non_ascii && !e.smtputf8)
+    return error_reply(553, "5.6.7", "Error: non-ASCII address needs SMTPUTF8");
+  if (!p.null_path && !p.has_domain)
+    return error_reply(501, "5.1.7", "Error: sender address needs a domain");
+  e.mail_from.assign(p.mailbox);
+  e.rcpt_to.clear();
+  e.proto = cfg_.lmtp ? protocol::lmtp : extended_ ? protocol::esmtp : protocol::smtp;
+  e.tls = tls_;
+  e.remote_address = remote_address_;
+  e.remote_port = remote_port_;
+  rcpt_rejected_ = 0;
+  state_ = state::mail;
+  reply(250, "2.1.0", "Ok");
+}
+
+bool server_session::domain_accepted(std::string_view domain) const {
+  if (cfg_.domains.empty()) return true;
+  return std::any_of(cfg_.domains.begin(), cfg_.domains.end(),
+                     [&](const std::string& d) { return iequals(d, domain); });
+}
+
+void server_session::cmd_rcpt(std::string_view arg) {
+  if (state_ != state::mail && state_ != state::rcpt)
+    return error_reply(503, "5.5.1", "Error: need MAIL command");
+  if (env_.chunked) return error_reply(503, "5.5.1", "Error: RCPT after BDAT");
+  if (!istarts_with(arg, "TO:")) return error_reply(501, "5.5.4", "Syntax: RCPT TO:<address>");
+  detail::parsed_path p;
+  if (!detail::parse_path(trim(arg.substr(3)), p) || p.null_path)
+    return error_reply(501, "5.1.3", "Error: bad recipient address syntax");
+  if (!p.params.empty()) return error_reply(555, "5.5.4", "Error: unsupported RCPT parameter");
+  if (p.non_ascii && !env_.smtputf8)
+    return error_reply(553, "5.6.7", "Error: non-ASCII address needs SMTPUTF8");
+  bool postmaster = iequals(p.local, "postmaster") && (!p.has_domain || domain_accepted(p.domain));
+  if (!p.has_domain && !postmaster)
+    return error_reply(501, "5.1.3", "Error: recipient address needs a domain");
+  if (env_.rcpt_to.size() >= cfg_.max_recipients)
+    return reply(452, "4.5.3", "Error: too many recipients");
+  if (!postmaster && !domain_accepted(p.domain)) {
+    ++rcpt_rejected_;
+    return error_reply(550, "5.1.1", "Error: recipient address rejected: domain not served here");
+  }
+  env_.rcpt_to.emplace_back(p.mailbox);
+  state_ = state::rcpt;
+  reply(250, "2.1.5", "Ok");
+}
+
+void server_session::cmd_data(std::string_view arg) {
+  if (!trim(arg).empty()) return error_reply(501, "5.5.4", "Syntax: DATA");
+  if (env_.chunked && state_ == state::rcpt)
+    return error_reply(503, "5.5.1", "Error: DATA after BDAT");
+  if (state_ != state::rcpt) {
+    if (state_ == state::mail && rcpt_rejected_ > 0)
+      return error_reply(554, "5.5.1", "Error: no valid recipients");
+    return error_reply(503, "5.5.1", "Error: need RCPT command");
+  }
+  body_size_ = 0;
+  body_too_big_ = body_bad_ = false;
+  line_ = line_state::bol;
+  state_ = state::data;
+  reply(354, "", "End data with <CR><LF>.<CR><LF>");
+}
+
+void server_session::cmd_bdat(std::string_view arg) {
+  arg = trim(arg);
+  std::size_t sp = arg.find(' ');
+  std::string_view size = arg.substr(0, sp);
+  std::string_view rest = sp == arg.npos ? std::string_view{} : trim(arg.substr(sp + 1));
+  std::uint64_t n = 0;
+  if (!parse_u64(size, n) || (!rest.empty() && !iequals(rest, "LAST")))
+    return error_reply(501, "5.5.4", "Syntax: BDAT size [LAST]");
+  bdat_left_ = n;
+  bdat_last_ = !rest.empty();
+  bdat_failed_ = state_ != state::rcpt;
+  bdat_prev_ = state_;
+  if (!bdat_failed_) {
+    if (!env_.chunked) {
+      env_.chunked = true;
+      body_size_ = 0;
+      body_too_big_ = body_bad_ = false;
+    }
+    if (body_size_ + n > cfg_.max_message_size) body_too_big_ = true;
+  }
+  state_ = state::bdat;  // the chunk is always read, even when it will be refused
+}
+
+std::optional<step> server_session::consume_bdat(std::string_view in, std::size_t& n) {
+  if (bdat_left_ > 0) {
+    if (in.empty()) return step{step_kind::need_more, 0, {}, {}};
+    std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(bdat_left_, in.size()));
+    bdat_left_ -= take;
+    n = take;
+    step s{step_kind::body_data, 0, {}, {}};
+    if (!bdat_failed_ && !body_too_big_) {
+      body_size_ += take;
+      s.data = in.substr(0, take);
+    }
+    return s;
+  }
+  // chunk complete
+  if (bdat_failed_) {
+    bdat_failed_ = false;
+    state_ = bdat_prev_;  // no transaction took this chunk
+    error_reply(503, "5.5.1", "Error: BDAT needs a transaction with recipients");
+    return std::nullopt;
+  }
+  if (body_too_big_) {
+    reset_transaction();
+    error_reply(552, "5.3.4", "Error: message size exceeds fixed maximum message size");
+    return step{step_kind::message_aborted, 0, {}, {}};
+  }
+  if (!bdat_last_) {
+    state_ = state::rcpt;
+    reply(250, "2.0.0", std::to_string(body_size_) + " octets received");
+    return std::nullopt;
+  }
+  state_ = state::delivering;
+  return step{step_kind::message_complete, 0, {}, {}};
+}
+
+std::optional<step> server_session::consume_data(std::string_view in, std::size_t& n) {
+  if (in.empty()) return step{step_kind::need_more, 0, {}, {}};
+  std::size_t start = 0;
+  if (line_ == line_state::bol) {
+    if (in[0] == '.') {
+      if (in.size() < 2) return step{step_kind::need_more, 0, {}, {}};
+      if (in[1] == '\r') {
+        if (in.size() < 3) return step{step_kind::need_more, 0, {}, {}};
+        if (in[2] == '\n') {
+          n = 3;
+          finish_body();
+          return step{state_ == state::delivering ? step_kind::message_complete
+                                                  : step_kind::message_aborted, 0, {}, {}};
+        }
+      }
+      start = 1;  // a stuffed dot: leave it out (RFC 5321 4.5.2)
+    }
+  }
+  const char* base = in.data();
+  std::size_t pos = start;
+  std::size_t end = in.size();
+  line_state after = line_state::mid;
+  while (pos < in.size()) {
+    const void* hit = std::memchr(base + pos, '\n', in.size() - pos);
+    if (!hit) {
+      after = base[in.size() - 1] == '\r' ? line_state::cr : line_state::mid;
+      break;
+    }
+    std::size_t p = static_cast<const char*>(hit) - base;
+    bool crlf = p > 0 ? base[p - 1] == '\r' : line_ == line_state::cr;
+    if (!crlf) {
+      if (cfg_.reject_bare_lf_in_body) body_bad_ = true;
+      pos = p + 1;
+      after = line_state::mid;
+      continue;
+    }
+    if (p + 1 == in.size() || base[p + 1] == '.') {
+      end = p + 1;
+      after = line_state::bol;
+      break;
+    }
+    pos = p + 1;
+  }
+  line_ = after;
+  std::size_t len = end - start;
+  n = end;
+  step s{step_kind::body_data, 0, {}, {}};
+  if (!body_too_big_ && !body_bad_) {
+    body_size_ += len;
+    if (body_size_ > cfg_.max_message_size) body_too_big_ = true;
+    else s.data = in.substr(start, len);
+  }
+  return s;
+}
+
+void server_session::finish_body() {
+  if (body_too_big_) {
+    reset_transaction();
+    return error_reply(552, "5.3.4", "Error: message size exceeds fixed maximum message size");
+  }
+  if (body_bad_) {
+    reset_transaction();
+    return error_reply(550, "5.6.0", "Error: bare <LF> in message data");
+  }
+  state_ = state::delivering;
+}
+
+void server_session::delivery_done(const delivery_result& r) {
+  if (state_ != state::delivering) return;
+  auto one = [this](const delivery_status& st, std::string_view prefix) {
+    std::string text(prefix);
+    if (!st.text.empty()) text += st.text;
+    else text += st.ok() ? "Ok" : "Error";
+    reply(st.code, st.enhanced, text);
+  };
+  if (cfg_.lmtp) {
+    const auto& rcpts = env_.rcpt_to.empty() ? lmtp_rcpts_ : env_.rcpt_to;
+    for (std::size_t i = 0; i < rcpts.size(); ++i) {
+      const delivery_status& st = i < r.per_recipient.size() ? r.per_recipient[i] : r.status;
+      one(st, "<" + rcpts[i] + "> ");
+    }
+    lmtp_rcpts_.clear();
+  } else {
+    one(r.status, "");
+  }
+  reset_transaction();
+  if (shutdown_)
+    close_with(421, "4.3.2", cfg_.hostname + " Service shutting down", errc::shutting_down);
+}
+
+void server_session::cmd_rset(std::string_view arg) {
+  if (!trim(arg).empty()) return error_reply(501, "5.5.4", "Syntax: RSET");
+  reset_transaction();
+  reply(250, "2.0.0", "Ok");
+}
+
+void server_session::cmd_starttls(std::string_view arg) {
+  if (!trim(arg).empty()) return error_reply(501, "5.5.4", "Syntax: STARTTLS");
+  if (tls_) return error_reply(503, "5.5.1", "Error: TLS already active");
+  if (in_transaction()) return error_reply(503, "5.5.1", "Error: STARTTLS inside a transaction");
+  reply(220, "2.0.0", "Ready to start TLS");
+  state_ = state::tls_wait;
+}
+
+}  // namespace inlet::smtp

@@ -1,0 +1,379 @@
+// Driver tests over loopback (127.0.0.1, port 0) with a raw socket client.
+// The same conformance cases run against every I/O model.
+#include <inlet/smtp/server.hpp>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+namespace smtp = inlet::smtp;
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Blocking client with bounded waits (every read gives up after 10 s).
+class client {
+ public:
+  explicit client(std::uint16_t port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ok_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  }
+  ~client() { close(); }
+  void close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  bool ok() const { return ok_; }
+  void send(std::string_view s) {
+    while (!s.empty()) {
+      ssize_t n = ::send(fd_, s.data(), s.size(), MSG_NOSIGNAL);
+      if (n <= 0) return;
+      s.remove_prefix(static_cast<std::size_t>(n));
+    }
+  }
+  // Reads until `n` complete replies (final lines "ddd ") arrived, or EOF/timeout.
+  std::string replies(int n) {
+    std::string got;
+    int finals = 0;
+    while (finals < n) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 10000) <= 0) break;
+      char buf[4096];
+      ssize_t k = ::recv(fd_, buf, sizeof buf, 0);
+      if (k <= 0) break;
+      buf_.append(buf, static_cast<std::size_t>(k));
+      std::size_t e;
+      while ((e = buf_.find("\r\n")) != std::string::npos) {
+        std::string line = buf_.substr(0, e + 2);
+        buf_.erase(0, e + 2);
+        got += line;
+        if (line.size() >= 4 && line[3] == ' ') ++finals;
+      }
+    }
+    return got;
+  }
+  // True when the server closed the connection (EOF within 10 s).
+  bool closed_by_peer() {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, 10000) <= 0) return false;
+    char c;
+    return ::recv(fd_, &c, 1, 0) == 0;
+  }
+
+ private:
+  int fd_ = -1;
+  bool ok_ = false;
+  std::string buf_;
+};
+
+struct mailbox {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<smtp::received_message> messages;
+  void add(smtp::received_message&& m) {
+    std::lock_guard lk(mu);
+    messages.push_back(std::move(m));
+    cv.notify_all();
+  }
+  std::size_t size() {
+    std::lock_guard lk(mu);
+    return messages.size();
+  }
+};
+
+class server_test : public ::testing::TestWithParam<smtp::io_model> {
+ protected:
+  void start(smtp::server_config cfg = {}, smtp::deliver_fn fn = {}) {
+    cfg.model = GetParam();
+    cfg.threads = 2;
+    cfg.session.hostname = "mx.test";
+    if (!fn)
+      fn = [this](smtp::received_message&& m, smtp::delivery_callback cb) {
+        box.add(std::move(m));
+        cb({smtp::delivery_status::accepted("Q" + std::to_string(box.size())), {}});
+      };
+    srv = std::make_unique<smtp::server>(cfg, std::move(fn));
+    ASSERT_FALSE(srv->start());
+    auto eps = srv->local_endpoints();
+    ASSERT_FALSE(eps.empty());
+    port = eps[0].port;
+    ASSERT_NE(port, 0);
+  }
+  void TearDown() override {
+    if (srv) {
+      srv->stop();
+      srv->wait();
+    }
+  }
+  mailbox box;
+  std::unique_ptr<smtp::server> srv;
+  std::uint16_t port = 0;
+};
+
+const std::string txn =
+    "EHLO c.test\r\nMAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nDATA\r\n";
+
+}  // namespace
+
+TEST_P(server_test, transaction_body_exact_with_dot_lines) {
+  start();
+  client c(port);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c.replies(1), "220 mx.test ESMTP inlet\r\n");
+  c.send("EHLO c.test\r\n");
+  EXPECT_THAT(c.replies(1), HasSubstr("250-PIPELINING\r\n"));
+  c.send("MAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nDATA\r\n");  // pipelined
+  EXPECT_EQ(c.replies(3), "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n354 End data with <CR><LF>.<CR><LF>\r\n");
+  c.send("Subject: t\r\n\r\n..dot\r\n..\r\nline\r\n.");
+  c.send("\r\n");
+  EXPECT_EQ(c.replies(1), "250 2.0.0 Ok: queued as Q1\r\n");
+  c.send("QUIT\r\n");
+  EXPECT_EQ(c.replies(1), "221 2.0.0 Bye\r\n");
+  EXPECT_TRUE(c.closed_by_peer());
+  ASSERT_EQ(box.size(), 1u);
+  EXPECT_EQ(box.messages[0].body, "Subject: t\r\n\r\n.dot\r\n.\r\nline\r\n");
+  EXPECT_EQ(box.messages[0].envelope.remote_address, "127.0.0.1");
+  EXPECT_EQ(box.messages[0].envelope.rcpt_to, std::vector<std::string>{"b@y.test"});
+}
+
+TEST_P(server_test, whole_session_pipelined_in_one_write) {
+  start();
+  client c(port);
+  std::string all;
+  for (int i = 0; i < 3; ++i) all += txn.substr(i ? 13 : 0) + "msg " + std::to_string(i) + "\r\n.\r\n";
+  c.send(all + "QUIT\r\n");
+  std::string r = c.replies(1 + 1 + 3 * 4 + 1);
+  EXPECT_THAT(r, HasSubstr("queued as Q3\r\n221 2.0.0 Bye\r\n"));
+  ASSERT_EQ(box.size(), 3u);
+  EXPECT_EQ(box.messages[2].body, "msg 2\r\n");
+}
+
+TEST_P(server_test, large_message_across_many_reads) {
+  start();
+  client c(port);
+  c.send(txn);
+  c.replies(5);
+  std::string body;
+  for (int i = 0; i < 20000; ++i) body += (i % 7 == 0 ? "." : "") + std::string("line ") + std::to_string(i) + "\r\n";
+  std::string stuffed;
+  for (std::size_t p = 0; p < body.size();) {
+    std::size_t e = body.find("\r\n", p) + 2;
+    if (body[p] == '.') stuffed += '.';
+    stuffed += body.substr(p, e - p);
+    p = e;
+  }
+  c.send(stuffed + ".\r\n");
+  EXPECT_EQ(c.replies(1), "250 2.0.0 Ok: queued as Q1\r\n");
+  ASSERT_EQ(box.size(), 1u);
+  EXPECT_EQ(box.messages[0].body, body);
+}
+
+TEST_P(server_test, bad_input_answered_while_others_are_served) {
+  smtp::server_config cfg;
+  cfg.session.max_message_size = 1000;
+  start(cfg);
+  client bad(port), good(port);
+  bad.replies(1);
+  good.replies(1);
+  bad.send("EHLO b\r\nNOOP " + std::string(2000, 'x') + "\r\n");
+  EXPECT_THAT(bad.replies(2), HasSubstr("500 5.5.6 Error: line too long\r\n"));
+  bad.send("MAIL FROM:<a@x.test> SIZE=5000\r\n");
+  EXPECT_EQ(bad.replies(1), "552 5.3.4 Error: message size exceeds fixed maximum message size\r\n");
+  bad.send("RCPT TO:<b@y.test>\r\nXYZZY\r\n");
+  EXPECT_EQ(bad.replies(2), "503 5.5.1 Error: need MAIL command\r\n500 5.5.2 Error: command not recognized\r\n");
+  good.send(txn + "caf\xC3\xA9\r\n.\r\n");
+  EXPECT_THAT(good.replies(5), HasSubstr("250 2.0.0 Ok: queued as Q1\r\n"));
+  bad.send("MAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nDATA\r\n" + std::string(1500, 'z') + "\r\n.\r\n");
+  EXPECT_THAT(bad.replies(4), HasSubstr("552 5.3.4"));
+  ASSERT_EQ(box.size(), 1u);
+  EXPECT_EQ(box.messages[0].body, "caf\xC3\xA9\r\n");
+}
+
+TEST_P(server_test, disconnect_in_the_middle_of_data_stores_nothing) {
+  start();
+  {
+    client c(port);
+    c.send(txn + "partial body\r\nno end");
+    c.replies(5);
+  }
+  client c2(port);
+  c2.send(txn + "ok\r\n.\r\nQUIT\r\n");
+  EXPECT_THAT(c2.replies(7), HasSubstr("221 2.0.0 Bye"));
+  ASSERT_EQ(box.size(), 1u);
+  EXPECT_EQ(box.messages[0].body, "ok\r\n");
+}
+
+TEST_P(server_test, asynchronous_delivery_from_another_thread) {
+  std::vector<std::thread> workers;
+  std::mutex wm;
+  start({}, [&](smtp::received_message&& m, smtp::delivery_callback cb) {
+    std::lock_guard lk(wm);
+    bool bad = m.body.find("spam") != std::string::npos;
+    workers.emplace_back([cb, bad] {
+      std::this_thread::sleep_for(20ms);
+      cb(bad ? smtp::delivery_result{smtp::delivery_status::rejected(550, "5.7.1", "rejected by filter"), {}}
+             : smtp::delivery_result{smtp::delivery_status::accepted("T1"), {}});
+    });
+  });
+  client c(port);
+  c.send(txn + "spam\r\n.\r\nMAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nDATA\r\n");
+  std::string r = c.replies(9);
+  EXPECT_THAT(r, HasSubstr("550 5.7.1 rejected by filter\r\n250 2.1.0 Ok\r\n"));
+  c.send("ham\r\n.\r\n");
+  EXPECT_EQ(c.replies(1), "250 2.0.0 Ok: queued as T1\r\n");
+  srv->stop();
+  srv->wait();
+  srv.reset();
+  for (auto& t : workers) t.join();
+  EXPECT_EQ(box.size(), 0u);
+}
+
+TEST_P(server_test, bdat_and_lmtp_listener) {
+  smtp::server_config cfg;
+  cfg.listen = {smtp::listen_endpoint{"127.0.0.1", 0, false}, smtp::listen_endpoint{"127.0.0.1", 0, true}};
+  start(cfg);
+  auto eps = srv->local_endpoints();
+  ASSERT_EQ(eps.size(), 2u);
+  EXPECT_TRUE(eps[1].lmtp);
+  client c(port);
+  c.send("EHLO c\r\nMAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nBDAT 7\r\n.\r\nDATABDAT 3 LAST\r\nxyz");
+  EXPECT_THAT(c.replies(6), HasSubstr("250 2.0.0 7 octets received\r\n250 2.0.0 Ok: queued as Q1\r\n"));
+  client l(eps[1].port);
+  EXPECT_EQ(l.replies(1), "220 mx.test LMTP inlet\r\n");
+  l.send("LHLO c\r\nMAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nRCPT TO:<c@y.test>\r\nDATA\r\nhi\r\n.\r\n");
+  EXPECT_THAT(l.replies(7), HasSubstr("250 2.0.0 <b@y.test> Ok: queued as Q2\r\n250 2.0.0 <c@y.test> Ok: queued as Q2\r\n"));
+  ASSERT_EQ(box.size(), 2u);
+  EXPECT_EQ(box.messages[0].body, ".\r\nDATAxyz");
+  EXPECT_EQ(box.messages[1].envelope.proto, smtp::protocol::lmtp);
+}
+
+TEST_P(server_test, graceful_stop) {
+  start();
+  client idle(port), busy(port);
+  idle.send("EHLO i\r\n");
+  idle.replies(2);
+  busy.send(txn + "first part\r\n");
+  busy.replies(5);
+  srv->stop();
+  EXPECT_EQ(idle.replies(1), "421 4.3.2 mx.test Service shutting down\r\n");
+  EXPECT_TRUE(idle.closed_by_peer());
+  busy.send("second part\r\n.\r\nNOOP\r\n");
+  EXPECT_EQ(busy.replies(2), "250 2.0.0 Ok: queued as Q1\r\n421 4.3.2 mx.test Service shutting down\r\n");
+  EXPECT_TRUE(busy.closed_by_peer());
+  srv->wait();
+  ASSERT_EQ(box.size(), 1u);
+  EXPECT_EQ(box.messages[0].body, "first part\r\nsecond part\r\n");
+  client late(port);  // nothing listens any more
+  EXPECT_FALSE(late.ok());
+}
+
+TEST_P(server_test, connection_limit_per_ip) {
+  smtp::server_config cfg;
+  cfg.max_connections_per_ip = 2;
+  start(cfg);
+  client a(port), b(port);
+  EXPECT_THAT(a.replies(1), HasSubstr("220 "));
+  EXPECT_THAT(b.replies(1), HasSubstr("220 "));
+  client c(port);
+  EXPECT_EQ(c.replies(1), "421 4.7.0 mx.test Error: too many connections\r\n");
+  EXPECT_TRUE(c.closed_by_peer());
+  a.send("QUIT\r\n");
+  a.replies(1);
+  EXPECT_TRUE(a.closed_by_peer());
+  // the slot is released once the server has closed its side; retry briefly
+  bool admitted = false;
+  for (int i = 0; i < 50 && !admitted; ++i) {
+    client d(port);
+    admitted = d.replies(1).starts_with("220 ");
+    if (!admitted) std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_TRUE(admitted);
+}
+
+TEST_P(server_test, idle_client_times_out_with_421) {
+  smtp::server_config cfg;
+  cfg.command_timeout = 300ms;
+  cfg.greeting_timeout = 300ms;
+  start(cfg);
+  client c(port);
+  c.send("EHLO c\r\n");
+  c.replies(2);
+  c.send("NO");  // a partial line does not extend the deadline
+  EXPECT_EQ(c.replies(1), "421 4.4.2 mx.test Error: timeout exceeded\r\n");
+  EXPECT_TRUE(c.closed_by_peer());
+}
+
+TEST_P(server_test, many_concurrent_clients) {
+  start();
+  std::vector<std::thread> ts;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 8; ++t)
+    ts.emplace_back([&, t] {
+      client c(port);
+      std::string all = "EHLO c\r\n";
+      for (int i = 0; i < 10; ++i)
+        all += "MAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nDATA\r\nfrom " + std::to_string(t) + "\r\n.\r\n";
+      c.send(all + "QUIT\r\n");
+      if (c.replies(2 + 40 + 1).find("221 2.0.0 Bye") != std::string::npos) ++ok;
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(ok.load(), 8);
+  EXPECT_EQ(box.size(), 80u);
+  EXPECT_EQ(srv->stats().messages_delivered, 80u);
+}
+
+INSTANTIATE_TEST_SUITE_P(models, server_test,
+                         ::testing::Values(smtp::io_model::coro, smtp::io_model::async_1n,
+                                           smtp::io_model::async_nn, smtp::io_model::async_n2n,
+                                           smtp::io_model::thread),
+                         [](const auto& info) {
+                           std::string n(smtp::to_string(info.param));
+                           for (auto& ch : n)
+                             if (ch == '-') ch = '_';
+                           return n;
+                         });
+
+TEST(server_config, reads_per_event_and_io_model_names) {
+  smtp::io_model m;
+  EXPECT_TRUE(smtp::parse_io_model("async-n2n", m));
+  EXPECT_EQ(m, smtp::io_model::async_n2n);
+  EXPECT_FALSE(smtp::parse_io_model("fork", m));
+  smtp::server_config cfg;
+  cfg.reads_per_event = std::getenv("RPE") ? 1 : 8;
+  cfg.threads = std::getenv("THR") ? 2 : 1;
+  mailbox box;
+  smtp::server srv(cfg, [&](smtp::received_message&& msg, smtp::delivery_callback cb) {
+    box.add(std::move(msg));
+    cb({smtp::delivery_status::accepted("R"), {}});
+  });
+  ASSERT_FALSE(srv.start());
+  client c(srv.local_endpoints()[0].port);
+  std::string all = "EHLO c\r\n";
+  for (int i = 0; i < 50; ++i) all += "MAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nDATA\r\nm\r\n.\r\n";
+  c.send(all + "QUIT\r\n");
+  EXPECT_THAT(c.replies(2 + 200 + 1), HasSubstr("221 2.0.0 Bye"));
+  EXPECT_EQ(box.size(), 50u);
+}
+
+TEST(server_config, bind_failure_is_reported) {
+  smtp::server_config cfg;
+  cfg.listen = {smtp::listen_endpoint{"not-an-ip", 0, false}};
+  smtp::server srv(cfg, {});
+  EXPECT_TRUE(srv.start());
+}
