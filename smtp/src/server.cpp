@@ -308,16 +308,22 @@ asio::awaitable<delivery_result> server::impl::deliver_async(std::shared_ptr<asy
     std::optional<delivery_result> result;
   };
   auto p = std::make_shared<pending>();
-  call_deliver(std::move(msg), [p, c](delivery_result r) {
+  // Only a weak reference travels with the callback: a copy of it kept alive
+  // by the application after it was called must not keep the connection (and
+  // its sockets) alive past the server.
+  std::weak_ptr<async_conn> wc = c;
+  call_deliver(std::move(msg), [p, wc](delivery_result r) {
     std::unique_lock lk(p->m);
     if (p->inline_phase) {
       p->result = std::move(r);
       return;
     }
     lk.unlock();
-    asio::post(c->sock.get_executor(), [p, c, r = std::move(r)]() mutable {
+    auto conn = wc.lock();
+    if (!conn) return;  // the connection is gone (server destroyed)
+    asio::post(conn->sock.get_executor(), [p, wc, r = std::move(r)]() mutable {
       p->result = std::move(r);
-      c->wake.cancel();
+      if (auto c2 = wc.lock()) c2->wake.cancel();
     });
   });
   {
