@@ -32,8 +32,9 @@ run_one() {  # name, server command...
     'BEGIN{printf "{\"server\":\"%s\",\"messages\":%d,\"sessions\":%d,\"size\":%d,\"seconds\":%.3f,\"msgs_per_s\":%.0f,\"rc\":%d}\n", n, m, s, l, b-a, m/(b-a), rc}'
 }
 
-sink_cmd() { smtp-sink $sink_user -c "127.0.0.1:$1" 1000; }
-ours_cmd() { local model=$1 rpe=$2 p=$3; "$bin" --listen "127.0.0.1:$p" --model "$model" --reads-per-event "$rpe" --seconds 300; }
+# exec: the background job's PID is the server itself, so kill reaches it.
+sink_cmd() { exec smtp-sink $sink_user -c "127.0.0.1:$1" 1000; }
+ours_cmd() { local model=$1 rpe=$2 p=$3; exec "$bin" --listen "127.0.0.1:$p" --model "$model" --reads-per-event "$rpe" --seconds 300; }
 
 for r in $(seq "$rounds"); do
   run_one smtp-sink sink_cmd

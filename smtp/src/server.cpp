@@ -102,6 +102,7 @@ struct server::impl {
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
   std::vector<listen_endpoint> bound;
+  std::vector<int> listen_fds;  // thread model: read by stop(), fixed after start()
   std::optional<asio::ssl::context> ssl;
   std::atomic<bool> stopping{false};
   std::atomic<bool> started{false};
@@ -307,16 +308,22 @@ asio::awaitable<delivery_result> server::impl::deliver_async(std::shared_ptr<asy
     std::optional<delivery_result> result;
   };
   auto p = std::make_shared<pending>();
-  call_deliver(std::move(msg), [p, c](delivery_result r) {
+  // Only a weak reference travels with the callback: a copy of it kept alive
+  // by the application after it was called must not keep the connection (and
+  // its sockets) alive past the server.
+  std::weak_ptr<async_conn> wc = c;
+  call_deliver(std::move(msg), [p, wc](delivery_result r) {
     std::unique_lock lk(p->m);
     if (p->inline_phase) {
       p->result = std::move(r);
       return;
     }
     lk.unlock();
-    asio::post(c->sock.get_executor(), [p, c, r = std::move(r)]() mutable {
+    auto conn = wc.lock();
+    if (!conn) return;  // the connection is gone (server destroyed)
+    asio::post(conn->sock.get_executor(), [p, wc, r = std::move(r)]() mutable {
       p->result = std::move(r);
-      c->wake.cancel();
+      if (auto c2 = wc.lock()) c2->wake.cancel();
     });
   });
   {
@@ -486,12 +493,15 @@ bool send_all(int fd, std::string_view out) {
 }  // namespace
 
 void server::impl::start_threads() {
+  for (auto& acc : acceptors) listen_fds.push_back(acc->native_handle());
   for (std::size_t i = 0; i < acceptors.size(); ++i)
     threads.emplace_back([this, i] { thread_accept_loop(*acceptors[i], bound[i].lmtp); });
 }
 
+// The listening sockets stay open (closed by wait() after the accept threads
+// are joined), so these fds cannot have been reused by anything else.
 void server::impl::stop_threads() {
-  for (auto& acc : acceptors) ::shutdown(acc->native_handle(), SHUT_RDWR);  // wakes accept()
+  for (int fd : listen_fds) ::shutdown(fd, SHUT_RDWR);  // wakes accept()
 }
 
 void server::impl::thread_accept_loop(tcp::acceptor& acc, bool lmtp) {
@@ -523,8 +533,6 @@ void server::impl::thread_accept_loop(tcp::acceptor& acc, bool lmtp) {
       release(ip);
     }
   }
-  error_code ig;
-  acc.close(ig);
 }
 
 void server::impl::thread_conn(int fd, bool lmtp, std::string ip, std::uint16_t port) {
@@ -650,6 +658,10 @@ void server::wait() {
     if (t.joinable()) t.join();
   impl_->threads.clear();
   if (impl_->cfg.model == io_model::thread) {
+    for (auto& acc : impl_->acceptors) {
+      error_code ig;
+      acc->close(ig);
+    }
     std::unique_lock lk(impl_->mu);
     impl_->idle_cv.wait(lk, [&] { return impl_->active == 0; });
   }

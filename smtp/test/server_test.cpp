@@ -239,8 +239,8 @@ TEST_P(server_test, asynchronous_delivery_from_another_thread) {
   EXPECT_EQ(c.replies(1), "250 2.0.0 Ok: queued as T1\r\n");
   srv->stop();
   srv->wait();
+  for (auto& t : workers) t.join();  // callbacks must have returned before the server dies
   srv.reset();
-  for (auto& t : workers) t.join();
   EXPECT_EQ(box.size(), 0u);
 }
 

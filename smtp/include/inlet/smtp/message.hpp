@@ -62,6 +62,8 @@ struct delivery_result {
 
 /// Called exactly once per delivery, inline or from any thread. Drivers post the
 /// result back to the connection's executor before touching the session.
+/// The call must have returned before the server is destroyed (server::wait()
+/// does not return while a delivery is unanswered).
 using delivery_callback = std::function<void(delivery_result)>;
 
 /// The hook the application provides: take the message, answer later.
