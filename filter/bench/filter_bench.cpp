@@ -84,7 +84,7 @@ class null_sink final : public f::bench::text_sink {
 struct options {
   std::string corpus;
   std::vector<std::string> terms;
-  int synthetic = 0, synthetic_terms = 0, rounds = 7, compile_reps = 3;
+  int synthetic = 0, synthetic_terms = 0, rounds = 7, compile_reps = 3, every = 1;
   std::size_t min_frag = 512, max_frag = 4096;
   std::string json;
   std::string only;  // run just this mode (for profilers)
@@ -142,7 +142,8 @@ std::vector<message> load_messages(const options& o) {
     for (const auto& e : fs::recursive_directory_iterator(o.corpus))
       if (e.is_regular_file() && e.path().extension() == ".txt") files.push_back(e.path());
     std::sort(files.begin(), files.end());
-    for (const auto& p : files) {
+    for (std::size_t i = 0; i < files.size(); i += static_cast<std::size_t>(o.every)) {
+      const auto& p = files[i];
       std::ifstream in(p, std::ios::binary);
       msgs.push_back({std::string(std::istreambuf_iterator<char>(in), {}), {}, {}, {}});
     }
@@ -329,6 +330,7 @@ bool parse_args(int argc, char** argv, options& o) {
     else if (a == "--max-frag") o.max_frag = std::stoul(next());
     else if (a == "--json") o.json = next();
     else if (a == "--only") o.only = next();
+    else if (a == "--every") o.every = std::max(1, std::stoi(next()));
     else return false;
   }
   if (o.min_frag == 0 || o.max_frag < o.min_frag) return false;
@@ -342,7 +344,7 @@ int main(int argc, char** argv) {
   if (!parse_args(argc, argv, o)) {
     std::fprintf(stderr,
                  "usage: filter_bench (--corpus DIR | --synthetic N) (--terms FILE... | --synthetic-terms N)\n"
-                 "       [--rounds R] [--compile-reps N] [--min-frag B] [--max-frag B] [--json FILE] [--only MODE]\n");
+                 "       [--rounds R] [--compile-reps N] [--min-frag B] [--max-frag B] [--json FILE] [--only MODE] [--every K]\n");
     return 2;
   }
   auto msgs = load_messages(o);

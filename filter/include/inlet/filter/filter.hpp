@@ -120,13 +120,15 @@ class scan {
   static void on_match(void* ctx, std::uint32_t id) noexcept;
   void record(std::uint32_t id) noexcept;
   void release_stream() noexcept;
+  void clear_seen() noexcept;
 
   std::shared_ptr<const filter> filter_;
   counters* stats_ = nullptr;
   std::unique_ptr<engine_stream> stream_;
   bool open_ = false;
   double score_ = 0.0;
-  std::vector<std::uint64_t> seen_;     ///< bitmap over term ids, sized on first match
+  std::vector<std::uint64_t> seen_;     ///< bitmap over term ids, once matches are many
+  bool bitmap_ = false;                 ///< seen_ is in use (and holds matched_)
   std::vector<std::uint32_t> matched_;
   std::uint64_t bytes_ = 0;
   std::uint64_t nanos_ = 0;
