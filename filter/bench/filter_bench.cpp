@@ -238,7 +238,7 @@ struct run_result {
   std::size_t matches = 0;  // distinct (message, term) pairs
 };
 
-run_result run_hs_block(const std::vector<message>& msgs, const hs_block_ref& ref) {
+[[gnu::noinline]] run_result run_hs_block(const std::vector<message>& msgs, const hs_block_ref& ref) {
   run_result r;
   auto t0 = clk::now();
   for (const auto& m : msgs)
@@ -248,7 +248,7 @@ run_result run_hs_block(const std::vector<message>& msgs, const hs_block_ref& re
   return r;
 }
 
-run_result run_scan_pieces(const std::vector<message>& msgs, const std::shared_ptr<const f::filter>& fl,
+[[gnu::noinline]] run_result run_scan_pieces(const std::vector<message>& msgs, const std::shared_ptr<const f::filter>& fl,
                            f::counters& c) {
   run_result r;
   auto t0 = clk::now();
@@ -265,7 +265,7 @@ run_result run_scan_pieces(const std::vector<message>& msgs, const std::shared_p
   return r;
 }
 
-run_result run_pipeline(const std::vector<message>& msgs, const std::shared_ptr<const f::filter>& fl,
+[[gnu::noinline]] run_result run_pipeline(const std::vector<message>& msgs, const std::shared_ptr<const f::filter>& fl,
                         f::counters& c) {
   run_result r;
   auto t0 = clk::now();
@@ -285,7 +285,7 @@ run_result run_pipeline(const std::vector<message>& msgs, const std::shared_ptr<
   return r;
 }
 
-run_result run_decode_only(const std::vector<message>& msgs) {
+[[gnu::noinline]] run_result run_decode_only(const std::vector<message>& msgs) {
   run_result r;
   auto t0 = clk::now();
   for (const auto& m : msgs) {
@@ -380,6 +380,13 @@ int main(int argc, char** argv) {
     const auto& [name, terms] = lists[li];
     auto lits = literal_only(terms);
     // Compile times (median of compile_reps).
+    // Compile times (median of compile_reps). With --only, compile just what runs.
+    auto wanted = [&](std::initializer_list<const char*> ms) {
+      if (o.only.empty()) return true;
+      for (const char* m : ms)
+        if (o.only == m) return true;
+      return false;
+    };
     std::vector<double> c_hs, c_ac;
     std::shared_ptr<const f::filter> fhs, fhs_lit, fac;
     for (int k = 0; k < o.compile_reps; ++k) {
@@ -388,12 +395,14 @@ int main(int argc, char** argv) {
         if (!r) { std::fprintf(stderr, "%s\n", r.error().to_string().c_str()); std::exit(1); }
         fhs = *r;
       }));
-      c_ac.push_back(timed_ms([&] { fac = *f::filter::compile(lits, {f::engine_kind::aho_corasick}); }));
+      if (!o.only.empty()) break;  // profiling run: compile once
     }
-    fhs_lit = *f::filter::compile(lits, {f::engine_kind::hyperscan});
+    for (int k = 0; k < o.compile_reps; ++k)
+      c_ac.push_back(timed_ms([&] { fac = *f::filter::compile(lits, {f::engine_kind::aho_corasick}); }));
+    if (wanted({"pipeline_hs_lit"})) fhs_lit = *f::filter::compile(lits, {f::engine_kind::hyperscan});
     hs_block_ref ref;
     double block_ms = 0;
-    if (!compile_block(terms, ref, block_ms)) return 1;
+    if (wanted({"hs_block"}) && !compile_block(terms, ref, block_ms)) return 1;
 
     f::counters counters;
     std::vector<double> t[nmodes];
@@ -448,12 +457,12 @@ int main(int argc, char** argv) {
                 r_ac[0], r_ac[1], r_ac[2]);
     std::printf("decode_only / pipeline_hs:                           median %.3f [%.3f..%.3f]\n",
                 r_dec[0], r_dec[1], r_dec[2]);
-    if (matches[1] != matches[2] || matches[3] != matches[4]) {
+    if (o.only.empty() && (matches[1] != matches[2] || matches[3] != matches[4])) {
       std::printf("MISMATCH: scan_pieces %zu vs pipeline_hs %zu; hs_lit %zu vs ac %zu\n", matches[1],
                   matches[2], matches[3], matches[4]);
       ++failures;
     }
-    if (matches[0] != matches[1])
+    if (o.only.empty() && matches[0] != matches[1])
       std::printf("note: hs_block found %zu matches, streaming %zu (flat text joins streams with '\\n')\n",
                   matches[0], matches[1]);
 

@@ -85,14 +85,19 @@ void mini_mime::feed(std::string_view in) {
 // `from`), or npos.
 static std::size_t header_end(std::string_view h, std::size_t from) {
   if (from == 0 && (h.starts_with("\r\n") || h.starts_with("\n"))) return h[0] == '\n' ? 1 : 2;
-  if (from >= h.size()) return std::string_view::npos;
+  // memchr per line (AVX2 in glibc); glibc's memmem is a slow generic loop for such
+  // short needles.
   const char* base = h.data();
-  const void* lf = ::memmem(base + from, h.size() - from, "\n\n", 2);
-  const void* crlf = ::memmem(base + from, h.size() - from, "\n\r\n", 3);
-  std::size_t a = lf ? static_cast<std::size_t>(static_cast<const char*>(lf) - base) + 2 : std::string_view::npos;
-  std::size_t b = crlf ? static_cast<std::size_t>(static_cast<const char*>(crlf) - base) + 3
-                       : std::string_view::npos;
-  return std::min(a, b);
+  const std::size_t n = h.size();
+  for (std::size_t p = from; p < n;) {
+    const char* nl = static_cast<const char*>(std::memchr(base + p, '\n', n - p));
+    if (nl == nullptr) break;
+    std::size_t i = static_cast<std::size_t>(nl - base);
+    if (i + 1 < n && base[i + 1] == '\n') return i + 2;
+    if (i + 2 < n && base[i + 1] == '\r' && base[i + 2] == '\n') return i + 3;
+    p = i + 1;
+  }
+  return std::string_view::npos;
 }
 
 void mini_mime::feed_headers(std::string_view& in) {
@@ -259,14 +264,25 @@ void mini_mime::process_body(std::string_view& in) {
         }
       }
     }
-    // Next line that starts with '-' (the only lines that can be boundaries).
-    const void* hit = ::memmem(in.data() + pos, n - pos, "\n-", 2);
-    if (hit == nullptr) {
+    // Next line that starts with '-' (the only lines that can be boundaries): look for
+    // '-' (absent from base64 bodies, rarer than LF in text) preceded by LF.
+    bool found = false;
+    for (std::size_t p = pos + 1; p < n;) {
+      const char* d = static_cast<const char*>(std::memchr(in.data() + p, '-', n - p));
+      if (d == nullptr) break;
+      std::size_t i = static_cast<std::size_t>(d - in.data());
+      if (in[i - 1] == '\n') {
+        pos = i;
+        found = true;
+        break;
+      }
+      p = i + 1;
+    }
+    if (!found) {
       line_start_ = in[n - 1] == '\n';
       pos = n;
       break;
     }
-    pos = static_cast<std::size_t>(static_cast<const char*>(hit) - in.data()) + 1;
     line_start_ = true;
   }
   emit(in.substr(run, pos - run));
