@@ -113,6 +113,7 @@ scan::scan(scan&& o) noexcept
       score_(std::exchange(o.score_, 0.0)),
       seen_(std::move(o.seen_)),
       bitmap_(std::exchange(o.bitmap_, false)),
+      small_set_(o.small_set_),
       matched_(std::move(o.matched_)),
       bytes_(std::exchange(o.bytes_, 0)),
       nanos_(std::exchange(o.nanos_, 0)),
@@ -127,6 +128,7 @@ scan& scan::operator=(scan&& o) noexcept {
     score_ = std::exchange(o.score_, 0.0);
     seen_ = std::move(o.seen_);
     bitmap_ = std::exchange(o.bitmap_, false);
+    small_set_ = o.small_set_;
     matched_ = std::move(o.matched_);
     bytes_ = std::exchange(o.bytes_, 0);
     nanos_ = std::exchange(o.nanos_, 0);
@@ -152,20 +154,25 @@ void scan::record(std::uint32_t id) noexcept {
   const std::size_t n = filter_->terms().size();
   if (id >= n) return;
   try {
-    // Few distinct matches per message: a linear look-up, no allocation. Past
-    // small_matches, a bitmap over the term ids takes over.
-    constexpr std::size_t small_matches = 32;
-    if (matched_.size() < small_matches) {
-      for (std::uint32_t m : matched_)
-        if (m == id) return;
-    } else {
-      if (seen_.empty()) seen_.assign((n + 63) / 64, 0);
-      if (!bitmap_) {
-        for (std::uint32_t m : matched_) seen_[m / 64] |= std::uint64_t{1} << (m % 64);
-        bitmap_ = true;
+    // Few distinct matches per message: an inline open-addressing set (no allocation)
+    // while it is at most half full; then a bitmap over the term ids takes over.
+    if (!bitmap_ && matched_.size() < small_set_slots / 2) {
+      std::size_t h = (id * 0x9E3779B1u) >> (32 - small_set_bits);
+      for (;; h = (h + 1) & (small_set_slots - 1)) {
+        if (small_set_[h] == id + 1) return;
+        if (small_set_[h] == 0) break;
       }
-      if (seen_[id / 64] & (std::uint64_t{1} << (id % 64))) return;
+      matched_.push_back(id);
+      small_set_[h] = id + 1;
+      score_ += filter_->terms().terms[id].weight;
+      return;
     }
+    if (!bitmap_) {
+      if (seen_.empty()) seen_.assign((n + 63) / 64, 0);
+      for (std::uint32_t m : matched_) seen_[m / 64] |= std::uint64_t{1} << (m % 64);
+      bitmap_ = true;
+    }
+    if (seen_[id / 64] & (std::uint64_t{1} << (id % 64))) return;
     matched_.push_back(id);
     if (bitmap_) seen_[id / 64] |= std::uint64_t{1} << (id % 64);
     score_ += filter_->terms().terms[id].weight;
@@ -175,9 +182,11 @@ void scan::record(std::uint32_t id) noexcept {
 }
 
 void scan::clear_seen() noexcept {
-  if (!bitmap_) return;
-  for (std::uint32_t id : matched_) seen_[id / 64] &= ~(std::uint64_t{1} << (id % 64));
-  bitmap_ = false;
+  if (bitmap_) {
+    for (std::uint32_t id : matched_) seen_[id / 64] &= ~(std::uint64_t{1} << (id % 64));
+    bitmap_ = false;
+  }
+  small_set_.fill(0);
 }
 
 void scan::begin_stream(stream_kind) {
