@@ -157,11 +157,14 @@ void mini_mime::parse_headers(std::string_view block) {
     std::size_t nl = block.find('\n');
     std::string_view line = block.substr(0, nl == std::string_view::npos ? block.size() : nl + 1);
     block.remove_prefix(line.size());
-    std::size_t colon = line.find(':');
-    if (colon == std::string_view::npos || line[0] == ' ' || line[0] == '\t') continue;
-    std::string_view name = trim(line.substr(0, colon));
-    char c0 = lower(name.empty() ? ' ' : name[0]);
+    // Only Content-*, Subject, Comments and Keywords matter: decide on the first byte
+    // before looking for the colon (most header bytes are Received: and friends).
+    char c0 = lower(line[0]);
     bool wanted = c0 == 'c' || (top_level_ && (c0 == 's' || c0 == 'k'));
+    if (!wanted) continue;  // continuation lines of a skipped field start with a blank
+    std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::string_view name = trim(line.substr(0, colon));
     std::string_view value = trim(line.substr(colon + 1));
     if (!block.empty() && (block[0] == ' ' || block[0] == '\t')) {
       if (wanted) unfolded.assign(value);
@@ -355,12 +358,16 @@ std::string_view mini_mime::decode(std::string_view run) {
 std::string_view mini_mime::convert(std::string_view bytes) {
   if (cur_.charset == cs::utf8) return bytes;
   // Pure ASCII needs no conversion: test 8 bytes at a time.
-  std::uint64_t acc = 0;
+  std::uint64_t acc = 0, w[4];
   std::size_t i = 0;
+  for (; i + 32 <= bytes.size(); i += 32) {
+    std::memcpy(w, bytes.data() + i, 32);
+    acc |= w[0] | w[1] | w[2] | w[3];
+    if (acc & 0x8080808080808080ull) break;
+  }
   for (; i + 8 <= bytes.size(); i += 8) {
-    std::uint64_t w;
-    std::memcpy(&w, bytes.data() + i, 8);
-    acc |= w;
+    std::memcpy(w, bytes.data() + i, 8);
+    acc |= w[0];
   }
   for (; i < bytes.size(); ++i) acc |= static_cast<unsigned char>(bytes[i]);
   if ((acc & 0x8080808080808080ull) == 0) return bytes;
