@@ -1,0 +1,677 @@
+#include <inlet/mime/decode.hpp>
+#include <inlet/mime/fields.hpp>
+
+#include "ascii.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+namespace inlet::mime {
+namespace {
+
+using detail::iequals;
+using detail::is_ws;
+using detail::to_lower;
+
+std::string valid_utf8(std::string_view s) { return to_utf8(s, "utf-8"); }
+
+// Replaces every line break with nothing (folds keep their whitespace).
+std::string unfold_raw(std::string_view raw) {
+  std::string out;
+  out.reserve(raw.size());
+  for (char c : raw)
+    if (c != '\r' && c != '\n') out.push_back(c);
+  return out;
+}
+
+// An RFC 2047 encoded word at s[i] ("=?charset?B|Q?text?="). On success fills the
+// charset and decoded bytes and returns its length; 0 when it is not one.
+std::size_t encoded_word(std::string_view s, std::size_t i, std::string& charset, std::string& bytes) {
+  if (s.compare(i, 2, "=?") != 0) return 0;
+  std::size_t q1 = s.find('?', i + 2);
+  if (q1 == std::string_view::npos || q1 == i + 2 || q1 + 2 >= s.size() || s[q1 + 2] != '?') return 0;
+  for (std::size_t k = i + 2; k < q1; ++k)
+    if (is_ws(s[k])) return 0;
+  char enc = to_lower(s[q1 + 1]);
+  if (enc != 'b' && enc != 'q') return 0;
+  std::size_t tb = q1 + 3;
+  std::size_t te = s.find("?=", tb);
+  if (te == std::string_view::npos || te - tb > 2000) return 0;
+  std::string_view text = s.substr(tb, te - tb);
+  if (text.find_first_of(" \t") != std::string_view::npos) return 0;
+  charset.assign(s.substr(i + 2, q1 - i - 2));
+  if (enc == 'b') {
+    bytes = decode_base64(text);
+  } else {
+    bytes.clear();
+    for (std::size_t k = 0; k < text.size(); ++k) {
+      char c = text[k];
+      auto hex = [](char h) { return (h >= '0' && h <= '9') || ((h | 0x20) >= 'a' && (h | 0x20) <= 'f'); };
+      auto val = [](char h) { return h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10; };
+      if (c == '_') bytes.push_back(' ');
+      else if (c == '=' && k + 2 < text.size() + 0 && hex(text[k + 1]) && hex(text[k + 2])) {
+        bytes.push_back(static_cast<char>(val(text[k + 1]) << 4 | val(text[k + 2])));
+        k += 2;
+      } else bytes.push_back(c);
+    }
+  }
+  return te + 2 - i;
+}
+
+// Decodes encoded words inside `s` (already unfolded); other bytes pass as UTF-8.
+std::string decode_words(std::string_view s) {
+  std::string out, pending, pending_cs, ws, cs, bytes;
+  bool have = false;
+  auto flush = [&] {
+    if (have) out += to_utf8(pending, pending_cs);
+    have = false;
+    pending.clear();
+  };
+  std::size_t i = 0, lit = 0;  // lit: start of the pending literal run
+  auto flush_lit = [&](std::size_t end) {
+    if (end > lit) out += valid_utf8(s.substr(lit, end - lit));
+  };
+  while (i < s.size()) {
+    std::size_t n = s[i] == '=' ? encoded_word(s, i, cs, bytes) : 0;
+    if (n) {
+      flush_lit(i);
+      if (have && canonical_charset(cs) == canonical_charset(pending_cs)) {
+        pending += bytes;  // whitespace between adjacent encoded words is dropped
+      } else {
+        flush();
+        out += ws;
+        pending = bytes;
+        pending_cs = cs;
+        have = true;
+      }
+      ws.clear();
+      i += n;
+      lit = i;
+      continue;
+    }
+    if (have && (s[i] == ' ' || s[i] == '\t')) {
+      ws.push_back(s[i++]);
+      lit = i;
+      continue;
+    }
+    if (have) {
+      flush();
+      out += ws;
+      ws.clear();
+      lit = i;
+    }
+    ++i;
+  }
+  flush_lit(i);
+  flush();
+  out += ws;
+  return out;
+}
+
+std::string collapse_ws(std::string_view s) {
+  std::string out;
+  bool space = false;
+  for (char c : s) {
+    if (is_ws(c)) {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out.push_back(' ');
+    space = false;
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string unfold(std::string_view raw) {
+  return valid_utf8(detail::trim(unfold_raw(raw)));
+}
+
+std::string decode_unstructured(std::string_view raw) {
+  std::string u = unfold_raw(raw);
+  return decode_words(detail::trim(u));
+}
+
+// ---- addresses ---------------------------------------------------------------------
+
+namespace {
+
+constexpr bool is_addr_special(char c) noexcept {
+  switch (c) {
+    case '(': case ')': case '<': case '>': case '[': case ']': case ':': case ';':
+    case '@': case '\\': case ',': case '"':
+      return true;
+    default:
+      return is_ws(c);
+  }
+}
+
+constexpr bool is_atext_local(char c) noexcept {
+  return !is_addr_special(c) && static_cast<unsigned char>(c) > 32;
+}
+
+struct addr_parser {
+  std::string_view s;
+  std::size_t i = 0;
+  std::vector<mailbox>& out;
+  bool defect = false;
+
+  void skip_cfws() {
+    detail::lexer lx{s, i};
+    lx.skip_cfws();
+    i = lx.i;
+  }
+
+  // Quoted string at s[i]: returns the unescaped content.
+  std::string quoted() {
+    std::string v;
+    ++i;
+    while (i < s.size() && s[i] != '"') {
+      if (s[i] == '\\' && i + 1 < s.size()) ++i;
+      v.push_back(s[i++]);
+    }
+    if (i < s.size()) ++i;
+    else defect = true;
+    return v;
+  }
+
+  // Everything up to the matching '>', CFWS removed, obs-route dropped.
+  std::string angle() {
+    ++i;
+    std::string a;
+    while (i < s.size() && s[i] != '>') {
+      char c = s[i];
+      if (c == '"') {
+        std::string q = quoted();
+        bool plain = !q.empty() && std::all_of(q.begin(), q.end(), [](char ch) { return is_atext_local(ch) || ch == '.'; });
+        a += plain ? q : "\"" + q + "\"";
+      } else if (c == '(' || is_ws(c)) {
+        skip_cfws();
+      } else {
+        a.push_back(c);
+        ++i;
+      }
+    }
+    if (i < s.size()) ++i;
+    else defect = true;
+    if (!a.empty() && a[0] == '@') {  // obs-route: @a,@b:addr
+      auto colon = a.find(':');
+      a = colon == std::string::npos ? std::string{} : a.substr(colon + 1);
+    }
+    return a;
+  }
+
+  // One address (a mailbox, or a group whose members go to `out`).
+  void address(bool in_group) {
+    std::string name, raw, cs, bytes;
+    bool last_ew = false, pending_space = false;
+    auto add_word = [&](const std::string& w, bool ew) {
+      if (!name.empty() && pending_space && !(ew && last_ew)) name.push_back(' ');
+      name += w;
+      last_ew = ew;
+      pending_space = false;
+    };
+    for (;;) {
+      std::size_t before = i;
+      skip_cfws();
+      if (i != before) pending_space = true;
+      if (i >= s.size()) break;
+      char c = s[i];
+      if (c == ',' || (c == ';' && in_group)) break;
+      if (c == '<') {
+        std::string a = angle();
+        out.push_back({collapse_ws(decode_words(name)), a});
+        skip_cfws();
+        while (i < s.size() && s[i] != ',' && !(in_group && s[i] == ';')) {  // junk after '>'
+          defect = true;
+          ++i;
+        }
+        return;
+      }
+      if (c == ':' && !in_group && raw.find('@') == std::string::npos) {
+        ++i;
+        group();
+        skip_cfws();
+        while (i < s.size() && s[i] != ',') {  // junk after ';' ("group:;@domain")
+          defect = true;
+          ++i;
+        }
+        return;
+      }
+      if (c == '"') {
+        std::string q = quoted();
+        bool plain = std::all_of(q.begin(), q.end(), [](char ch) { return is_atext_local(ch) || ch == '.'; });
+        raw += (plain && !q.empty()) ? q : "\"" + q + "\"";
+        add_word(q, false);
+        continue;
+      }
+      if (c == '=' && s.compare(i, 2, "=?") == 0) {
+        if (std::size_t n = encoded_word(s, i, cs, bytes)) {
+          add_word(to_utf8(bytes, cs), true);
+          raw.append(s.substr(i, n));
+          i += n;
+          continue;
+        }
+      }
+      if (c == '[') {  // domain literal
+        std::size_t e = s.find(']', i);
+        e = e == std::string_view::npos ? s.size() : e + 1;
+        raw.append(s.substr(i, e - i));
+        i = e;
+        continue;
+      }
+      if (c == '@' || c == '.' || c == ';' || c == ':' || c == '>' || c == '\\' || c == ')') {
+        raw.push_back(c);
+        if ((c == '.' || c == '@') && !name.empty()) name.push_back(c);  // obs-phrase, or an address used as a name
+        pending_space = false;
+        ++i;
+        continue;
+      }
+      std::size_t b = i;
+      while (i < s.size() && !is_addr_special(s[i])) ++i;
+      if (i == b) {  // any other special (']', a stray '\\' ...): keep it, move on
+        raw.push_back(s[i++]);
+        defect = true;
+        continue;
+      }
+      std::string_view w = s.substr(b, i - b);
+      if (pending_space && !raw.empty() && raw.back() != '.' && raw.back() != '@') raw.push_back(' ');
+      raw.append(w);
+      add_word(std::string(w), false);
+    }
+    if (raw.empty()) return;
+    // Words separated by spaces in a bare addr-spec ("Undisclosed Recipients@x"): the
+    // local part is quoted, as Python does.
+    std::size_t at = raw.rfind('@');
+    std::string local = raw.substr(0, at == std::string::npos ? raw.size() : at);
+    if (local.find(' ') != std::string::npos && local.front() != '"') {
+      defect = true;
+      raw = "\"" + local + "\"" + (at == std::string::npos ? std::string{} : raw.substr(at));
+    }
+    out.push_back({std::string{}, valid_utf8(raw)});
+  }
+
+  void group() {
+    for (;;) {
+      skip_cfws();
+      if (i >= s.size()) {
+        defect = true;  // group without ';'
+        return;
+      }
+      if (s[i] == ';') {
+        ++i;
+        return;
+      }
+      if (s[i] == ',') {
+        ++i;
+        continue;
+      }
+      std::size_t before = i;
+      address(true);
+      if (i == before) ++i;
+    }
+  }
+
+  void list() {
+    while (i < s.size()) {
+      skip_cfws();
+      if (i >= s.size()) break;
+      if (s[i] == ',' || s[i] == ';') {
+        ++i;
+        continue;
+      }
+      std::size_t before = i;
+      address(false);
+      if (i == before) ++i;
+    }
+  }
+};
+
+}  // namespace
+
+std::vector<mailbox> parse_address_list(std::string_view raw, bool* defect) {
+  std::string u = unfold_raw(raw);
+  std::vector<mailbox> out;
+  addr_parser p{u, 0, out};
+  p.list();
+  for (auto& m : out) m.name = valid_utf8(m.name);
+  if (defect) *defect = p.defect;
+  return out;
+}
+
+// ---- dates -------------------------------------------------------------------------
+
+namespace {
+
+int month_of(std::string_view w) {
+  static constexpr std::string_view names[] = {"jan", "feb", "mar", "apr", "may", "jun",
+                                               "jul", "aug", "sep", "oct", "nov", "dec"};
+  if (w.size() < 3) return 0;
+  for (int m = 0; m < 12; ++m)
+    if (iequals(w.substr(0, 3), names[m])) return m + 1;
+  return 0;
+}
+
+bool all_digits(std::string_view w) {
+  return !w.empty() && std::all_of(w.begin(), w.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::optional<int> zone_name(std::string_view w) {
+  static constexpr std::pair<std::string_view, int> zones[] = {
+      {"ut", 0}, {"utc", 0}, {"gmt", 0}, {"z", 0}, {"ast", -240}, {"adt", -180},
+      {"est", -300}, {"edt", -240}, {"cst", -360}, {"cdt", -300}, {"mst", -420},
+      {"mdt", -360}, {"pst", -480}, {"pdt", -420}};
+  for (auto [n, off] : zones)
+    if (iequals(w, n)) return off;
+  if (w.size() == 1 && ((w[0] | 0x20) >= 'a' && (w[0] | 0x20) <= 'z')) return 0;  // military
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::chrono::sys_seconds> parse_date(std::string_view raw) {
+  // Strip comments, split on whitespace and commas.
+  std::string s;
+  {
+    detail::lexer lx{raw};
+    while (!lx.at_end()) {
+      if (lx.peek() == '(') {
+        std::size_t b = lx.i;
+        lx.skip_cfws();
+        if (lx.i == b) ++lx.i;
+        s.push_back(' ');
+      } else {
+        char c = raw[lx.i++];
+        s.push_back(c == ',' || is_ws(c) ? ' ' : c);
+      }
+    }
+  }
+  std::vector<std::string_view> toks;
+  for (std::size_t i = 0; i < s.size();) {
+    while (i < s.size() && s[i] == ' ') ++i;
+    std::size_t b = i;
+    while (i < s.size() && s[i] != ' ') ++i;
+    if (i > b) toks.emplace_back(s.data() + b, i - b);
+  }
+  // "21-Aug-2002" style
+  if (toks.size() >= 1 && std::count(toks[0].begin(), toks[0].end(), '-') == 2 && toks[0][0] != '-') {
+    std::string_view t = toks[0];
+    auto a = t.find('-'), b = t.rfind('-');
+    std::vector<std::string_view> parts{t.substr(0, a), t.substr(a + 1, b - a - 1), t.substr(b + 1)};
+    toks.erase(toks.begin());
+    toks.insert(toks.begin(), parts.begin(), parts.end());
+  }
+  int day = -1, month = 0, year = -1, hh = -1, mm = 0, ss = 0, zone = 0;
+  bool have_zone = false;
+  for (std::string_view t : toks) {
+    if (t.find(':') != std::string_view::npos && hh < 0) {
+      int a = -1, b = -1, c = 0;
+      int n = std::sscanf(std::string(t).c_str(), "%d:%d:%d", &a, &b, &c);
+      if (n < 2) return std::nullopt;
+      hh = a;
+      mm = b;
+      ss = n == 3 ? c : 0;
+      continue;
+    }
+    if ((t[0] == '+' || t[0] == '-') && t.size() == 5 && all_digits(t.substr(1))) {
+      int v = std::stoi(std::string(t.substr(1)));
+      zone = (v / 100) * 60 + v % 100;
+      if (t[0] == '-') zone = -zone;
+      have_zone = true;
+      continue;
+    }
+    if (all_digits(t)) {
+      if (t.size() > 4) continue;
+      int v = std::stoi(std::string(t));
+      if (day < 0 && t.size() <= 2 && v >= 1 && v <= 31) day = v;
+      else if (year < 0) {
+        year = v;
+        if (t.size() <= 2) year += v < 50 ? 2000 : 1900;
+        else if (t.size() == 3) year += 1900;
+      }
+      continue;
+    }
+    if (int m = month_of(t); m && month == 0 && t.size() <= 9) {
+      month = m;
+      continue;
+    }
+    if (hh >= 0 && !have_zone) {
+      if (auto z = zone_name(t)) {
+        zone = *z;
+        have_zone = true;
+      }
+    }
+  }
+  if (day < 0 || month == 0 || year < 0) return std::nullopt;
+  if (hh < 0) hh = 0;
+  if (hh > 23 || mm < 0 || mm > 59 || ss < 0 || ss > 60) return std::nullopt;
+  if (ss == 60) ss = 59;
+  using namespace std::chrono;
+  year_month_day ymd{std::chrono::year{year}, std::chrono::month{static_cast<unsigned>(month)},
+                     std::chrono::day{static_cast<unsigned>(day)}};
+  if (!ymd.ok()) return std::nullopt;
+  return sys_seconds{sys_days{ymd}} + hours{hh} + minutes{mm} + seconds{ss} - minutes{zone};
+}
+
+std::string format_iso8601(std::chrono::sys_seconds t) {
+  using namespace std::chrono;
+  auto dp = floor<days>(t);
+  year_month_day ymd{dp};
+  hh_mm_ss hms{t - dp};
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02dZ", static_cast<int>(ymd.year()),
+                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                static_cast<int>(hms.hours().count()), static_cast<int>(hms.minutes().count()),
+                static_cast<int>(hms.seconds().count()));
+  return buf;
+}
+
+// ---- message ids ---------------------------------------------------------------------
+
+std::vector<std::string> parse_message_id_list(std::string_view raw) {
+  std::vector<std::string> out;
+  std::string u = unfold_raw(raw);
+  detail::lexer lx{u};
+  for (;;) {
+    lx.skip_cfws();
+    if (lx.at_end()) break;
+    if (lx.peek() == '<') {
+      std::size_t e = u.find('>', lx.i);
+      std::string id;
+      for (std::size_t k = lx.i + 1; k < (e == std::string::npos ? u.size() : e); ++k)
+        if (!is_ws(u[k])) id.push_back(u[k]);
+      if (!id.empty()) out.push_back(valid_utf8(id));
+      lx.i = e == std::string::npos ? u.size() : e + 1;
+    } else {
+      std::size_t b = lx.i;
+      while (!lx.at_end() && !is_ws(lx.peek()) && lx.peek() != '<' && lx.peek() != '(' && lx.peek() != ',') ++lx.i;
+      if (lx.i > b) out.push_back(valid_utf8(u.substr(b, lx.i - b)));
+      else ++lx.i;
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> parse_message_id(std::string_view raw) {
+  if (raw.find('<') == std::string_view::npos) {  // no brackets: the value without spaces
+    std::string id;
+    for (char c : raw)
+      if (!is_ws(c)) id.push_back(c);
+    if (id.empty()) return std::nullopt;
+    return valid_utf8(id);
+  }
+  auto ids = parse_message_id_list(raw);
+  if (ids.empty()) return std::nullopt;
+  return ids.front();
+}
+
+// ---- Content-Type / Content-Disposition ------------------------------------------------
+
+const mime_parameter* mime_field::find(std::string_view name) const noexcept {
+  for (const auto& p : params)
+    if (iequals(p.name, name)) return &p;
+  return nullptr;
+}
+
+namespace {
+
+std::string percent_decode(std::string_view v) {
+  std::string out;
+  auto hex = [](char h) { return (h >= '0' && h <= '9') || ((h | 0x20) >= 'a' && (h | 0x20) <= 'f'); };
+  auto val = [](char h) { return h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10; };
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (v[i] == '%' && i + 2 < v.size() + 0 && hex(v[i + 1]) && hex(v[i + 2])) {
+      out.push_back(static_cast<char>(val(v[i + 1]) << 4 | val(v[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(v[i]);
+    }
+  }
+  return out;
+}
+
+std::string unescape(std::string_view v, bool quoted) {
+  if (!quoted) return std::string(v);
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (v[i] == '\\' && i + 1 < v.size()) ++i;
+    out.push_back(v[i]);
+  }
+  return out;
+}
+
+void read_params(detail::lexer& lx, std::vector<mime_parameter>& out) {
+  struct section {
+    bool extended;
+    std::string value;
+  };
+  struct pending {
+    std::map<int, section> sections;
+  };
+  std::vector<std::pair<std::string, pending>> joined;  // keeps first-seen order
+  detail::param_reader pr{lx};
+  std::string_view name, value;
+  bool quoted = false;
+  while (pr.next(name, value, quoted)) {
+    std::string n;
+    for (char c : name) n.push_back(to_lower(c));
+    bool extended = !n.empty() && n.back() == '*';
+    if (extended) n.pop_back();
+    int index = -1;
+    if (auto star = n.find('*'); star != std::string::npos && all_digits(std::string_view(n).substr(star + 1))) {
+      index = std::stoi(n.substr(star + 1).substr(0, 6));
+      n.resize(star);
+    }
+    auto it = std::find_if(joined.begin(), joined.end(), [&](auto& j) { return j.first == n; });
+    if (it == joined.end()) {
+      joined.emplace_back(n, pending{});
+      it = joined.end() - 1;
+    }
+    int key = index < 0 ? 0 : index;
+    if (!it->second.sections.count(key))
+      it->second.sections[key] = section{extended, unescape(value, quoted)};
+  }
+  for (auto& [n, p] : joined) {
+    mime_parameter mp;
+    mp.name = n;
+    std::string bytes;
+    bool any_extended = false;
+    bool first = true;
+    for (auto& [idx, sec] : p.sections) {
+      std::string_view v = sec.value;
+      std::string tmp;
+      if (sec.extended) {
+        any_extended = true;
+        if (first) {  // charset'language'value
+          auto q1 = v.find('\''), q2 = q1 == std::string_view::npos ? q1 : v.find('\'', q1 + 1);
+          if (q2 != std::string_view::npos) {
+            mp.charset = std::string(v.substr(0, q1));
+            mp.language = std::string(v.substr(q1 + 1, q2 - q1 - 1));
+            v = v.substr(q2 + 1);
+          }
+        }
+        bytes += percent_decode(v);
+      } else {
+        bytes += sec.value;
+      }
+      first = false;
+    }
+    mp.value = any_extended ? to_utf8(bytes, mp.charset) : decode_words(bytes);
+    out.push_back(std::move(mp));
+  }
+}
+
+}  // namespace
+
+mime_field parse_content_type(std::string_view raw) {
+  std::string u = unfold_raw(raw);
+  mime_field f;
+  detail::lexer lx{u};
+  lx.skip_cfws();
+  std::string_view type = lx.token();
+  lx.skip_cfws();
+  if (!type.empty() && lx.eat('/')) {
+    lx.skip_cfws();
+    std::string_view sub = lx.token();
+    if (!sub.empty()) {
+      for (char c : type) f.value.push_back(to_lower(c));
+      f.value.push_back('/');
+      for (char c : sub) f.value.push_back(to_lower(c));
+    }
+  }
+  if (f.value.empty()) lx.skip_past(';');
+  read_params(lx, f.params);
+  return f;
+}
+
+mime_field parse_content_disposition(std::string_view raw) {
+  std::string u = unfold_raw(raw);
+  mime_field f;
+  detail::lexer lx{u};
+  lx.skip_cfws();
+  for (char c : lx.token()) f.value.push_back(to_lower(c));
+  read_params(lx, f.params);
+  return f;
+}
+
+// ---- Received -------------------------------------------------------------------------
+
+received_field parse_received(std::string_view raw) {
+  received_field r;
+  std::string u = unfold_raw(raw);
+  std::string_view s = u;
+  if (auto semi = s.rfind(';'); semi != std::string_view::npos) {
+    r.date = parse_date(s.substr(semi + 1));
+    s = s.substr(0, semi);
+  }
+  detail::lexer lx{s};
+  std::string* slot = nullptr;
+  for (;;) {
+    lx.skip_cfws();
+    if (lx.at_end()) break;
+    std::size_t b = lx.i;
+    if (lx.peek() == '<') {
+      lx.skip_past('>');
+    } else {
+      while (!lx.at_end() && !is_ws(lx.peek()) && lx.peek() != '(') ++lx.i;
+    }
+    std::string_view w = s.substr(b, lx.i - b);
+    if (w.empty()) {
+      ++lx.i;
+      continue;
+    }
+    if (iequals(w, "from")) slot = &r.from;
+    else if (iequals(w, "by")) slot = &r.by;
+    else if (iequals(w, "via")) slot = &r.via;
+    else if (iequals(w, "with")) slot = &r.with;
+    else if (iequals(w, "id")) slot = &r.id;
+    else if (iequals(w, "for")) slot = &r.for_;
+    else if (slot && slot->empty()) *slot = valid_utf8(w);
+  }
+  return r;
+}
+
+}  // namespace inlet::mime

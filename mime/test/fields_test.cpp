@@ -1,0 +1,142 @@
+#include <inlet/mime/fields.hpp>
+
+#include <gtest/gtest.h>
+
+namespace inlet::mime {
+namespace {
+
+std::vector<mailbox> A(std::string_view s) { return parse_address_list(s); }
+
+TEST(addresses, rfc5322_appendix_a) {
+  EXPECT_EQ(A(" \"Joe Q. Public\" <john.q.public@example.com>"),
+            (std::vector<mailbox>{{"Joe Q. Public", "john.q.public@example.com"}}));
+  EXPECT_EQ(A("Mary Smith <mary@x.test>, jdoe@example.org, Who? <one@y.test>"),
+            (std::vector<mailbox>{{"Mary Smith", "mary@x.test"}, {"", "jdoe@example.org"}, {"Who?", "one@y.test"}}));
+  EXPECT_EQ(A("<boss@nil.test>, \"Giant; \\\"Big\\\" Box\" <sysservices@example.net>"),
+            (std::vector<mailbox>{{"", "boss@nil.test"}, {"Giant; \"Big\" Box", "sysservices@example.net"}}));
+  // Groups: members flattened, empty groups give nothing.
+  EXPECT_EQ(A("A Group:Ed Jones <c@a.test>,joe@where.test,John <jdoe@one.test>;, x@y.test"),
+            (std::vector<mailbox>{{"Ed Jones", "c@a.test"}, {"", "joe@where.test"}, {"John", "jdoe@one.test"}, {"", "x@y.test"}}));
+  EXPECT_TRUE(A("Undisclosed recipients:;").empty());
+  EXPECT_EQ(A("Undisclosed-Recipient:;@example.net, x@y.test"), (std::vector<mailbox>{{"", "x@y.test"}}));
+  // Comments and folding (A.5)
+  EXPECT_EQ(A("Pete(A nice \\) chap) <pete(his account)@silly.test(his host)>"),
+            (std::vector<mailbox>{{"Pete", "pete@silly.test"}}));
+  EXPECT_EQ(A("\r\n (Comment) john@example.com (John Doe)"), (std::vector<mailbox>{{"", "john@example.com"}}));
+}
+
+TEST(addresses, obsolete_and_international) {
+  // obs-route and obs-local-part spacing
+  EXPECT_EQ(A("Joe Q. Public <@machine.tld,@other.tld:john.q.public@example.com>"),
+            (std::vector<mailbox>{{"Joe Q. Public", "john.q.public@example.com"}}));
+  EXPECT_EQ(A("john . doe @ example . com"), (std::vector<mailbox>{{"", "john.doe@example.com"}}));
+  EXPECT_EQ(A("Undisclosed Recipients@example.com"), (std::vector<mailbox>{{"", "\"Undisclosed Recipients\"@example.com"}}));
+  // RFC 6532 UTF-8 and RFC 2047 display names
+  EXPECT_EQ(A("Jöran <jöran@exämple.test>"), (std::vector<mailbox>{{"Jöran", "jöran@exämple.test"}}));
+  EXPECT_EQ(A("=?ISO-8859-1?Q?Keld_J=F8rn?= =?ISO-8859-1?Q?_Simonsen?= <keld@dkuug.dk>"),
+            (std::vector<mailbox>{{"Keld Jørn Simonsen", "keld@dkuug.dk"}}));
+  EXPECT_EQ(A("\"quoted local\"@example.com"), (std::vector<mailbox>{{"", "\"quoted local\"@example.com"}}));
+  EXPECT_EQ(A("\"plain\"@example.com"), (std::vector<mailbox>{{"", "plain@example.com"}}));
+}
+
+TEST(addresses, garbage_never_fails) {
+  bool defect = false;
+  auto r = parse_address_list("\"unterminated <a@b", &defect);
+  EXPECT_TRUE(defect);
+  r = parse_address_list("<<<>>>,,,;;;:::@@@", &defect);
+  r = parse_address_list("a@b <c@d> junk", &defect);
+  // Found by fuzz_mime_tree: a stray ']' once stopped the scanner from advancing.
+  EXPECT_EQ(parse_address_list(" A]lice <alice@example.com>"), (std::vector<mailbox>{{"Alice", "alice@example.com"}}));
+  EXPECT_EQ(A("x]y@z"), (std::vector<mailbox>{{"", "x]y@z"}}));
+  EXPECT_TRUE(parse_address_list("").empty());
+  EXPECT_EQ(A("<>"), (std::vector<mailbox>{{"", ""}}));
+}
+
+TEST(dates, rfc5322_and_obsolete) {
+  auto iso = [](std::string_view s) {
+    auto d = parse_date(s);
+    return d ? format_iso8601(*d) : std::string("null");
+  };
+  EXPECT_EQ(iso("Fri, 21 Nov 1997 09:55:06 -0600"), "1997-11-21T15:55:06Z");
+  EXPECT_EQ(iso("Tue, 1 Jul 2003 10:52:37 +0200"), "2003-07-01T08:52:37Z");
+  EXPECT_EQ(iso("Thu, 13 Feb 1969 23:32:54 -0330"), "1969-02-14T03:02:54Z");
+  EXPECT_EQ(iso("Thu,\r\n      13\r\n        Feb\r\n          1969\r\n      23:32\r\n               -0330 (Newfoundland Time)"),
+            "1969-02-14T03:02:00Z");
+  EXPECT_EQ(iso("21 Nov 97 09:55:06 GMT"), "1997-11-21T09:55:06Z");
+  EXPECT_EQ(iso("Wed, 21 Aug 2002 11:46:03 EDT"), "2002-08-21T15:46:03Z");
+  EXPECT_EQ(iso("Wed, 21 Aug 02 11:46:03 PST"), "2002-08-21T19:46:03Z");
+  EXPECT_EQ(iso("Sat, 31 Dec 2005 23:59:60 Z"), "2005-12-31T23:59:59Z");
+  EXPECT_EQ(iso("1 Jan 2000 12:00:00 A"), "2000-01-01T12:00:00Z");  // military: -0000
+  EXPECT_EQ(iso("Mon, 02 Sep 2002 15:06:41 +0100 (IST)"), "2002-09-02T14:06:41Z");
+  EXPECT_EQ(iso("21-Aug-2002 11:46:03 +0000"), "2002-08-21T11:46:03Z");
+  EXPECT_EQ(iso("not a date"), "null");
+  EXPECT_EQ(iso("31 Feb 2002 10:00:00 +0000"), "null");
+  EXPECT_EQ(iso(""), "null");
+}
+
+TEST(message_ids, single_and_lists) {
+  EXPECT_EQ(parse_message_id(" <1234@local.machine.example>"), "1234@local.machine.example");
+  EXPECT_EQ(parse_message_id("<abc\r\n @def>"), "abc@def");
+  EXPECT_EQ(parse_message_id("bare@id"), "bare@id");
+  EXPECT_EQ(parse_message_id("PM2000 11:12:45 AM"), "PM200011:12:45AM");
+  EXPECT_EQ(parse_message_id("  "), std::nullopt);
+  EXPECT_EQ(parse_message_id_list("<a@b> (comment) <c@d>\r\n <e@f>"), (std::vector<std::string>{"a@b", "c@d", "e@f"}));
+}
+
+TEST(unstructured, encoded_words) {
+  EXPECT_EQ(decode_unstructured(" =?ISO-8859-1?Q?Caf=E9?= and\r\n =?UTF-8?B?0J/RgNC40LLQtdGC?= folded"),
+            "Café and Привет folded");
+  EXPECT_EQ(decode_unstructured("=?ISO-8859-1?Q?a?= =?ISO-8859-1?Q?b?="), "ab");
+  EXPECT_EQ(decode_unstructured("=?ISO-8859-1?Q?a?=  x  =?ISO-8859-1?Q?b?="), "a  x  b");
+  // A UTF-8 character split over two encoded words is joined before conversion.
+  EXPECT_EQ(decode_unstructured("=?utf-8?B?w6k=?= =?utf-8?Q?=C3?= =?utf-8?Q?=A9?="), "éé");
+  EXPECT_EQ(decode_unstructured("=?utf-8*en?q?hello_world?="), "hello world");
+  EXPECT_EQ(decode_unstructured("prefix=?utf-8?q?glued?=suffix"), "prefixgluedsuffix");
+  EXPECT_EQ(decode_unstructured("=?bogus?x?nope?= =?utf-8?q?"), "=?bogus?x?nope?= =?utf-8?q?");
+  EXPECT_EQ(decode_unstructured("=?koi8-r?b?0NLJ18XU?="), "привет");
+  EXPECT_EQ(decode_unstructured("raw \xff byte"), "raw \xEF\xBF\xBD byte");
+  EXPECT_EQ(unfold(" a\r\n b\r\n\tc "), "a b\tc");
+}
+
+TEST(mime_fields, content_type_and_rfc2231) {
+  mime_field f = parse_content_type(" Text/HTML (comment) ; charset = \"UTF-8\"; name=report.html");
+  EXPECT_EQ(f.value, "text/html");
+  ASSERT_NE(f.find("charset"), nullptr);
+  EXPECT_EQ(f.find("charset")->value, "UTF-8");
+  EXPECT_EQ(f.find("NAME")->value, "report.html");
+  f = parse_content_type("application/x-stuff;\r\n title*0*=us-ascii'en'This%20is%20even%20more%20;\r\n"
+                         " title*1*=%2A%2A%2Afun%2A%2A%2A%20;\r\n title*2=\"isn't it!\"");
+  ASSERT_NE(f.find("title"), nullptr);
+  EXPECT_EQ(f.find("title")->value, "This is even more ***fun*** isn't it!");
+  EXPECT_EQ(f.find("title")->charset, "us-ascii");
+  EXPECT_EQ(f.find("title")->language, "en");
+  // Sections out of order are put in order.
+  f = parse_content_type("a/b; n*1=\"B\"; n*0=\"A\"");
+  EXPECT_EQ(f.find("n")->value, "AB");
+  f = parse_content_type("a/b; name*=iso-8859-1''caf%E9.txt");
+  EXPECT_EQ(f.find("name")->value, "café.txt");
+  f = parse_content_type("a/b; name=\"=?utf-8?B?w6kudHh0?=\"");
+  EXPECT_EQ(f.find("name")->value, "é.txt");
+  f = parse_content_type("garbage");
+  EXPECT_EQ(f.value, "");
+  f = parse_content_disposition("ATTACHMENT; filename=\"a \\\"b\\\".txt\"; size=42");
+  EXPECT_EQ(f.value, "attachment");
+  EXPECT_EQ(f.find("filename")->value, "a \"b\".txt");
+  EXPECT_EQ(f.find("size")->value, "42");
+}
+
+TEST(received, clauses_and_date) {
+  received_field r = parse_received(
+      "from mail.example.org (mail.example.org [192.0.2.1])\r\n\tby mx.example.com (Postfix) with ESMTPS id 4ABC\r\n"
+      "\tfor <user@example.com>; Wed, 21 Aug 2002 11:46:03 -0400 (EDT)");
+  EXPECT_EQ(r.from, "mail.example.org");
+  EXPECT_EQ(r.by, "mx.example.com");
+  EXPECT_EQ(r.with, "ESMTPS");
+  EXPECT_EQ(r.id, "4ABC");
+  EXPECT_EQ(r.for_, "<user@example.com>");
+  ASSERT_TRUE(r.date);
+  EXPECT_EQ(format_iso8601(*r.date), "2002-08-21T15:46:03Z");
+}
+
+}  // namespace
+}  // namespace inlet::mime

@@ -1,0 +1,81 @@
+#include "split.hpp"
+
+#include <gtest/gtest.h>
+
+namespace inlet::mime::test {
+namespace {
+
+std::string text_of(const parsed_message& m, std::uint32_t p) {
+  std::string out;
+  decode_text(m, p, [&](std::string_view s) { out.append(s); });
+  return out;
+}
+
+TEST(summary, simple) {
+  std::string in = read_data("simple.eml");
+  for_each_split(in, [&](const parsed_message& m, const std::string& label) {
+    summary s = summarize(m);
+    ASSERT_EQ(s.subject, "Café and Привет folded") << label;
+    ASSERT_EQ(s.from, (std::vector<mailbox>{{"Joe Q. Public", "john.q.public@example.com"}}));
+    ASSERT_EQ(s.to.size(), 3u);
+    ASSERT_EQ(s.cc.size(), 2u);
+    ASSERT_TRUE(s.bcc.empty());
+    ASSERT_TRUE(s.date);
+    ASSERT_EQ(format_iso8601(*s.date), "2003-07-01T08:52:37Z");
+    ASSERT_EQ(s.message_id, "1234@local.machine.example");
+    ASSERT_EQ(s.snippet, "Hi everyone. This is a simple message.");
+    ASSERT_TRUE(s.attachments.empty());
+  });
+}
+
+TEST(summary, nested_text_and_attachments) {
+  std::string in = read_data("nested.eml");
+  for_each_split(in, [&](const parsed_message& m, const std::string& label) {
+    summary s = summarize(m);
+    ASSERT_EQ(s.snippet, "Grüße aus Köln, café soft break.") << label;
+    ASSERT_TRUE(s.to.empty());
+    ASSERT_EQ(s.attachments.size(), 2u);
+    ASSERT_EQ(s.attachments[0].filename, "résumé.pdf");
+    ASSERT_EQ(s.attachments[0].content_type, "application/pdf");
+    ASSERT_EQ(s.attachments[0].size, 70u);
+    ASSERT_EQ(s.attachments[1].content_type, "image/png");
+    ASSERT_EQ(s.attachments[1].size, 8u);
+    ASSERT_EQ(format_iso8601(*s.date), "1969-02-14T03:02:54Z");
+    std::vector<std::uint32_t> texts;
+    for_each_text_part(m, [&](std::uint32_t p) { texts.push_back(p); });
+    ASSERT_EQ(texts, (std::vector<std::uint32_t>{2, 3, 7}));
+    ASSERT_EQ(text_of(m, 3), "<html><body><p>Gr&uuml;&szlig;e &amp; <b>hello</b></p></body></html>");
+    ASSERT_EQ(charset(m, 2), "iso-8859-1");
+    ASSERT_EQ(filename(m, 4), "résumé.pdf");
+    ASSERT_EQ(disposition(m, 4), "attachment");
+    ASSERT_EQ(disposition(m, 8), "inline");
+    ASSERT_EQ(header_text(m, 6, "subject"), "inner message");
+  });
+}
+
+TEST(summary, html_only_snippet_and_koi8) {
+  parsed_message m = parse(
+      "Content-Type: text/html; charset=utf-8\r\n\r\n<html><head><style>p{x}</style></head>"
+      "<body><script>var a;</script><p>Tom &amp; Jerry&#33;&nbsp;&#x263A;</p><!-- hidden --></body></html>");
+  EXPECT_EQ(summarize(m).snippet, "Tom & Jerry! ☺");
+  std::string in = read_data("broken.eml");
+  for_each_split(in, [&](const parsed_message& b, const std::string& label) {
+    ASSERT_EQ(text_of(b, 2), "привет") << label;
+    ASSERT_EQ(summarize(b).snippet, "first --zzz not a boundary") << label;
+  });
+}
+
+TEST(summary, snippet_is_cut_on_characters) {
+  std::string body(300, 'x');
+  body[198] = '\xC3';
+  body[199] = '\xA9';
+  const std::string in = "Content-Type: text/plain; charset=utf-8\r\n\r\n" + body;
+  parsed_message m = parse(in);
+  summary s = summarize(m, 199);
+  EXPECT_EQ(s.snippet.size(), 200u);  // 198 'x' + "é"
+  s = summarize(m, 10);
+  EXPECT_EQ(s.snippet, "xxxxxxxxxx");
+}
+
+}  // namespace
+}  // namespace inlet::mime::test
