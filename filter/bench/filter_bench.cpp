@@ -8,6 +8,9 @@
 //   pipeline_hs_lit  the same with the literal terms only (what Aho-Corasick can take)
 //   pipeline_ac   the same with the Aho-Corasick engine (literal terms only)
 //   decode_only   raw fragments -> mini_mime -> nothing (the decoding share)
+//   hs_block_mime raw Hyperscan block mode over the text inlet::mime decodes, flat
+//   pipeline_mime raw fragments -> inlet::mime::parse (over the pieces) -> scan_parsed
+//   mime_only     the same with an empty term list (the parse + decode share)
 // Prints a table and writes JSON (--json FILE). Usage:
 //   filter_bench --corpus DIR --terms FILE [--terms FILE ...] [--rounds 7] [--json out.json]
 //   filter_bench --synthetic 200 --synthetic-terms 300 --rounds 1        (CI smoke)
@@ -30,6 +33,8 @@
 
 #include "engines.hpp"
 #include "inlet/filter/filter.hpp"
+#include "inlet/filter/mime_scan.hpp"
+#include "inlet/mime/message.hpp"
 #include "mini_mime.hpp"
 
 namespace fs = std::filesystem;
@@ -47,6 +52,27 @@ struct message {
   };
   std::vector<stream> streams;     // decoded once, pieces as the decoder produced them
   std::string flat;                // the decoded streams joined with '\n'
+  std::string flat_mime;           // the same for the text inlet::mime decodes
+};
+
+std::vector<std::string_view> fragments(const message& m) {
+  std::vector<std::string_view> v;
+  std::size_t off = 0;
+  for (std::size_t n : m.frags) {
+    v.push_back(std::string_view(m.raw).substr(off, n));
+    off += n;
+  }
+  return v;
+}
+
+class flat_visitor final : public f::text_visitor {
+ public:
+  explicit flat_visitor(std::string& out) : out_(out) {}
+  void begin(f::stream_kind) override {}
+  void piece(std::string_view b) override { out_ += b; }
+  void end() override { out_ += '\n'; }
+ private:
+  std::string& out_;
 };
 
 // Records decoded streams (preparation only).
@@ -84,7 +110,7 @@ class null_sink final : public f::bench::text_sink {
 struct options {
   std::string corpus;
   std::vector<std::string> terms;
-  int synthetic = 0, synthetic_terms = 0, rounds = 7, compile_reps = 3;
+  int synthetic = 0, synthetic_terms = 0, rounds = 7, compile_reps = 3, every = 1;
   std::size_t min_frag = 512, max_frag = 4096;
   std::string json;
   std::string only;  // run just this mode (for profilers)
@@ -142,14 +168,15 @@ std::vector<message> load_messages(const options& o) {
     for (const auto& e : fs::recursive_directory_iterator(o.corpus))
       if (e.is_regular_file() && e.path().extension() == ".txt") files.push_back(e.path());
     std::sort(files.begin(), files.end());
-    for (const auto& p : files) {
+    for (std::size_t i = 0; i < files.size(); i += static_cast<std::size_t>(o.every)) {
+      const auto& p = files[i];
       std::ifstream in(p, std::ios::binary);
-      msgs.push_back({std::string(std::istreambuf_iterator<char>(in), {}), {}, {}, {}});
+      msgs.push_back({std::string(std::istreambuf_iterator<char>(in), {}), {}, {}, {}, {}});
     }
   } else {
     auto vocab = synthetic_vocab();
     std::mt19937 rng(7);
-    for (int i = 0; i < o.synthetic; ++i) msgs.push_back({synthetic_message(rng, vocab), {}, {}, {}});
+    for (int i = 0; i < o.synthetic; ++i) msgs.push_back({synthetic_message(rng, vocab), {}, {}, {}, {}});
   }
   std::mt19937 rng(1234);
   for (auto& m : msgs) {
@@ -167,6 +194,10 @@ std::vector<message> load_messages(const options& o) {
       off += n;
     }
     mm.finish();
+    auto pieces = fragments(m);
+    inlet::mime::parsed_message pm = inlet::mime::parse(std::span<const std::string_view>(pieces));
+    flat_visitor fv(m.flat_mime);
+    f::visit_text(pm, fv);
   }
   return msgs;
 }
@@ -237,17 +268,20 @@ struct run_result {
   std::size_t matches = 0;  // distinct (message, term) pairs
 };
 
-run_result run_hs_block(const std::vector<message>& msgs, const hs_block_ref& ref) {
+[[gnu::noinline]] run_result run_hs_block(const std::vector<message>& msgs, const hs_block_ref& ref,
+                                          bool mime_text = false) {
   run_result r;
   auto t0 = clk::now();
-  for (const auto& m : msgs)
-    hs_scan(ref.db, m.flat.data(), static_cast<unsigned>(m.flat.size()), 0, ref.scratch, count_match,
+  for (const auto& m : msgs) {
+    const std::string& text = mime_text ? m.flat_mime : m.flat;
+    hs_scan(ref.db, text.data(), static_cast<unsigned>(text.size()), 0, ref.scratch, count_match,
             &r.matches);
+  }
   r.seconds = std::chrono::duration<double>(clk::now() - t0).count();
   return r;
 }
 
-run_result run_scan_pieces(const std::vector<message>& msgs, const std::shared_ptr<const f::filter>& fl,
+[[gnu::noinline]] run_result run_scan_pieces(const std::vector<message>& msgs, const std::shared_ptr<const f::filter>& fl,
                            f::counters& c) {
   run_result r;
   auto t0 = clk::now();
@@ -264,7 +298,7 @@ run_result run_scan_pieces(const std::vector<message>& msgs, const std::shared_p
   return r;
 }
 
-run_result run_pipeline(const std::vector<message>& msgs, const std::shared_ptr<const f::filter>& fl,
+[[gnu::noinline]] run_result run_pipeline(const std::vector<message>& msgs, const std::shared_ptr<const f::filter>& fl,
                         f::counters& c) {
   run_result r;
   auto t0 = clk::now();
@@ -284,7 +318,28 @@ run_result run_pipeline(const std::vector<message>& msgs, const std::shared_ptr<
   return r;
 }
 
-run_result run_decode_only(const std::vector<message>& msgs) {
+[[gnu::noinline]] run_result run_pipeline_mime(const std::vector<message>& msgs,
+                                               const std::shared_ptr<const f::filter>& fl, f::counters& c) {
+  run_result r;
+  std::vector<std::string_view> pieces;
+  auto t0 = clk::now();
+  for (const auto& m : msgs) {
+    pieces.clear();
+    std::size_t off = 0;
+    for (std::size_t n : m.frags) {
+      pieces.push_back(std::string_view(m.raw).substr(off, n));
+      off += n;
+    }
+    inlet::mime::parsed_message pm = inlet::mime::parse(std::span<const std::string_view>(pieces));
+    f::scan s(fl, &c);
+    f::scan_parsed(s, pm);
+    r.matches += s.finish().term_ids.size();
+  }
+  r.seconds = std::chrono::duration<double>(clk::now() - t0).count();
+  return r;
+}
+
+[[gnu::noinline]] run_result run_decode_only(const std::vector<message>& msgs) {
   run_result r;
   auto t0 = clk::now();
   for (const auto& m : msgs) {
@@ -329,6 +384,7 @@ bool parse_args(int argc, char** argv, options& o) {
     else if (a == "--max-frag") o.max_frag = std::stoul(next());
     else if (a == "--json") o.json = next();
     else if (a == "--only") o.only = next();
+    else if (a == "--every") o.every = std::max(1, std::stoi(next()));
     else return false;
   }
   if (o.min_frag == 0 || o.max_frag < o.min_frag) return false;
@@ -342,7 +398,7 @@ int main(int argc, char** argv) {
   if (!parse_args(argc, argv, o)) {
     std::fprintf(stderr,
                  "usage: filter_bench (--corpus DIR | --synthetic N) (--terms FILE... | --synthetic-terms N)\n"
-                 "       [--rounds R] [--compile-reps N] [--min-frag B] [--max-frag B] [--json FILE] [--only MODE]\n");
+                 "       [--rounds R] [--compile-reps N] [--min-frag B] [--max-frag B] [--json FILE] [--only MODE] [--every K]\n");
     return 2;
   }
   auto msgs = load_messages(o);
@@ -371,13 +427,22 @@ int main(int argc, char** argv) {
   std::ostringstream js;
   js << "{\n  \"messages\": " << msgs.size() << ", \"raw_bytes\": " << raw_bytes
      << ", \"decoded_bytes\": " << flat_bytes << ", \"rounds\": " << o.rounds << ",\n  \"lists\": [";
-  const char* modes[] = {"hs_block", "scan_pieces", "pipeline_hs", "pipeline_hs_lit", "pipeline_ac", "decode_only"};
-  constexpr int nmodes = 6;
+  const char* modes[] = {"hs_block",    "scan_pieces",   "pipeline_hs",   "pipeline_hs_lit", "pipeline_ac",
+                         "decode_only", "hs_block_mime", "pipeline_mime", "mime_only"};
+  constexpr int nmodes = 9;
+  auto empty_filter = *f::filter::compile(f::term_list{});
   int failures = 0;
   for (std::size_t li = 0; li < lists.size(); ++li) {
     const auto& [name, terms] = lists[li];
     auto lits = literal_only(terms);
     // Compile times (median of compile_reps).
+    // Compile times (median of compile_reps). With --only, compile just what runs.
+    auto wanted = [&](std::initializer_list<const char*> ms) {
+      if (o.only.empty()) return true;
+      for (const char* m : ms)
+        if (o.only == m) return true;
+      return false;
+    };
     std::vector<double> c_hs, c_ac;
     std::shared_ptr<const f::filter> fhs, fhs_lit, fac;
     for (int k = 0; k < o.compile_reps; ++k) {
@@ -386,12 +451,14 @@ int main(int argc, char** argv) {
         if (!r) { std::fprintf(stderr, "%s\n", r.error().to_string().c_str()); std::exit(1); }
         fhs = *r;
       }));
-      c_ac.push_back(timed_ms([&] { fac = *f::filter::compile(lits, {f::engine_kind::aho_corasick}); }));
+      if (!o.only.empty()) break;  // profiling run: compile once
     }
-    fhs_lit = *f::filter::compile(lits, {f::engine_kind::hyperscan});
+    for (int k = 0; k < o.compile_reps; ++k)
+      c_ac.push_back(timed_ms([&] { fac = *f::filter::compile(lits, {f::engine_kind::aho_corasick}); }));
+    if (wanted({"pipeline_hs_lit"})) fhs_lit = *f::filter::compile(lits, {f::engine_kind::hyperscan});
     hs_block_ref ref;
     double block_ms = 0;
-    if (!compile_block(terms, ref, block_ms)) return 1;
+    if (wanted({"hs_block", "hs_block_mime"}) && !compile_block(terms, ref, block_ms)) return 1;
 
     f::counters counters;
     std::vector<double> t[nmodes];
@@ -411,6 +478,9 @@ int main(int argc, char** argv) {
           case 3: rr = run_pipeline(msgs, fhs_lit, counters); break;
           case 4: rr = run_pipeline(msgs, fac, counters); break;
           case 5: rr = run_decode_only(msgs); break;
+          case 6: rr = run_hs_block(msgs, ref, true); break;
+          case 7: rr = run_pipeline_mime(msgs, fhs, counters); break;
+          case 8: rr = run_pipeline_mime(msgs, empty_filter, counters); break;
         }
         t[m].push_back(rr.seconds);
         matches[m] = rr.matches;
@@ -427,6 +497,8 @@ int main(int argc, char** argv) {
     auto r_scan = ratio(0, 1);    // hs_block time / scan_pieces time
     auto r_ac = ratio(4, 3);      // ac time / hs time, both literal-only (>= 5 wanted)
     auto r_dec = ratio(5, 2);     // share of the pipeline spent decoding
+    auto r_mime = ratio(6, 7);    // hs_block over mime text / pipeline_mime
+    auto r_mdec = ratio(8, 7);    // share of pipeline_mime spent parsing + decoding
 
     std::printf("\n== %s: %zu terms (%zu literal), compile hs %.1f ms (block %.1f ms), ac %.1f ms; "
                 "hs db %.1f MB, ac %.1f MB\n",
@@ -446,12 +518,18 @@ int main(int argc, char** argv) {
                 r_ac[0], r_ac[1], r_ac[2]);
     std::printf("decode_only / pipeline_hs:                           median %.3f [%.3f..%.3f]\n",
                 r_dec[0], r_dec[1], r_dec[2]);
-    if (matches[1] != matches[2] || matches[3] != matches[4]) {
+    std::printf("pipeline_mime vs hs_block_mime (block/pipeline):     median %.3f [%.3f..%.3f]\n",
+                r_mime[0], r_mime[1], r_mime[2]);
+    std::printf("mime_only / pipeline_mime:                           median %.3f [%.3f..%.3f]\n",
+                r_mdec[0], r_mdec[1], r_mdec[2]);
+    if (o.only.empty() && matches[6] != matches[7])
+      std::printf("note: hs_block_mime found %zu matches, pipeline_mime %zu\n", matches[6], matches[7]);
+    if (o.only.empty() && (matches[1] != matches[2] || matches[3] != matches[4])) {
       std::printf("MISMATCH: scan_pieces %zu vs pipeline_hs %zu; hs_lit %zu vs ac %zu\n", matches[1],
                   matches[2], matches[3], matches[4]);
       ++failures;
     }
-    if (matches[0] != matches[1])
+    if (o.only.empty() && matches[0] != matches[1])
       std::printf("note: hs_block found %zu matches, streaming %zu (flat text joins streams with '\\n')\n",
                   matches[0], matches[1]);
 
@@ -470,7 +548,9 @@ int main(int argc, char** argv) {
     js << "},\n     \"ratios\": {\"block_over_pipeline\": [" << r_pipe[0] << ", " << r_pipe[1] << ", "
        << r_pipe[2] << "], \"block_over_scan_pieces\": [" << r_scan[0] << ", " << r_scan[1] << ", "
        << r_scan[2] << "], \"ac_over_hs_literal\": [" << r_ac[0] << ", " << r_ac[1] << ", " << r_ac[2]
-       << "], \"decode_share\": [" << r_dec[0] << ", " << r_dec[1] << ", " << r_dec[2] << "]}}";
+       << "], \"decode_share\": [" << r_dec[0] << ", " << r_dec[1] << ", " << r_dec[2]
+       << "], \"block_mime_over_pipeline_mime\": [" << r_mime[0] << ", " << r_mime[1] << ", " << r_mime[2]
+       << "], \"mime_share\": [" << r_mdec[0] << ", " << r_mdec[1] << ", " << r_mdec[2] << "]}}";
   }
   js << "\n  ]\n}\n";
   if (!o.json.empty()) {

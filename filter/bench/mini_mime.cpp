@@ -85,14 +85,19 @@ void mini_mime::feed(std::string_view in) {
 // `from`), or npos.
 static std::size_t header_end(std::string_view h, std::size_t from) {
   if (from == 0 && (h.starts_with("\r\n") || h.starts_with("\n"))) return h[0] == '\n' ? 1 : 2;
-  if (from >= h.size()) return std::string_view::npos;
+  // memchr per line (AVX2 in glibc); glibc's memmem is a slow generic loop for such
+  // short needles.
   const char* base = h.data();
-  const void* lf = ::memmem(base + from, h.size() - from, "\n\n", 2);
-  const void* crlf = ::memmem(base + from, h.size() - from, "\n\r\n", 3);
-  std::size_t a = lf ? static_cast<std::size_t>(static_cast<const char*>(lf) - base) + 2 : std::string_view::npos;
-  std::size_t b = crlf ? static_cast<std::size_t>(static_cast<const char*>(crlf) - base) + 3
-                       : std::string_view::npos;
-  return std::min(a, b);
+  const std::size_t n = h.size();
+  for (std::size_t p = from; p < n;) {
+    const char* nl = static_cast<const char*>(std::memchr(base + p, '\n', n - p));
+    if (nl == nullptr) break;
+    std::size_t i = static_cast<std::size_t>(nl - base);
+    if (i + 1 < n && base[i + 1] == '\n') return i + 2;
+    if (i + 2 < n && base[i + 1] == '\r' && base[i + 2] == '\n') return i + 3;
+    p = i + 1;
+  }
+  return std::string_view::npos;
 }
 
 void mini_mime::feed_headers(std::string_view& in) {
@@ -152,11 +157,14 @@ void mini_mime::parse_headers(std::string_view block) {
     std::size_t nl = block.find('\n');
     std::string_view line = block.substr(0, nl == std::string_view::npos ? block.size() : nl + 1);
     block.remove_prefix(line.size());
-    std::size_t colon = line.find(':');
-    if (colon == std::string_view::npos || line[0] == ' ' || line[0] == '\t') continue;
-    std::string_view name = trim(line.substr(0, colon));
-    char c0 = lower(name.empty() ? ' ' : name[0]);
+    // Only Content-*, Subject, Comments and Keywords matter: decide on the first byte
+    // before looking for the colon (most header bytes are Received: and friends).
+    char c0 = lower(line[0]);
     bool wanted = c0 == 'c' || (top_level_ && (c0 == 's' || c0 == 'k'));
+    if (!wanted) continue;  // continuation lines of a skipped field start with a blank
+    std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::string_view name = trim(line.substr(0, colon));
     std::string_view value = trim(line.substr(colon + 1));
     if (!block.empty() && (block[0] == ' ' || block[0] == '\t')) {
       if (wanted) unfolded.assign(value);
@@ -259,14 +267,25 @@ void mini_mime::process_body(std::string_view& in) {
         }
       }
     }
-    // Next line that starts with '-' (the only lines that can be boundaries).
-    const void* hit = ::memmem(in.data() + pos, n - pos, "\n-", 2);
-    if (hit == nullptr) {
+    // Next line that starts with '-' (the only lines that can be boundaries): look for
+    // '-' (absent from base64 bodies, rarer than LF in text) preceded by LF.
+    bool found = false;
+    for (std::size_t p = pos + 1; p < n;) {
+      const char* d = static_cast<const char*>(std::memchr(in.data() + p, '-', n - p));
+      if (d == nullptr) break;
+      std::size_t i = static_cast<std::size_t>(d - in.data());
+      if (in[i - 1] == '\n') {
+        pos = i;
+        found = true;
+        break;
+      }
+      p = i + 1;
+    }
+    if (!found) {
       line_start_ = in[n - 1] == '\n';
       pos = n;
       break;
     }
-    pos = static_cast<std::size_t>(static_cast<const char*>(hit) - in.data()) + 1;
     line_start_ = true;
   }
   emit(in.substr(run, pos - run));
@@ -339,12 +358,16 @@ std::string_view mini_mime::decode(std::string_view run) {
 std::string_view mini_mime::convert(std::string_view bytes) {
   if (cur_.charset == cs::utf8) return bytes;
   // Pure ASCII needs no conversion: test 8 bytes at a time.
-  std::uint64_t acc = 0;
+  std::uint64_t acc = 0, w[4];
   std::size_t i = 0;
+  for (; i + 32 <= bytes.size(); i += 32) {
+    std::memcpy(w, bytes.data() + i, 32);
+    acc |= w[0] | w[1] | w[2] | w[3];
+    if (acc & 0x8080808080808080ull) break;
+  }
   for (; i + 8 <= bytes.size(); i += 8) {
-    std::uint64_t w;
-    std::memcpy(&w, bytes.data() + i, 8);
-    acc |= w;
+    std::memcpy(w, bytes.data() + i, 8);
+    acc |= w[0];
   }
   for (; i < bytes.size(); ++i) acc |= static_cast<unsigned char>(bytes[i]);
   if ((acc & 0x8080808080808080ull) == 0) return bytes;

@@ -112,6 +112,8 @@ scan::scan(scan&& o) noexcept
       open_(std::exchange(o.open_, false)),
       score_(std::exchange(o.score_, 0.0)),
       seen_(std::move(o.seen_)),
+      bitmap_(std::exchange(o.bitmap_, false)),
+      small_set_(o.small_set_),
       matched_(std::move(o.matched_)),
       bytes_(std::exchange(o.bytes_, 0)),
       nanos_(std::exchange(o.nanos_, 0)),
@@ -125,6 +127,8 @@ scan& scan::operator=(scan&& o) noexcept {
     open_ = std::exchange(o.open_, false);
     score_ = std::exchange(o.score_, 0.0);
     seen_ = std::move(o.seen_);
+    bitmap_ = std::exchange(o.bitmap_, false);
+    small_set_ = o.small_set_;
     matched_ = std::move(o.matched_);
     bytes_ = std::exchange(o.bytes_, 0);
     nanos_ = std::exchange(o.nanos_, 0);
@@ -150,15 +154,39 @@ void scan::record(std::uint32_t id) noexcept {
   const std::size_t n = filter_->terms().size();
   if (id >= n) return;
   try {
-    if (seen_.empty()) seen_.assign((n + 63) / 64, 0);
-    std::uint64_t bit = std::uint64_t{1} << (id % 64);
-    if (seen_[id / 64] & bit) return;
+    // Few distinct matches per message: an inline open-addressing set (no allocation)
+    // while it is at most half full; then a bitmap over the term ids takes over.
+    if (!bitmap_ && matched_.size() < small_set_slots / 2) {
+      std::size_t h = (id * 0x9E3779B1u) >> (32 - small_set_bits);
+      for (;; h = (h + 1) & (small_set_slots - 1)) {
+        if (small_set_[h] == id + 1) return;
+        if (small_set_[h] == 0) break;
+      }
+      matched_.push_back(id);
+      small_set_[h] = id + 1;
+      score_ += filter_->terms().terms[id].weight;
+      return;
+    }
+    if (!bitmap_) {
+      if (seen_.empty()) seen_.assign((n + 63) / 64, 0);
+      for (std::uint32_t m : matched_) seen_[m / 64] |= std::uint64_t{1} << (m % 64);
+      bitmap_ = true;
+    }
+    if (seen_[id / 64] & (std::uint64_t{1} << (id % 64))) return;
     matched_.push_back(id);
-    seen_[id / 64] |= bit;
+    if (bitmap_) seen_[id / 64] |= std::uint64_t{1} << (id % 64);
     score_ += filter_->terms().terms[id].weight;
   } catch (...) {
     error_ = make_error_code(errc::engine_failure);
   }
+}
+
+void scan::clear_seen() noexcept {
+  if (bitmap_) {
+    for (std::uint32_t id : matched_) seen_[id / 64] &= ~(std::uint64_t{1} << (id % 64));
+    bitmap_ = false;
+  }
+  small_set_.fill(0);
 }
 
 void scan::begin_stream(stream_kind) {
@@ -194,10 +222,8 @@ verdict scan::finish(double threshold) {
   verdict v;
   v.score = score_;
   v.terms.reserve(matched_.size());
-  for (std::uint32_t id : matched_) {
-    v.terms.push_back(filter_->terms().terms[id].pattern);
-    seen_[id / 64] &= ~(std::uint64_t{1} << (id % 64));
-  }
+  for (std::uint32_t id : matched_) v.terms.push_back(filter_->terms().terms[id].pattern);
+  clear_seen();
   v.over_threshold = !matched_.empty() && score_ >= threshold;
   v.error = error_;
   v.source = filter_;
@@ -225,7 +251,7 @@ void scan::reset() noexcept {
   }
   open_ = false;
   score_ = 0.0;
-  for (std::uint32_t id : matched_) seen_[id / 64] &= ~(std::uint64_t{1} << (id % 64));
+  clear_seen();
   matched_.clear();
   bytes_ = 0;
   nanos_ = 0;

@@ -69,7 +69,8 @@ std::error_code filter_registry::watch() {
   std::filesystem::path dir = path_.parent_path();
   if (dir.empty()) dir = ".";
   // Watch the directory: editors and deploy tools replace the file by rename.
-  if (inotify_add_watch(in, dir.c_str(), IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE) < 0) {
+  // Not IN_CREATE: a new file is empty until written, and IN_CLOSE_WRITE follows anyway.
+  if (inotify_add_watch(in, dir.c_str(), IN_CLOSE_WRITE | IN_MOVED_TO) < 0) {
     std::error_code ec(errno, std::system_category());
     ::close(in);
     return ec;

@@ -197,3 +197,24 @@ TEST_F(FilterRegistry, ConcurrentScansDuringReloads) {
   EXPECT_EQ(snap.messages_matched, scans.load());
   EXPECT_EQ(snap.bytes_scanned, scans.load() * 24u);
 }
+
+// A scan may hop threads between calls (a coroutine resumed elsewhere): Hyperscan
+// scratch is per thread and only used inside a call, the stream state moves with the scan.
+TEST_F(FilterRegistry, ScanMovesBetweenThreads) {
+  f::filter_registry r(path_);
+  write("cross thread term\n");
+  ASSERT_TRUE(r.reload().ok);
+  for (int i = 0; i < 50; ++i) {
+    auto s = r.make_scan();
+    s.begin_stream(f::stream_kind::text_plain);
+    std::thread([&] { s.feed("a cross thr"); }).join();
+    std::thread([&] { s.feed("ead te"); }).join();
+    f::verdict v;
+    std::thread([&] {
+      s.feed("rm!");
+      v = s.finish();
+    }).join();
+    ASSERT_EQ(v.terms.size(), 1u);
+    EXPECT_EQ(v.terms[0], "cross thread term");
+  }
+}

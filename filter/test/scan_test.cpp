@@ -192,6 +192,32 @@ TEST_P(FilterScan, RepeatedMatchesCountOnceAcrossStreams) {
   EXPECT_FALSE(v.over_threshold);  // 0.4 < 1
 }
 
+TEST_P(FilterScan, ManyDistinctMatchesCountedOnce) {
+  // More distinct matches than the small linear set holds: the bitmap takes over.
+  std::string file, text;
+  for (int i = 0; i < 100; ++i) {
+    file += "tok" + std::to_string(1000 + i) + "x\n";
+    text += "tok" + std::to_string(1000 + i) + "x ";
+  }
+  auto fl = make(file, GetParam());
+  f::scan s(fl);
+  for (int round = 0; round < 2; ++round) {
+    s.begin_stream();
+    s.feed(text);
+    s.feed(text);
+    s.end_stream();
+  }
+  auto v = s.finish();
+  EXPECT_EQ(v.term_ids.size(), 100u);
+  EXPECT_DOUBLE_EQ(v.score, 100.0);
+  std::set<std::uint32_t> ids(v.term_ids.begin(), v.term_ids.end());
+  EXPECT_EQ(ids.size(), 100u);
+  // The scan is reusable: the next message starts clean.
+  s.feed("tok1000x tok1099x");
+  auto v2 = s.finish();
+  EXPECT_EQ(v2.term_ids.size(), 2u);
+}
+
 TEST_P(FilterScan, WeightsAndThreshold) {
   auto fl = make("casino\t0.6\nbonus\t0.6\nnewsletter\t-1\n", GetParam());
   EXPECT_FALSE(scan_pieces(fl, {"casino night"}).over_threshold);

@@ -8,6 +8,7 @@
 //   verdict v = s.finish(threshold);
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -120,13 +121,18 @@ class scan {
   static void on_match(void* ctx, std::uint32_t id) noexcept;
   void record(std::uint32_t id) noexcept;
   void release_stream() noexcept;
+  void clear_seen() noexcept;
 
   std::shared_ptr<const filter> filter_;
   counters* stats_ = nullptr;
   std::unique_ptr<engine_stream> stream_;
   bool open_ = false;
   double score_ = 0.0;
-  std::vector<std::uint64_t> seen_;     ///< bitmap over term ids, sized on first match
+  std::vector<std::uint64_t> seen_;     ///< bitmap over term ids, once matches are many
+  bool bitmap_ = false;                 ///< seen_ is in use (and holds matched_)
+  static constexpr unsigned small_set_bits = 6;
+  static constexpr std::size_t small_set_slots = std::size_t{1} << small_set_bits;
+  std::array<std::uint32_t, small_set_slots> small_set_{};  ///< id + 1, 0 = empty
   std::vector<std::uint32_t> matched_;
   std::uint64_t bytes_ = 0;
   std::uint64_t nanos_ = 0;

@@ -54,7 +54,7 @@ class filter_registry {
   void on_reload(std::function<void(const reload_status&)> cb);
 
   /// Starts a thread that watches the file's directory with inotify and reloads when
-  /// the file is written, replaced (rename) or created. Idempotent.
+  /// the file is closed after writing or replaced by a rename. Idempotent.
   std::error_code watch();
   /// Stops the watcher thread (joins it). Idempotent.
   void stop_watching() noexcept;
