@@ -492,6 +492,14 @@ bool connection::is_open() const noexcept {
 bool connection::is_idle_clean() const noexcept {
   return is_open() && impl_->count_ == 0 && PQtransactionStatus(impl_->pg_) == PQTRANS_IDLE;
 }
+bool connection::probe_alive() const noexcept {
+  if (!is_open()) return false;
+  char c;
+  ssize_t n = ::recv(PQsocket(impl_->pg_), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0) return false;  // orderly shutdown by the server
+  if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK;
+  return true;  // pending bytes (a notice, a termination message): reading will tell
+}
 std::size_t connection::in_flight() const noexcept { return impl_ ? impl_->count_ : 0; }
 void connection::close() {
   if (impl_) impl_->close();

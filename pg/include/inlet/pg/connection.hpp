@@ -77,6 +77,8 @@ class connection {
   /// True when idle and outside a transaction (what the pool checks on release).
   bool is_idle_clean() const noexcept;
   std::size_t in_flight() const noexcept;
+  /// Cheap liveness probe of an idle connection: false when the server closed the socket.
+  bool probe_alive() const noexcept;
   void close();
   const diagnostics& last_diagnostics() const noexcept;
   connection_stats stats() const noexcept;
