@@ -317,17 +317,11 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
                        self->on_readable();
                      });
   }
-  bool more_in_socket() const {
-    char c;
-    return ::recv(PQsocket(pg_), &c, 1, MSG_PEEK | MSG_DONTWAIT) >= 0;
-  }
-  /// Reads what the socket has. The reactor is edge-triggered, so keep consuming while
-  /// the kernel still holds bytes (libpq may stop early when its buffer fills).
+  /// Reads what the socket has, then waits again. (Asio's reactor is edge-triggered,
+  /// but every new async_wait re-arms the descriptor with EPOLL_CTL_MOD, which reports
+  /// bytes libpq left in the kernel buffer, so no readiness is lost.)
   void on_readable() {
-    for (int spins = 0; spins < 64; ++spins) {
-      if (!read_once()) return;
-      if (!head_ || !more_in_socket()) break;
-    }
+    if (!read_once()) return;
     arm_read();
   }
   bool read_once() {
