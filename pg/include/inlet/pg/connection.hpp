@@ -49,7 +49,7 @@ struct connection_stats {
   std::uint64_t errors = 0;         ///< requests completed with an error
   std::uint64_t prepares = 0;       ///< statements prepared (cache misses)
   std::uint64_t bytes_sent = 0;     ///< SQL text + parameter bytes handed to libpq
-  std::uint64_t bytes_received = 0; ///< field bytes of data results
+  std::uint64_t bytes_received = 0; ///< libpq memory of data results received (PQresultMemorySize)
   std::uint64_t cancels = 0;        ///< server-side cancel requests issued
 };
 
