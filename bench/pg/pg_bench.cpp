@@ -20,6 +20,8 @@
 #include <map>
 #include <stdexcept>
 
+#include <boost/asio/detached.hpp>
+
 #include "inlet/pg/connection.hpp"
 #include "inlet/pg/pool.hpp"
 #include "shapes.hpp"
@@ -217,6 +219,109 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+
+// ---- OZO's table (seed 001): connection per request, pool, 1..64 connections --------------
+void ozo_table(const std::string& dsn, int rounds, double scale, const std::string& json_path) {
+  asio::io_context io;
+  std::map<std::string, std::vector<sample>> res;
+  const long n_conn = std::max(5L, static_cast<long>(100 * scale));
+  const long n_q = std::max(20L, static_cast<long>(2000 * scale));
+  const long n_curve = std::max(8L, static_cast<long>(256 * scale));
+  const auto& pgt = pgbench::shapes()[1];
+  for (int round = 0; round < rounds; ++round) {
+    std::fprintf(stderr, "ozo round %d\n", round);
+    res["conn_per_request libpq"].push_back(measure(n_conn, [&] {
+      for (long i = 0; i < n_conn; ++i) {
+        PGconn* c = pq_connect(dsn);
+        PQclear(PQexec(c, "SELECT 1"));
+        PQfinish(c);
+      }
+    }));
+    res["conn_per_request inlet"].push_back(measure(n_conn, [&] {
+      asio::co_spawn(io, [&]() -> awaitable<void> {
+        for (long i = 0; i < n_conn; ++i) {
+          pg::connection c(io.get_executor());
+          co_await c.async_connect(dsn);
+          co_await c.async_query(pg::sql("SELECT 1"));
+        }
+      }, [](std::exception_ptr e) { if (e) std::rethrow_exception(e); });
+      io.run();
+      io.restart();
+    }));
+    {
+      pg::connection c(io.get_executor());
+      c.connect(dsn);
+      res["reused_connection inlet"].push_back(measure(n_q, [&] {
+        asio::co_spawn(io, [&]() -> awaitable<void> {
+          for (long i = 0; i < n_q; ++i) co_await c.async_query(pg::sql("SELECT 1"));
+        }, [](std::exception_ptr e) { if (e) std::rethrow_exception(e); });
+        io.run();
+        io.restart();
+      }));
+    }
+    for (int conns : {1, 0, 2, 4, 8, 16, 32, 64}) {  // 0: the sequential pool row
+      for (bool typed : {false, true}) {
+        if (conns == 0 && typed) continue;
+        pg::pool_options o;
+        o.dsn = dsn;
+        o.size = static_cast<std::size_t>(std::max(1, conns));
+        pg::pool p(io.get_executor(), o);
+        long total = conns == 0 ? n_q : n_curve, next = 0;
+        auto body = [&]() -> awaitable<void> {
+          while (next < total) {
+            ++next;
+            auto c = co_await p.async_acquire();
+            if (conns == 0) {
+              co_await c->async_query(pg::sql("SELECT 1"));
+            } else if (typed) {
+              std::vector<pg_type_row> rows;
+              co_await c->async_query(pg::sql(pgt.sql, std::int32_t{-1}, true), pg::into(rows));
+            } else {
+              auto r = co_await c->async_query(pg::sql(pgt.sql, std::int32_t{-1}, true));
+              sink += touch(r.native());
+            }
+          }
+        };
+        // warm every connection outside the timing
+        for (int w = 0; w < std::max(1, conns); ++w)
+          asio::co_spawn(io, [&]() -> awaitable<void> { auto c = co_await p.async_acquire(); co_await c->async_query(pg::sql("SELECT 1")); }, asio::detached);
+        io.run();
+        io.restart();
+        std::string key = conns == 0 ? "pool inlet" : "pg_type " + std::string(typed ? "parsed" : "raw") + " conns=" + std::to_string(conns);
+        res[key].push_back(measure(total, [&] {
+          for (int w = 0; w < std::max(1, conns); ++w)
+            asio::co_spawn(io, body, [](std::exception_ptr e) { if (e) std::rethrow_exception(e); });
+          io.run();
+          io.restart();
+        }));
+        p.close();
+        io.run();
+        io.restart();
+      }
+    }
+  }
+  std::printf("| OZO row | req/s (median [min..max]) | client CPU us/req (median) |\n|---|---:|---:|\n");
+  std::ofstream js;
+  if (!json_path.empty()) js.open(json_path);
+  if (js) js << "{\"rounds\": " << rounds << ", \"scale\": " << scale << ", \"results\": [";
+  bool first = true;
+  for (auto& [k, v] : res) {
+    std::vector<double> ops, cpu;
+    for (auto& x : v) ops.push_back(x.ops_per_s), cpu.push_back(x.cpu_us_per_op);
+    auto [mn, mx] = std::minmax_element(ops.begin(), ops.end());
+    std::printf("| %s | %.0f [%.0f..%.0f] | %.1f |\n", k.c_str(), median(ops), *mn, *mx, median(cpu));
+    if (js) {
+      js << (first ? "" : ",") << "\n {\"row\": \"" << k << "\", \"ops_per_s\": [";
+      for (std::size_t i = 0; i < ops.size(); ++i) js << (i ? ", " : "") << ops[i];
+      js << "], \"cpu_us_per_op\": [";
+      for (std::size_t i = 0; i < cpu.size(); ++i) js << (i ? ", " : "") << cpu[i];
+      js << "]}";
+      first = false;
+    }
+  }
+  if (js) js << "\n]}\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -224,6 +329,7 @@ int main(int argc, char** argv) {
   int rounds = 5, depth = 64;
   double scale = 1.0;
   std::string json_path, only;
+  bool ozo = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i], v = argv[i + 1];
     if (a == "--dsn") dsn = v;
@@ -232,12 +338,17 @@ int main(int argc, char** argv) {
     else if (a == "--depth") depth = std::stoi(v);
     else if (a == "--json") json_path = v;
     else if (a == "--only") only = v;
+    else if (a == "--ozo") ozo = v == "1";
   }
   if (dsn.empty()) {
     std::fprintf(stderr, "no DSN (--dsn or INLET_PG_DSN)\n");
     return 2;
   }
   try {
+    if (ozo) {
+      ozo_table(dsn, rounds, scale, json_path);
+      return 0;
+    }
     PGconn* setup = pq_connect(dsn);
     PGresult* r = PQexec(setup, pgbench::setup_sql());
     if (PQresultStatus(r) != PGRES_COMMAND_OK) die(PQresultErrorMessage(r));
