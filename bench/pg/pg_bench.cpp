@@ -330,6 +330,7 @@ int main(int argc, char** argv) {
   double scale = 1.0;
   std::string json_path, only;
   bool ozo = false;
+  std::string only_client;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i], v = argv[i + 1];
     if (a == "--dsn") dsn = v;
@@ -339,6 +340,7 @@ int main(int argc, char** argv) {
     else if (a == "--json") json_path = v;
     else if (a == "--only") only = v;
     else if (a == "--ozo") ozo = v == "1";
+    else if (a == "--client") only_client = v;
   }
   if (dsn.empty()) {
     std::fprintf(stderr, "no DSN (--dsn or INLET_PG_DSN)\n");
@@ -366,6 +368,7 @@ int main(int argc, char** argv) {
         long ops = std::max(1L, static_cast<long>(static_cast<double>(base_ops(s.name)) * scale));
         // One fresh connection per client and shape, warmed (prepared) outside the timing.
         for (const auto& cl : clients) {
+          if (!only_client.empty() && cl != only_client) continue;
           sample smp{};
           std::fprintf(stderr, "round %d %s %s\n", round, s.name.c_str(), cl.c_str());
           if (cl.rfind("libpq", 0) == 0) {
@@ -398,6 +401,7 @@ int main(int argc, char** argv) {
       if (!res.count(s.name)) continue;
       auto& m = res[s.name];
       for (const auto& cl : clients) {
+        if (!m.count(cl) || !m.count("libpq_sync") || !m.count("libpq_pipe")) continue;
         auto& v = m[cl];
         std::vector<double> ops, cpu, r_sync, r_pipe, c_pipe;
         for (std::size_t i = 0; i < v.size(); ++i) {

@@ -58,7 +58,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   std::size_t count_ = 0;
   bool reading_ = false, writing_ = false, flush_posted_ = false;
   param_buffer pb_;
-  std::string key_;
+  std::string key_, sql_;
   stmt_cache cache_;
   connection_stats stats_;
   diagnostics diag_;
@@ -184,13 +184,14 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
     if (ec) return ec;
     pb_.finish();
     const int n = static_cast<int>(pb_.types.size());
-    std::string sql(r->sql());  // libpq wants NUL-terminated text
+    std::string_view text = r->sql();
     int ok;
     if (cache_.capacity() == 0) {
-      ok = PQsendQueryParams(pg_, sql.c_str(), n, pb_.types.data(), pb_.values.data(),
+      sql_.assign(text);  // libpq wants NUL-terminated text
+      ok = PQsendQueryParams(pg_, sql_.c_str(), n, pb_.types.data(), pb_.values.data(),
                              pb_.lengths.data(), pb_.formats.data(), 1);
     } else {
-      key_.assign(sql);
+      key_.assign(text);
       key_.push_back('\0');
       key_.append(reinterpret_cast<const char*>(pb_.types.data()), pb_.types.size() * sizeof(oid_t));
       const std::string* name = cache_.find(key_);
@@ -199,7 +200,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
         std::optional<std::string> evicted;
         name = &cache_.insert(key_, evicted);
         if (evicted) deallocate(*evicted);
-        ok = PQsendPrepare(pg_, name->c_str(), sql.c_str(), n, pb_.types.data());
+        ok = PQsendPrepare(pg_, name->c_str(), key_.c_str(), n, pb_.types.data());  // key_ starts with the NUL-terminated text
         r->prepare_results = 1;
         r->stmt_key = key_;
         ++stats_.prepares;
@@ -214,7 +215,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
       if (PQstatus(pg_) == CONNECTION_BAD) state_ = state::broken;
       return errc::connection_error;
     }
-    stats_.bytes_sent += sql.size() + pb_.data.size();
+    stats_.bytes_sent += text.size() + pb_.data.size();
     r->sent = true;
     push(r);
     return {};
