@@ -240,13 +240,17 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   }
 
   void start(request_base* r) {
+    const bool was_idle = head_ == nullptr;
     if (auto ec = send(r)) {
       finish(r, ec, true);
       release(r);
       return;
     }
     arm_timeout(r);
-    schedule_flush();
+    // A lone request goes out at once; requests issued behind it in the same turn of
+    // the event loop share one posted flush (one write for the whole burst).
+    if (was_idle && !flush_posted_) do_flush();
+    else schedule_flush();
     arm_read();
   }
 
