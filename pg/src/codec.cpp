@@ -60,6 +60,7 @@ std::error_code decode_numeric(const char* p, int len, std::string& out) {
       append_group(out, digit(i), true);
     out.resize(start + static_cast<std::size_t>(dscale));
   }
+  if (out[0] == '-' && out.find_first_not_of("0.", 1) == std::string::npos) out.erase(0, 1);  // no "-0"
   return {};
 }
 
