@@ -44,7 +44,12 @@ std::error_code decode_numeric(const char* p, int len, std::string& out) {
   for (int i = 0; i < ndigits; ++i)
     if (digit(i) < 0 || digit(i) > 9999) return bad();
   if (weight >= 0) {
+    std::size_t start = out.size();
     for (int i = 0; i <= weight; ++i) append_group(out, digit(i), i != 0);
+    // Canonical text even for non-canonical input (leading zero groups).
+    std::size_t z = start;
+    while (z + 1 < out.size() && out[z] == '0') ++z;
+    out.erase(start, z - start);
   } else {
     out.push_back('0');
   }
@@ -55,6 +60,7 @@ std::error_code decode_numeric(const char* p, int len, std::string& out) {
       append_group(out, digit(i), true);
     out.resize(start + static_cast<std::size_t>(dscale));
   }
+  if (out[0] == '-' && out.find_first_not_of("0.", 1) == std::string::npos) out.erase(0, 1);  // no "-0"
   return {};
 }
 

@@ -58,7 +58,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   std::size_t count_ = 0;
   bool reading_ = false, writing_ = false, flush_posted_ = false;
   param_buffer pb_;
-  std::string key_;
+  std::string key_, sql_;
   stmt_cache cache_;
   connection_stats stats_;
   diagnostics diag_;
@@ -184,13 +184,14 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
     if (ec) return ec;
     pb_.finish();
     const int n = static_cast<int>(pb_.types.size());
-    std::string sql(r->sql());  // libpq wants NUL-terminated text
+    std::string_view text = r->sql();
     int ok;
     if (cache_.capacity() == 0) {
-      ok = PQsendQueryParams(pg_, sql.c_str(), n, pb_.types.data(), pb_.values.data(),
+      sql_.assign(text);  // libpq wants NUL-terminated text
+      ok = PQsendQueryParams(pg_, sql_.c_str(), n, pb_.types.data(), pb_.values.data(),
                              pb_.lengths.data(), pb_.formats.data(), 1);
     } else {
-      key_.assign(sql);
+      key_.assign(text);
       key_.push_back('\0');
       key_.append(reinterpret_cast<const char*>(pb_.types.data()), pb_.types.size() * sizeof(oid_t));
       const std::string* name = cache_.find(key_);
@@ -199,7 +200,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
         std::optional<std::string> evicted;
         name = &cache_.insert(key_, evicted);
         if (evicted) deallocate(*evicted);
-        ok = PQsendPrepare(pg_, name->c_str(), sql.c_str(), n, pb_.types.data());
+        ok = PQsendPrepare(pg_, name->c_str(), key_.c_str(), n, pb_.types.data());  // key_ starts with the NUL-terminated text
         r->prepare_results = 1;
         r->stmt_key = key_;
         ++stats_.prepares;
@@ -214,7 +215,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
       if (PQstatus(pg_) == CONNECTION_BAD) state_ = state::broken;
       return errc::connection_error;
     }
-    stats_.bytes_sent += sql.size() + pb_.data.size();
+    stats_.bytes_sent += text.size() + pb_.data.size();
     r->sent = true;
     push(r);
     return {};
@@ -239,13 +240,17 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   }
 
   void start(request_base* r) {
+    const bool was_idle = head_ == nullptr;
     if (auto ec = send(r)) {
       finish(r, ec, true);
       release(r);
       return;
     }
     arm_timeout(r);
-    schedule_flush();
+    // A lone request goes out at once; requests issued behind it in the same turn of
+    // the event loop share one posted flush (one write for the whole burst).
+    if (was_idle && !flush_posted_) do_flush();
+    else schedule_flush();
     arm_read();
   }
 
@@ -317,17 +322,11 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
                        self->on_readable();
                      });
   }
-  bool more_in_socket() const {
-    char c;
-    return ::recv(PQsocket(pg_), &c, 1, MSG_PEEK | MSG_DONTWAIT) >= 0;
-  }
-  /// Reads what the socket has. The reactor is edge-triggered, so keep consuming while
-  /// the kernel still holds bytes (libpq may stop early when its buffer fills).
+  /// Reads what the socket has, then waits again. (Asio's reactor is edge-triggered,
+  /// but every new async_wait re-arms the descriptor with EPOLL_CTL_MOD, which reports
+  /// bytes libpq left in the kernel buffer, so no readiness is lost.)
   void on_readable() {
-    for (int spins = 0; spins < 64; ++spins) {
-      if (!read_once()) return;
-      if (!head_ || !more_in_socket()) break;
-    }
+    if (!read_once()) return;
     arm_read();
   }
   bool read_once() {
@@ -413,12 +412,9 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
     }
   }
   void count_bytes(const PGresult* res) {
-    const int rows = PQntuples(res), cols = PQnfields(res);
-    if (rows == 0 || cols == 0) return;
-    std::uint64_t n = 0;
-    for (int i = 0; i < rows; ++i)
-      for (int c = 0; c < cols; ++c) n += static_cast<std::uint64_t>(PQgetlength(res, i, c));
-    stats_.bytes_received += n;
+    // O(1): libpq's memory for the result (rows, fields, headers). Walking every field
+    // for an exact byte count cost as much as reading the result (callgrind).
+    stats_.bytes_received += PQresultMemorySize(res);
   }
 
   // ---- synchronous driver -------------------------------------------------------------
@@ -491,6 +487,14 @@ bool connection::is_open() const noexcept {
 }
 bool connection::is_idle_clean() const noexcept {
   return is_open() && impl_->count_ == 0 && PQtransactionStatus(impl_->pg_) == PQTRANS_IDLE;
+}
+bool connection::probe_alive() const noexcept {
+  if (!is_open()) return false;
+  char c;
+  ssize_t n = ::recv(PQsocket(impl_->pg_), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0) return false;  // orderly shutdown by the server
+  if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK;
+  return true;  // pending bytes (a notice, a termination message): reading will tell
 }
 std::size_t connection::in_flight() const noexcept { return impl_ ? impl_->count_ : 0; }
 void connection::close() {

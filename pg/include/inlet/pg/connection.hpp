@@ -24,6 +24,7 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/recycling_allocator.hpp>
 #include "inlet/pg/use_awaitable.hpp"
 #include <chrono>
 #include <memory>
@@ -49,7 +50,7 @@ struct connection_stats {
   std::uint64_t errors = 0;         ///< requests completed with an error
   std::uint64_t prepares = 0;       ///< statements prepared (cache misses)
   std::uint64_t bytes_sent = 0;     ///< SQL text + parameter bytes handed to libpq
-  std::uint64_t bytes_received = 0; ///< field bytes of data results
+  std::uint64_t bytes_received = 0; ///< libpq memory of data results received (PQresultMemorySize)
   std::uint64_t cancels = 0;        ///< server-side cancel requests issued
 };
 
@@ -77,6 +78,8 @@ class connection {
   /// True when idle and outside a transaction (what the pool checks on release).
   bool is_idle_clean() const noexcept;
   std::size_t in_flight() const noexcept;
+  /// Cheap liveness probe of an idle connection: false when the server closed the socket.
+  bool probe_alive() const noexcept;
   void close();
   const diagnostics& last_diagnostics() const noexcept;
   connection_stats stats() const noexcept;
@@ -88,7 +91,7 @@ class connection {
     return asio::async_initiate<Token, void(std::error_code)>(
         [impl = impl_](auto h, std::string dsn) {
           auto ex = asio::get_associated_executor(h, detail::executor_of(*impl));
-          auto* op = new op_t<decltype(h), connect_sink>(std::move(h), pg::query<>(""), connect_sink{});
+          auto* op = op_t<decltype(h), connect_sink>::make(std::move(h), pg::query<>(""), connect_sink{});
           op->work.emplace(asio::prefer(ex, asio::execution::outstanding_work.tracked));
           detail::start_connect(impl, std::move(dsn), op);
         },
@@ -210,7 +213,24 @@ class connection {
       else asio::dispatch(ex, std::move(fn));
       work.reset();
     }
-    void destroy() noexcept override { delete this; }
+    // Ops come from Asio's per-thread recycling cache: no malloc per query once warm.
+    using alloc_t = asio::recycling_allocator<op_t>;
+    template <class... A>
+    static op_t* make(A&&... a) {
+      alloc_t al;
+      op_t* p = al.allocate(1);
+      try {
+        return new (p) op_t(std::forward<A>(a)...);
+      } catch (...) {
+        al.deallocate(p, 1);
+        throw;
+      }
+    }
+    void destroy() noexcept override {
+      alloc_t al;
+      this->~op_t();
+      al.deallocate(this, 1);
+    }
   };
 
   template <class Sig, class Q, class Sink, class Token>
@@ -219,7 +239,7 @@ class connection {
         [impl = impl_](auto h, Q q, Sink sink) {
           using H = decltype(h);
           auto ex = asio::get_associated_executor(h, detail::executor_of(*impl));
-          auto* op = new op_t<H, Sink, Q>(std::move(h), std::move(q), std::move(sink));
+          auto* op = op_t<H, Sink, Q>::make(std::move(h), std::move(q), std::move(sink));
           op->work.emplace(asio::prefer(ex, asio::execution::outstanding_work.tracked));
           auto slot = asio::get_associated_cancellation_slot(op->handler);
           if (slot.is_connected()) {

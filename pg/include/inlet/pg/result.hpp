@@ -177,7 +177,8 @@ class result {
   }
   template <class T>
   static std::error_code read_field(PGresult* r, int row, int col, T& out, diagnostics* d) {
-    int len = PQgetisnull(r, row, col) ? -1 : PQgetlength(r, row, col);
+    int len = PQgetlength(r, row, col);  // NULLs have length 0: ask only then
+    if (len == 0 && PQgetisnull(r, row, col)) len = -1;
     auto ec = decode_value(PQgetvalue(r, row, col), len, out);
     if (ec) return detail::value_error(r, row, col, ec, d);
     return {};

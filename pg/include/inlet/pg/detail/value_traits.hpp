@@ -215,6 +215,10 @@ struct value_traits<T> {
       if (total > (end - p) / 4 + 1) return bad;  // each element needs >= 4 bytes
       r.shape.push_back(n);
     }
+    if (total == 0) {  // a zero-length dimension: the empty array, like '{}'
+      out.clear();
+      return p == end ? std::error_code{} : bad;
+    }
     r.p = p;
     if (auto ec = r.read(out, 0)) return ec;
     return r.p == end ? std::error_code{} : bad;

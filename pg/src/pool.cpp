@@ -1,0 +1,246 @@
+// The pool: a mutex-protected idle stack, a FIFO of waiters with per-waiter timers, and
+// lazily created connections, each on its own strand. See DESIGN.md.
+#include "inlet/pg/pool.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <deque>
+
+namespace inlet::pg {
+namespace detail {
+
+using clock = std::chrono::steady_clock;
+
+struct pool_entry {
+  explicit pool_entry(asio::any_io_executor ex, const connection_options& o) : conn(std::move(ex), o) {}
+  connection conn;
+  clock::time_point created = clock::now(), last_used = clock::now();
+  connection_stats reported{};
+};
+
+class pool_impl : public std::enable_shared_from_this<pool_impl> {
+ public:
+  pool_impl(asio::any_io_executor ex, pool_options o) : ex_(std::move(ex)), opts_(std::move(o)) {}
+
+  struct waiter_node {
+    std::uint64_t id;
+    std::unique_ptr<waiter_base> w;
+    std::unique_ptr<asio::steady_timer> timer;
+  };
+  using entry_ptr = std::unique_ptr<pool_entry>;
+
+  asio::any_io_executor ex_;
+  pool_options opts_;
+  mutable std::mutex m_;
+  std::vector<entry_ptr> idle_;
+  std::deque<waiter_node> waiters_;
+  std::size_t total_ = 0;
+  bool closed_ = false;
+  std::uint64_t next_id_ = 0;
+  pool_stats stats_;
+
+  // A connection with nothing in flight has no handler pending on its strand (its
+  // reader stops when the FIFO empties): destroy it here. Otherwise destroy it on its
+  // strand. (Posting every drop raced, under TSan, on the strand executor's shared
+  // state between the posting thread's executor copy and the strand thread.)
+  static void drop(entry_ptr e) {
+    if (!e) return;
+    if (e->conn.in_flight() == 0) {
+      e.reset();
+      return;
+    }
+    auto* conn = &e->conn;
+    asio::post(conn->get_executor(), [e = std::move(e)]() mutable { e.reset(); });
+  }
+
+  bool reusable(const pool_entry& e, clock::time_point now) const {
+    return !closed_ && e.conn.is_idle_clean() && now - e.created < opts_.max_lifetime;
+  }
+
+  void account(pool_entry& e) {  // adds the connection's counters since last report
+    auto s = e.conn.stats();
+    auto& q = stats_.queries;
+    q.queries += s.queries - e.reported.queries;
+    q.errors += s.errors - e.reported.errors;
+    q.prepares += s.prepares - e.reported.prepares;
+    q.bytes_sent += s.bytes_sent - e.reported.bytes_sent;
+    q.bytes_received += s.bytes_received - e.reported.bytes_received;
+    q.cancels += s.cancels - e.reported.cancels;
+    e.reported = s;
+  }
+
+  void acquire(std::unique_ptr<waiter_base> w) {
+    std::vector<entry_ptr> dead;
+    std::unique_lock lk(m_);
+    if (closed_) {
+      lk.unlock();
+      w->complete(errc::pool_closed, {});
+      return;
+    }
+    auto now = clock::now();
+    while (!idle_.empty()) {
+      entry_ptr e = std::move(idle_.back());
+      idle_.pop_back();
+      bool fresh = now - e->last_used < opts_.idle_timeout;
+      if (fresh && reusable(*e, now) && e->conn.probe_alive()) {
+        ++stats_.acquired;
+        lk.unlock();
+        for (auto& d : dead) drop(std::move(d));
+        w->complete({}, pooled_connection(shared_from_this(), std::move(e)));
+        return;
+      }
+      --total_;
+      ++stats_.dropped;
+      dead.push_back(std::move(e));
+    }
+    if (waiters_.size() >= opts_.queue_limit) {
+      ++stats_.queue_full;
+      lk.unlock();
+      for (auto& d : dead) drop(std::move(d));
+      w->complete(errc::pool_queue_full, {});
+      return;
+    }
+    w->since = now;
+    enqueue(std::move(w));
+    bool grow = total_ < opts_.size;
+    if (grow) ++total_;
+    lk.unlock();
+    for (auto& d : dead) drop(std::move(d));
+    if (grow) start_connect();
+  }
+
+  void enqueue(std::unique_ptr<waiter_base> w) {  // under m_
+    auto id = ++next_id_;
+    auto t = std::make_unique<asio::steady_timer>(w->timer_executor());
+    t->expires_after(opts_.acquire_timeout);
+    t->async_wait([self = shared_from_this(), id](boost::system::error_code ec) {
+      if (!ec) self->expire(id);
+    });
+    waiters_.push_back(waiter_node{id, std::move(w), std::move(t)});
+  }
+
+  void expire(std::uint64_t id) {
+    std::unique_lock lk(m_);
+    for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
+      if (it->id != id) continue;
+      auto w = std::move(it->w);
+      waiters_.erase(it);
+      ++stats_.timeouts;
+      lk.unlock();
+      w->complete(errc::pool_timeout, {});
+      return;
+    }
+  }
+
+  void start_connect() {
+    auto e = std::make_unique<pool_entry>(asio::make_strand(ex_), opts_.connection);
+    auto* conn = &e->conn;
+    conn->async_connect(opts_.dsn, [self = shared_from_this(), e = std::move(e)](std::error_code ec) mutable {
+      self->connected(std::move(e), ec);
+    });
+  }
+
+  void connected(entry_ptr e, std::error_code ec) {
+    if (!ec) {
+      {
+        std::lock_guard lk(m_);
+        ++stats_.connects;
+      }
+      return release(std::move(e));
+    }
+    std::unique_lock lk(m_);
+    --total_;
+    ++stats_.connect_failures;
+    std::unique_ptr<waiter_base> w;
+    if (!waiters_.empty()) {  // fail one waiter per failed attempt: nobody hangs on a dead server
+      w = std::move(waiters_.front().w);
+      waiters_.pop_front();
+    }
+    bool retry = !closed_ && !waiters_.empty() && total_ < opts_.size;
+    if (retry) ++total_;
+    lk.unlock();
+    drop(std::move(e));
+    if (w) w->complete(ec, {});
+    if (retry) start_connect();
+  }
+
+  void release(entry_ptr e) {
+    auto now = clock::now();
+    std::unique_lock lk(m_);
+    account(*e);
+    if (!reusable(*e, now)) {
+      --total_;
+      ++stats_.dropped;
+      bool grow = !closed_ && !waiters_.empty() && total_ < opts_.size;
+      if (grow) ++total_;
+      lk.unlock();
+      drop(std::move(e));
+      if (grow) start_connect();
+      return;
+    }
+    if (!waiters_.empty()) {
+      auto w = std::move(waiters_.front().w);
+      waiters_.pop_front();  // destroys the timer: its wait completes as aborted
+      ++stats_.acquired;
+      stats_.wait_ns += static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(now - w->since).count());
+      lk.unlock();
+      w->complete({}, pooled_connection(shared_from_this(), std::move(e)));
+      return;
+    }
+    e->last_used = now;
+    idle_.push_back(std::move(e));
+  }
+
+  void close() {
+    std::unique_lock lk(m_);
+    closed_ = true;
+    auto waiters = std::move(waiters_);
+    auto idle = std::move(idle_);
+    total_ -= idle.size();
+    lk.unlock();
+    for (auto& w : waiters) w.w->complete(errc::pool_closed, {});
+    for (auto& e : idle) drop(std::move(e));
+  }
+
+  pool_stats stats() const {
+    std::lock_guard lk(m_);
+    auto s = stats_;
+    s.total = total_;
+    s.idle = idle_.size();
+    s.waiting = waiters_.size();
+    return s;
+  }
+};
+
+void pool_acquire(const std::shared_ptr<pool_impl>& p, std::unique_ptr<waiter_base> w) { p->acquire(std::move(w)); }
+asio::any_io_executor pool_executor(const pool_impl& p) noexcept { return p.ex_; }
+
+}  // namespace detail
+
+pooled_connection::pooled_connection(std::shared_ptr<detail::pool_impl> p, std::unique_ptr<detail::pool_entry> e) noexcept
+    : pool_(std::move(p)), entry_(std::move(e)) {}
+pooled_connection::pooled_connection(pooled_connection&&) noexcept = default;
+pooled_connection& pooled_connection::operator=(pooled_connection&& o) noexcept {
+  if (this != &o) {
+    reset();
+    pool_ = std::move(o.pool_);
+    entry_ = std::move(o.entry_);
+  }
+  return *this;
+}
+pooled_connection::~pooled_connection() { reset(); }
+void pooled_connection::reset() {
+  if (entry_ && pool_) pool_->release(std::move(entry_));
+  entry_.reset();
+  pool_.reset();
+}
+connection& pooled_connection::operator*() const noexcept { return entry_->conn; }
+
+pool::pool(asio::any_io_executor ex, pool_options opts)
+    : impl_(std::make_shared<detail::pool_impl>(std::move(ex), std::move(opts))) {}
+pool::~pool() { impl_->close(); }
+pool_stats pool::stats() const { return impl_->stats(); }
+void pool::close() { impl_->close(); }
+
+}  // namespace inlet::pg

@@ -1,0 +1,187 @@
+// The pool against a real server: reuse, limits, timeouts, dirty connections dropped,
+// load from 4 threads on 4 io_contexts (run under TSan too), and a server restart under
+// load (connections recover, no request hangs).
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <thread>
+
+#include "inlet/pg/pool.hpp"
+#include "pg_test_env.hpp"
+
+namespace pg = inlet::pg;
+namespace asio = boost::asio;
+using asio::awaitable;
+using namespace std::chrono_literals;
+
+namespace {
+pg::pool_options opts(std::size_t size) {
+  pg::pool_options o;
+  o.dsn = pg_dsn();
+  o.size = size;
+  return o;
+}
+}  // namespace
+
+TEST(PgPool, ReusesConnections) {
+  REQUIRE_PG();
+  asio::io_context io;
+  pg::pool p(io.get_executor(), opts(4));
+  run_co(io, [&]() -> awaitable<void> {
+    for (int i = 0; i < 20; ++i) {
+      auto c = co_await p.async_acquire();
+      auto r = co_await c->async_query(pg::sql("SELECT $1::int4", i));
+      std::int32_t v = -1;
+      r.at(0, 0).as(v);
+      EXPECT_EQ(v, i);
+    }
+  });
+  auto s = p.stats();
+  EXPECT_EQ(s.connects, 1u);
+  EXPECT_EQ(s.acquired, 20u);
+  EXPECT_EQ(s.idle, 1u);
+  EXPECT_EQ(s.queries.queries, 21u);  // 20 queries + the connect
+}
+
+TEST(PgPool, QueueLimitAndAcquireTimeout) {
+  REQUIRE_PG();
+  asio::io_context io;
+  auto o = opts(1);
+  o.queue_limit = 1;
+  o.acquire_timeout = 200ms;
+  pg::pool p(io.get_executor(), o);
+  run_co(io, [&]() -> awaitable<void> {
+    auto held = co_await p.async_acquire();
+    std::error_code second = pg::errc::protocol_error, third = pg::errc::protocol_error;
+    p.async_acquire([&](std::error_code ec, pg::pooled_connection) { second = ec; });
+    p.async_acquire([&](std::error_code ec, pg::pooled_connection) { third = ec; });
+    asio::steady_timer t(io, 600ms);
+    co_await t.async_wait(asio::use_awaitable);
+    EXPECT_EQ(third, pg::errc::pool_queue_full);
+    EXPECT_EQ(second, pg::errc::pool_timeout);
+    EXPECT_EQ(second, pg::condition::timeout);
+    auto r = co_await held->async_query(pg::sql("SELECT 1"));
+    EXPECT_EQ(r.rows(), 1);
+  });
+  EXPECT_EQ(p.stats().timeouts, 1u);
+  EXPECT_EQ(p.stats().queue_full, 1u);
+}
+
+TEST(PgPool, DirtyConnectionsAreDropped) {
+  REQUIRE_PG();
+  asio::io_context io;
+  pg::pool p(io.get_executor(), opts(2));
+  run_co(io, [&]() -> awaitable<void> {
+    std::vector<std::int32_t> pid1, pid2;
+    {
+      auto c = co_await p.async_acquire();
+      co_await c->async_execute(pg::sql("BEGIN"));
+      co_await c->async_query(pg::sql("SELECT pg_backend_pid()"), pg::into(pid1));
+      EXPECT_FALSE(c->is_idle_clean());
+    }  // returned inside a transaction: dropped
+    auto c = co_await p.async_acquire();
+    co_await c->async_query(pg::sql("SELECT pg_backend_pid()"), pg::into(pid2));
+    EXPECT_NE(pid1.at(0), pid2.at(0));  // a different server session
+    EXPECT_TRUE(c->is_idle_clean());
+  });
+  EXPECT_EQ(p.stats().dropped, 1u);
+  EXPECT_EQ(p.stats().connects, 2u);
+}
+
+TEST(PgPool, LoadFromFourThreadsAndIoContexts) {
+  REQUIRE_PG();
+  asio::thread_pool pool_threads(2);
+  pg::pool p(pool_threads.get_executor(), opts(6));
+  constexpr int threads = 4, coros = 8, per = 40;
+  std::atomic<int> ok{0}, failed{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&, t] {
+      asio::io_context io;  // each thread its own io_context
+      for (int k = 0; k < coros; ++k) {
+        asio::co_spawn(io, [&, t, k]() -> awaitable<void> {
+          for (int i = 0; i < per; ++i) {
+            try {
+              auto c = co_await p.async_acquire();
+              std::vector<std::int32_t> v;
+              co_await c->async_query(pg::sql("SELECT $1::int4 + $2::int4", t * 1000 + k, i), pg::into(v));
+              if (v.size() == 1 && v[0] == t * 1000 + k + i) ++ok;
+              else ++failed;
+            } catch (const std::exception&) {
+              ++failed;
+            }
+          }
+        }, asio::detached);
+      }
+      io.run();
+    });
+  }
+  for (auto& th : ts) th.join();
+  EXPECT_EQ(ok.load(), threads * coros * per);
+  EXPECT_EQ(failed.load(), 0);
+  auto s = p.stats();
+  EXPECT_LE(s.total, 6u);
+  EXPECT_EQ(s.waiting, 0u);
+  EXPECT_EQ(s.acquired, static_cast<std::uint64_t>(threads * coros * per));
+  p.close();
+  pool_threads.join();
+}
+
+TEST(PgPool, ServerRestartUnderLoad) {
+  REQUIRE_PG();
+  const char* bin = std::getenv("INLET_PG_BIN");
+  const char* data = std::getenv("INLET_PG_DATA");
+  if (!bin || !data) GTEST_SKIP() << "INLET_PG_BIN/INLET_PG_DATA not set";
+  std::string ctl = std::string(bin) + "/pg_ctl -D " + data + " -m fast -w -t 60 restart >/dev/null 2>&1";
+  if (::geteuid() == 0) ctl = "runuser -u postgres -- " + ctl;
+
+  asio::io_context io;
+  auto o = opts(4);
+  o.acquire_timeout = 2s;
+  o.connection.query_timeout = 5s;  // nothing may hang
+  pg::pool p(io.get_executor(), o);
+  std::atomic<bool> restarted{false};
+  int ok_before = 0, ok_after = 0, errors = 0, done = 0;
+  std::thread restarter;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int k = 0; k < 4; ++k) {
+    asio::co_spawn(io, [&]() -> awaitable<void> {
+      // Bounded: at most 3000 iterations or 40 s.
+      for (int i = 0; i < 3000 && std::chrono::steady_clock::now() - t0 < 40s; ++i) {
+        std::error_code ec;
+        try {
+          auto c = co_await p.async_acquire();
+          auto r = co_await c->async_query(pg::sql("SELECT pg_backend_pid()"));
+          (restarted ? ok_after : ok_before)++;
+          if (restarted && ok_after >= 200) break;
+        } catch (const pg::error& e) {
+          ec = e.code();
+        }
+        if (ec) {
+          ++errors;
+          // The server going away shows as a connection error (or, for a query sent
+          // just as the server shut down, its admin-shutdown SQLSTATE 57P01).
+          EXPECT_TRUE(ec == pg::condition::connection_error || ec == pg::condition::timeout) << ec.message();
+          asio::steady_timer t(io, 20ms);
+          co_await t.async_wait(asio::use_awaitable);
+        }
+        if (ok_before == 200 && !restarter.joinable()) {
+          restarter = std::thread([&] {
+            EXPECT_EQ(std::system(ctl.c_str()), 0);
+            restarted = true;
+          });
+        }
+      }
+      ++done;
+    }, asio::detached);
+  }
+  io.run();
+  if (restarter.joinable()) restarter.join();
+  EXPECT_EQ(done, 4);
+  EXPECT_TRUE(restarted.load());
+  EXPECT_GE(ok_after, 200) << "errors: " << errors;
+  EXPECT_GT(p.stats().connects, 1u);  // reconnected after the restart
+}
