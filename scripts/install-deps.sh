@@ -13,7 +13,7 @@ PKGS=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libfmt-dev libspdlog-dev libcli11-dev
   # test peers and tools
-  postgresql-15 swaks curl postfix python3 valgrind
+  postgresql-15 swaks libnet-ssleay-perl curl postfix python3 openssl valgrind
 )
 
 missing=()

@@ -3,10 +3,10 @@
 #include "filter_stage.hpp"
 #include "pipeline.hpp"
 
+#include <inlet/filter/mime_scan.hpp>
 #include <inlet/mime/message.hpp>
 
-#include <algorithm>
-#include <cctype>
+#include <cstdio>
 
 namespace inletd {
 
@@ -20,43 +20,6 @@ std::vector<st::address> to_addresses(const std::vector<mm::mailbox>& in) {
   out.reserve(in.size());
   for (const auto& m : in) out.push_back({m.name, m.address});
   return out;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-// Unstructured header fields whose decoded text is scanned: RFC 5322's unstructured
-// fields, the MIME description, and extension (X-) fields, which are unstructured by
-// convention. Structured fields (addresses, dates, IDs) are not scanned.
-bool scanned_header(std::string_view name) {
-  return iequals(name, "Subject") || iequals(name, "Comments") || iequals(name, "Keywords") ||
-         iequals(name, "Content-Description") ||
-         (name.size() > 2 && (name[0] == 'X' || name[0] == 'x') && name[1] == '-');
-}
-
-void scan_message(const mm::parsed_message& m, inlet::filter::scan& scan) {
-  std::string scratch;
-  const auto& root = m.root();
-  for (std::uint32_t i = root.first_header; i < root.first_header + root.header_count; ++i) {
-    const auto& h = m.headers()[i];
-    if (!scanned_header(m.view(h.name, scratch))) continue;
-    scan.begin_stream(inlet::filter::stream_kind::header);
-    scan.feed(mm::header_value(m, h));
-    scan.end_stream();
-  }
-  mm::for_each_text_part(m, [&](std::uint32_t p) {
-    auto sub = m.parts()[p].sub_type();
-    scan.begin_stream(sub == "html"    ? inlet::filter::stream_kind::text_html
-                      : sub == "plain" ? inlet::filter::stream_kind::text_plain
-                                       : inlet::filter::stream_kind::text_other);
-    mm::decode_text(m, p, [&](std::string_view utf8) { scan.feed(utf8); });
-    scan.end_stream();
-  });
 }
 
 }  // namespace
@@ -76,7 +39,7 @@ void analyze(std::string_view raw, st::summary& out, inlet::filter::scan* scan) 
   out.attachments.reserve(s.attachments.size());
   for (auto& a : s.attachments)
     out.attachments.push_back({std::move(a.filename), std::move(a.content_type), a.size});
-  if (scan) scan_message(m, *scan);
+  if (scan) inlet::filter::scan_parsed(*scan, m);
 }
 
 inlet::http::rendered_body render_body(std::string_view raw) {
