@@ -93,7 +93,12 @@ class driver_input {
     }
   }
 
-  buffer::streambuf::mutable_buffers_type prepare() { return sb_.prepare(read_size_); }
+  /// Space for the next read: read_size octets (several fragments, one readv)
+  /// for a body, one fragment for commands — command reads are small, and a
+  /// fragment taken for them is all an idle-after-commands thread caches.
+  buffer::streambuf::mutable_buffers_type prepare(bool bulk = true) {
+    return sb_.prepare(bulk ? read_size_ : std::min(read_size_, sb_.fragment_pool().fragment_size()));
+  }
   void commit(std::size_t n) noexcept { sb_.commit(n); }
 
  private:

@@ -410,7 +410,7 @@ asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c) {
     std::size_t n = 0;
     error_code ec;
     if (reads_left > 0 && !c->tls) {  // seed 003: read again before returning to the loop
-      n = c->sock.read_some(in.prepare(), ec);
+      n = c->sock.read_some(in.prepare(s.in_body()), ec);
       if (!ec) {
         --reads_left;
         in.commit(n);
@@ -440,14 +440,14 @@ asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c) {
       // The SSL layer may hold decrypted or undecrypted bytes the TCP socket
       // does not show, so waiting for socket readability could stall: TLS
       // connections read directly into prepared space.
-      std::tie(ec, n) = co_await c->tls->async_read_some(in.prepare(), tok);
+      std::tie(ec, n) = co_await c->tls->async_read_some(in.prepare(s.in_body()), tok);
     } else {
       // Wait for readability first and only then take fragments: an idle
       // connection holds no buffer memory.
       in.release_if_empty();
       std::tie(ec) = co_await c->sock.async_wait(tcp::socket::wait_read, tok);
       if (!ec) {
-        n = c->sock.read_some(in.prepare(), ec);
+        n = c->sock.read_some(in.prepare(s.in_body()), ec);
         if (ec == asio::error::would_block || ec == asio::error::try_again) {
           ec = {};
           spurious = true;
@@ -495,8 +495,9 @@ void server::impl::stop_async() {
 
 
 // ---------------------------------------------------------------- thread model
-// Blocking sockets, one thread per connection. Reads wake up every 250 ms
-// (SO_RCVTIMEO) to check deadlines and stop(), so the hot path is one recv().
+// Blocking sockets, one thread per connection. poll() wakes up every 250 ms
+// to check deadlines and stop(); fragments are taken only once the socket is
+// readable (SO_RCVTIMEO stays as a bound on the readv that follows).
 
 namespace {
 
@@ -632,7 +633,7 @@ void server::impl::thread_conn_loop(int fd, server_session& s) {
       if (r > 0) {
         iovec iov[16];
         int k = 0;
-        for (auto b : in.prepare()) {
+        for (auto b : in.prepare(s.in_body())) {
           if (k == 16) break;
           iov[k++] = iovec{b.data(), b.size()};
         }
