@@ -634,12 +634,17 @@ void server::impl::thread_conn_loop(int fd, server_session& s) {
       if (in.empty() && !first_read) deadline = clock::now() + cfg.command_timeout;
     }
     for (;;) {
-      // Wait for readability (250 ms ticks for deadlines and stop()), then
-      // take fragments: an idle connection holds no buffer memory.
-      in.release_if_empty();
-      pollfd pfd{fd, POLLIN, 0};
-      int r = ::poll(&pfd, 1, 250);
-      if (r < 0 && errno != EINTR) return;
+      // Outside a body: wait for readability (250 ms ticks for deadlines and
+      // stop()), then take fragments, so an idle connection holds no buffer
+      // memory. In a body: read at once (SO_RCVTIMEO bounds the wait), one
+      // syscall per read as before.
+      int r = 1;
+      if (!s.in_body()) {
+        in.release_if_empty();
+        pollfd pfd{fd, POLLIN, 0};
+        r = ::poll(&pfd, 1, 250);
+        if (r < 0 && errno != EINTR) return;
+      }
       if (r > 0) {
         iovec iov[16];
         int k = 0;
