@@ -32,6 +32,7 @@
 #include <sched.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 namespace inlet::smtp {
@@ -40,7 +41,7 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using clock = std::chrono::steady_clock;
 using boost::system::error_code;
-using detail::driver_buffer;
+using detail::driver_input;
 
 bool parse_io_model(std::string_view name, io_model& out) noexcept {
   static constexpr std::pair<std::string_view, io_model> names[] = {
@@ -339,7 +340,7 @@ asio::awaitable<delivery_result> server::impl::deliver_async(std::shared_ptr<asy
 
 asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c) {
   server_session& s = c->session;
-  driver_buffer in(cfg.read_buffer_size, cfg.session.max_command_line);
+  driver_input in(cfg.read_buffer_size, cfg.session.max_command_line);
   message_body body;
   error_code ig;
   c->sock.non_blocking(true, ig);
@@ -352,10 +353,12 @@ asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c) {
   bool first_read = true;
   while (open) {
     if (!s.shutting_down() && stopping.load(std::memory_order_relaxed)) s.shutdown();
-    step st = s.consume(in.data());
-    in.consume(st.consumed);
+    std::string_view view = in.view();
+    step st = s.consume(view);
+    if (st.kind == step_kind::body_data) body.append(in.piece(st.data));  // no copy
+    bool again = in.consumed(view, st.consumed, st.kind == step_kind::need_more);
     switch (st.kind) {
-      case step_kind::body_data: body.append(st.data); continue;
+      case step_kind::body_data: continue;
       case step_kind::message_aborted: body.clear(); continue;
       case step_kind::message_complete: {
         received_message msg{s.take_envelope(), std::move(body)};
@@ -387,7 +390,9 @@ asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c) {
         co_await flush(*c);
         open = false;
         continue;
-      case step_kind::need_more: break;
+      case step_kind::need_more:
+        if (again) continue;  // the next readable span follows
+        break;
     }
     if (!open) break;
     if (!co_await flush(*c)) break;
@@ -402,11 +407,11 @@ asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c) {
       body_deadline = clock::time_point::max();
       if (in.empty() && !first_read) deadline = clock::now() + cfg.command_timeout;
     }
-    in.prepare();
     std::size_t n = 0;
     error_code ec;
+    bool would_block = false;  // a read just found the socket empty
     if (reads_left > 0 && !c->tls) {  // seed 003: read again before returning to the loop
-      n = c->sock.read_some(asio::buffer(in.free_data(), in.free_size()), ec);
+      n = c->sock.read_some(in.prepare(s.in_body()), ec);
       if (!ec) {
         --reads_left;
         in.commit(n);
@@ -417,6 +422,7 @@ asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c) {
         open = false;
         continue;
       }
+      would_block = true;
     }
     reads_left = cfg.reads_per_event > 1 ? cfg.reads_per_event - 1 : 0;
     if (clock::now() >= deadline) {
@@ -431,13 +437,37 @@ asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c) {
       }
     });
     c->reading = true;
-    if (c->tls)
-      std::tie(ec, n) = co_await c->tls->async_read_some(asio::buffer(in.free_data(), in.free_size()), tok);
-    else
-      std::tie(ec, n) = co_await c->sock.async_read_some(asio::buffer(in.free_data(), in.free_size()), tok);
+    bool spurious = false;
+    if (c->tls) {
+      // The SSL layer may hold decrypted or undecrypted bytes the TCP socket
+      // does not show, so waiting for socket readability could stall: TLS
+      // connections read directly into prepared space.
+      std::tie(ec, n) = co_await c->tls->async_read_some(in.prepare(s.in_body()), tok);
+    } else {
+      // Wait for readability first and only then take fragments: an idle
+      // connection holds no buffer memory. In a body more bytes are usually
+      // there already: read speculatively first (what async_read_some does),
+      // which saves a reactor round trip per read.
+      bool got = false;
+      if (s.in_body() && !would_block) {
+        n = c->sock.read_some(in.prepare(true), ec);
+        got = !ec || (ec != asio::error::would_block && ec != asio::error::try_again);
+        if (!got) ec = {};
+      }
+      if (!got) in.release_if_empty();
+      if (!got) std::tie(ec) = co_await c->sock.async_wait(tcp::socket::wait_read, tok);
+      if (!got && !ec) {
+        n = c->sock.read_some(in.prepare(s.in_body()), ec);
+        if (ec == asio::error::would_block || ec == asio::error::try_again) {
+          ec = {};
+          spurious = true;
+        }
+      }
+    }
     c->reading = false;
     c->timer.cancel();
-    if (!ec) {
+    if (spurious && !c->timed_out) continue;
+    if (!ec && !spurious) {
       in.commit(n);
       first_read = false;
       continue;
@@ -475,8 +505,9 @@ void server::impl::stop_async() {
 
 
 // ---------------------------------------------------------------- thread model
-// Blocking sockets, one thread per connection. Reads wake up every 250 ms
-// (SO_RCVTIMEO) to check deadlines and stop(), so the hot path is one recv().
+// Blocking sockets, one thread per connection. poll() wakes up every 250 ms
+// to check deadlines and stop(); fragments are taken only once the socket is
+// readable (SO_RCVTIMEO stays as a bound on the readv that follows).
 
 namespace {
 
@@ -549,7 +580,7 @@ void server::impl::thread_conn(int fd, bool lmtp, std::string ip, std::uint16_t 
 }
 
 void server::impl::thread_conn_loop(int fd, server_session& s) {
-  driver_buffer in(cfg.read_buffer_size, cfg.session.max_command_line);
+  driver_input in(cfg.read_buffer_size, cfg.session.max_command_line);
   message_body body;
   if (stopping.load()) s.shutdown();
   s.start();
@@ -561,10 +592,12 @@ void server::impl::thread_conn_loop(int fd, server_session& s) {
       shut = true;
       s.shutdown();  // idle: 421 now; in a transaction: 421 after it
     }
-    step st = s.consume(in.data());
-    in.consume(st.consumed);
+    std::string_view view = in.view();
+    step st = s.consume(view);
+    if (st.kind == step_kind::body_data) body.append(in.piece(st.data));  // no copy
+    bool again = in.consumed(view, st.consumed, st.kind == step_kind::need_more);
     switch (st.kind) {
-      case step_kind::body_data: body.append(st.data); continue;
+      case step_kind::body_data: continue;
       case step_kind::message_aborted: body.clear(); continue;
       case step_kind::message_complete: {
         received_message msg{s.take_envelope(), std::move(body)};
@@ -587,7 +620,9 @@ void server::impl::thread_conn_loop(int fd, server_session& s) {
       }
       case step_kind::start_tls: return;  // not offered by this model
       case step_kind::close: send_all(fd, s.output()); return;
-      case step_kind::need_more: break;
+      case step_kind::need_more:
+        if (again) continue;
+        break;
     }
     if (!send_all(fd, s.output())) return;
     s.clear_output();
@@ -598,15 +633,33 @@ void server::impl::thread_conn_loop(int fd, server_session& s) {
       body_deadline = clock::time_point::max();
       if (in.empty() && !first_read) deadline = clock::now() + cfg.command_timeout;
     }
-    in.prepare();
     for (;;) {
-      ssize_t n = ::recv(fd, in.free_data(), in.free_size(), 0);
-      if (n > 0) {
-        in.commit(static_cast<std::size_t>(n));
-        first_read = false;
-        break;
+      // Outside a body: wait for readability (250 ms ticks for deadlines and
+      // stop()), then take fragments, so an idle connection holds no buffer
+      // memory. In a body: read at once (SO_RCVTIMEO bounds the wait), one
+      // syscall per read as before.
+      int r = 1;
+      if (!s.in_body()) {
+        in.release_if_empty();
+        pollfd pfd{fd, POLLIN, 0};
+        r = ::poll(&pfd, 1, 250);
+        if (r < 0 && errno != EINTR) return;
       }
-      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return;
+      if (r > 0) {
+        iovec iov[16];
+        int k = 0;
+        for (auto b : in.prepare(s.in_body())) {
+          if (k == 16) break;
+          iov[k++] = iovec{b.data(), b.size()};
+        }
+        ssize_t n = ::readv(fd, iov, k);
+        if (n > 0) {
+          in.commit(static_cast<std::size_t>(n));
+          first_read = false;
+          break;
+        }
+        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return;
+      }
       if (stopping.load() && !shut) {
         shut = true;
         s.shutdown();

@@ -147,7 +147,7 @@ TEST_P(server_test, transaction_body_exact_with_dot_lines) {
   EXPECT_EQ(c.replies(1), "221 2.0.0 Bye\r\n");
   EXPECT_TRUE(c.closed_by_peer());
   ASSERT_EQ(box.size(), 1u);
-  EXPECT_EQ(box.messages[0].body, "Subject: t\r\n\r\n.dot\r\n.\r\nline\r\n");
+  EXPECT_EQ(box.messages[0].body.to_string(), "Subject: t\r\n\r\n.dot\r\n.\r\nline\r\n");
   EXPECT_EQ(box.messages[0].envelope.remote_address, "127.0.0.1");
   EXPECT_EQ(box.messages[0].envelope.rcpt_to, std::vector<std::string>{"b@y.test"});
 }
@@ -161,7 +161,7 @@ TEST_P(server_test, whole_session_pipelined_in_one_write) {
   std::string r = c.replies(1 + 1 + 3 * 4 + 1);
   EXPECT_THAT(r, HasSubstr("queued as Q3\r\n221 2.0.0 Bye\r\n"));
   ASSERT_EQ(box.size(), 3u);
-  EXPECT_EQ(box.messages[2].body, "msg 2\r\n");
+  EXPECT_EQ(box.messages[2].body.to_string(), "msg 2\r\n");
 }
 
 TEST_P(server_test, large_message_across_many_reads) {
@@ -181,7 +181,7 @@ TEST_P(server_test, large_message_across_many_reads) {
   c.send(stuffed + ".\r\n");
   EXPECT_EQ(c.replies(1), "250 2.0.0 Ok: queued as Q1\r\n");
   ASSERT_EQ(box.size(), 1u);
-  EXPECT_EQ(box.messages[0].body, body);
+  EXPECT_EQ(box.messages[0].body.to_string(), body);
 }
 
 TEST_P(server_test, bad_input_answered_while_others_are_served) {
@@ -202,7 +202,7 @@ TEST_P(server_test, bad_input_answered_while_others_are_served) {
   bad.send("MAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nDATA\r\n" + std::string(1500, 'z') + "\r\n.\r\n");
   EXPECT_THAT(bad.replies(4), HasSubstr("552 5.3.4"));
   ASSERT_EQ(box.size(), 1u);
-  EXPECT_EQ(box.messages[0].body, "caf\xC3\xA9\r\n");
+  EXPECT_EQ(box.messages[0].body.to_string(), "caf\xC3\xA9\r\n");
 }
 
 TEST_P(server_test, disconnect_in_the_middle_of_data_stores_nothing) {
@@ -216,7 +216,7 @@ TEST_P(server_test, disconnect_in_the_middle_of_data_stores_nothing) {
   c2.send(txn + "ok\r\n.\r\nQUIT\r\n");
   EXPECT_THAT(c2.replies(7), HasSubstr("221 2.0.0 Bye"));
   ASSERT_EQ(box.size(), 1u);
-  EXPECT_EQ(box.messages[0].body, "ok\r\n");
+  EXPECT_EQ(box.messages[0].body.to_string(), "ok\r\n");
 }
 
 TEST_P(server_test, asynchronous_delivery_from_another_thread) {
@@ -224,7 +224,7 @@ TEST_P(server_test, asynchronous_delivery_from_another_thread) {
   std::mutex wm;
   start({}, [&](smtp::received_message&& m, smtp::delivery_callback cb) {
     std::lock_guard lk(wm);
-    bool bad = m.body.find("spam") != std::string::npos;
+    bool bad = m.body.find("spam") != inlet::buffer::segment::npos;
     workers.emplace_back([cb, bad] {
       std::this_thread::sleep_for(20ms);
       cb(bad ? smtp::delivery_result{smtp::delivery_status::rejected(550, "5.7.1", "rejected by filter"), {}}
@@ -259,7 +259,7 @@ TEST_P(server_test, bdat_and_lmtp_listener) {
   l.send("LHLO c\r\nMAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nRCPT TO:<c@y.test>\r\nDATA\r\nhi\r\n.\r\n");
   EXPECT_THAT(l.replies(7), HasSubstr("250 2.0.0 <b@y.test> Ok: queued as Q2\r\n250 2.0.0 <c@y.test> Ok: queued as Q2\r\n"));
   ASSERT_EQ(box.size(), 2u);
-  EXPECT_EQ(box.messages[0].body, ".\r\nDATAxyz");
+  EXPECT_EQ(box.messages[0].body.to_string(), ".\r\nDATAxyz");
   EXPECT_EQ(box.messages[1].envelope.proto, smtp::protocol::lmtp);
 }
 
@@ -278,7 +278,7 @@ TEST_P(server_test, graceful_stop) {
   EXPECT_TRUE(busy.closed_by_peer());
   srv->wait();
   ASSERT_EQ(box.size(), 1u);
-  EXPECT_EQ(box.messages[0].body, "first part\r\nsecond part\r\n");
+  EXPECT_EQ(box.messages[0].body.to_string(), "first part\r\nsecond part\r\n");
   client late(port);  // nothing listens any more
   EXPECT_FALSE(late.ok());
 }

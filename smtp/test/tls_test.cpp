@@ -121,7 +121,7 @@ TEST(tls, starttls_discards_pipelined_commands_and_delivers) {
   srv.stop();
   srv.wait();
   ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0].body, "secret\r\n");
+  EXPECT_EQ(got[0].body.to_string(), "secret\r\n");
   EXPECT_TRUE(got[0].envelope.tls);
   EXPECT_EQ(got[0].envelope.mail_from, "a@x.test");
 }

@@ -3,6 +3,9 @@
 #include "filter_stage.hpp"
 #include "message_view.hpp"
 
+#include <inlet/filter/mime_scan.hpp>
+#include <inlet/mime/segment.hpp>
+
 #include <optional>
 #include <utility>
 
@@ -10,6 +13,18 @@ namespace inletd {
 
 namespace sm = inlet::smtp;
 namespace st = inlet::store;
+
+namespace {
+
+// The store keeps one flat copy of the body: the only copy on the receive path.
+std::string flatten(const inlet::buffer::segment& body) {
+  std::string raw;
+  raw.reserve(body.size());
+  for (std::string_view piece : body.spans()) raw.append(piece);
+  return raw;
+}
+
+}  // namespace
 
 pipeline::pipeline(st::store* store, filter_stage* filter) : store_(store), filter_(filter) {}
 
@@ -32,13 +47,22 @@ void pipeline::deliver(sm::received_message&& m, sm::delivery_callback done) {
   counters_.received.fetch_add(1, std::memory_order_relaxed);
   counters_.bytes.fetch_add(m.body.size(), std::memory_order_relaxed);
 
-  st::new_message msg;
-  msg.envelope = to_store_envelope(m.envelope);
-  msg.raw = std::move(m.body);  // the one copy the store keeps (already flat here)
-
   std::optional<inlet::filter::scan> scan;
   if (filter_) scan.emplace(filter_->registry().make_scan());
-  analyze(msg.raw, msg.summary, scan ? &*scan : nullptr);
+
+  st::new_message msg;
+  if (store_) {
+    msg.envelope = to_store_envelope(m.envelope);
+    msg.raw = flatten(m.body);
+    m.body.clear();  // give the connection's fragments back now
+    analyze(msg.raw, msg.summary, scan ? &*scan : nullptr);
+  } else {
+    // sink: parse the received fragments in place, never copy the body. The
+    // summary is computed (same work as with a store) and dropped.
+    inlet::mime::parsed_message parsed = inlet::mime::parse(m.body);
+    (void)inlet::mime::summarize(parsed);
+    if (scan) inlet::filter::scan_parsed(*scan, parsed);
+  }
 
   if (scan) {
     inlet::filter::verdict v = scan->finish(filter_->threshold());

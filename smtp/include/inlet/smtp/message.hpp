@@ -2,6 +2,8 @@
 // the body, and the asynchronous delivery hook with its result.
 #pragma once
 
+#include <inlet/buffer/segment.hpp>
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -10,9 +12,13 @@
 
 namespace inlet::smtp {
 
-/// The body type handed to the delivery hook. One alias so that the driver can
-/// switch to a zero-copy segment without touching any other signature.
-using message_body = std::string;
+/// The body type handed to the delivery hook: the fragments the driver read the
+/// message into, shared (reference-counted), not copied. Its spans() are the
+/// unstuffed body in order; stuffed dots are simply not part of any span. The
+/// segment may be moved to any thread; it keeps its fragments alive until
+/// destroyed, so an application that keeps the message long should copy it once
+/// (to_string(), or spans() into its own storage) and drop the segment.
+using message_body = inlet::buffer::segment;
 
 enum class protocol : std::uint8_t { smtp, esmtp, lmtp };
 
@@ -38,7 +44,7 @@ struct envelope {
 
 struct received_message {
   smtp::envelope envelope;
-  message_body body;  ///< exactly the bytes received, after dot-unstuffing
+  message_body body;  ///< exactly the bytes received, after dot-unstuffing (zero-copy)
 };
 
 /// One SMTP reply status chosen by the application for a delivery.
