@@ -119,8 +119,8 @@ def main():
     print(markdown(out))
     harness.write_json(a.json, out)
     try:
-        from plot import plot_models  # noqa: E402
         if out["summary"] and a.png:
+            from plot import plot_models  # noqa: E402
             plot_models(out, a.png)
     except ImportError:
         print("matplotlib missing: no PNG (use /usr/bin/python3 with python3-matplotlib)", file=sys.stderr)
