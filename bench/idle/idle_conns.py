@@ -74,6 +74,8 @@ def main():
     ap.add_argument("--pid", type=int)
     ap.add_argument("--json")
     a = ap.parse_args()
+    if a.port and not a.pid:
+        ap.error("--port needs --pid (the server process to sample)")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = min(hard, a.n + 256)
     if soft < want:
