@@ -10,9 +10,10 @@ does not come up or exits at once is reported as "rejected" and left out of the 
 Every run is inlet-load, closed loop, pipelining, ~9 KB lognormal messages, bounded by
 --seconds and a message count; models are alternated within each round.
 
-The model and flag names follow the inletd interface announced by the lead
-(--io-model, --threads, --reads-per-event); --buffer-flag/--parse-flag give the templates
-for the buffer and parse switches until inletd fixes them.
+Flags are inletd's real ones (--io-model coro|async-1n|async-nn|async-n2n|thread, --threads,
+--reads-per-event). inletd has no buffer or parse-mode switch yet: every row is "copying
+buffer, parse after receive"; --buffer-flag/--parse-flag (empty by default) are templates for
+when such switches exist.
 """
 import argparse
 import os
@@ -22,34 +23,39 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "common"))
 import harness  # noqa: E402
 
-DEFAULT_MODELS = "sync,process,async-1n,async-nn,async-n2n,coro,uring"
+DEFAULT_MODELS = "coro,async-1n,async-nn,async-n2n,thread"
 
 
 def main():
     root = harness.repo_root()
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--inletd", default=os.path.join(root, "build/bin/inletd"))
-    ap.add_argument("--inlet-load", default=os.path.join(root, "build/bin/inlet-load"))
+    ap.add_argument("--bin-dir", default=os.path.join(root, "build/bin"),
+                    help="directory of inletd and inlet-load (default build/bin)")
+    ap.add_argument("--inletd", help="default BIN_DIR/inletd")
+    ap.add_argument("--inlet-load", help="default BIN_DIR/inlet-load")
     ap.add_argument("--models", default=DEFAULT_MODELS)
-    ap.add_argument("--buffers", default="copy,zerocopy")
-    ap.add_argument("--parses", default="after,while")
-    ap.add_argument("--buffer-flag", default="--buffer {}")
-    ap.add_argument("--parse-flag", default="--parse {}")
+    ap.add_argument("--buffers", default="copy")
+    ap.add_argument("--parses", default="after")
+    ap.add_argument("--buffer-flag", default="", help="template, e.g. '--buffer {}' (none in inletd yet)")
+    ap.add_argument("--parse-flag", default="", help="template, e.g. '--parse {}' (none in inletd yet)")
     ap.add_argument("--store", default="sink")
     ap.add_argument("--server-threads", type=int, default=2)
     ap.add_argument("--connections", default="50,1000,10000")
-    ap.add_argument("--thread-models", default="sync,async-1n", help="experiment 'threads'")
-    ap.add_argument("--thread-connections", default="1000,2000,5000")
-    ap.add_argument("--reads-per-event", type=int, default=16, help="N of experiment 'reads'")
+    ap.add_argument("--thread-models", default="thread,coro,async-nn", help="experiment 'threads'")
+    ap.add_argument("--thread-connections", default="1000,2000")
+    ap.add_argument("--reads-per-event", type=int, default=4, help="N of experiment 'reads'")
+    ap.add_argument("--reads-models", default="async-1n,async-nn,async-n2n", help="experiment 'reads'")
     ap.add_argument("--experiments", default="models,threads,reads")
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--count", type=int, default=500000)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--load-threads", type=int, default=1)
     ap.add_argument("--pin", action="store_true", help="taskset: server CPU 0, client CPU 1")
-    ap.add_argument("--json", default=os.path.join(root, "docs/benchmarks/data/load-io-models.json"))
-    ap.add_argument("--png", default=os.path.join(root, "docs/benchmarks/data/load-io-models.png"))
+    ap.add_argument("--json", default=os.path.join(root, "docs/benchmarks/data/inletd-io-models.json"))
+    ap.add_argument("--png", default="", help="PNG path (needs matplotlib); none by default")
     a = ap.parse_args()
+    a.inletd = a.inletd or os.path.join(a.bin_dir, "inletd")
+    a.inlet_load = a.inlet_load or os.path.join(a.bin_dir, "inlet-load")
     if not os.access(a.inletd, os.X_OK):
         print(f"inletd not found at {a.inletd}: nothing to measure (skipped)", file=sys.stderr)
         return 0
@@ -65,14 +71,13 @@ def main():
             for b in split(a.buffers):
                 for p in split(a.parses):
                     extra = ["--io-model", m] + a.buffer_flag.format(b).split() + a.parse_flag.format(p).split()
-                    configs.append(("models", f"{m}/{b}/{p}", extra, [int(c) for c in split(a.connections)]))
+                    label = m if not (a.buffer_flag or a.parse_flag) else f"{m}/{b}/{p}"
+                    configs.append(("models", label, extra, [int(c) for c in split(a.connections)]))
     if "threads" in exps:
         for m in split(a.thread_models):
             configs.append(("threads", m, ["--io-model", m], [int(c) for c in split(a.thread_connections)]))
     if "reads" in exps:
-        for m in split(a.models):
-            if m in ("sync", "process"):
-                continue
+        for m in split(a.reads_models):
             for n in (1, a.reads_per_event):
                 configs.append(("reads", f"{m} reads/event={n}", ["--io-model", m, "--reads-per-event", str(n)],
                                 [1000]))
@@ -114,8 +119,8 @@ def main():
     print(markdown(out))
     harness.write_json(a.json, out)
     try:
-        from plot import plot_models  # noqa: E402
-        if out["summary"]:
+        if out["summary"] and a.png:
+            from plot import plot_models  # noqa: E402
             plot_models(out, a.png)
     except ImportError:
         print("matplotlib missing: no PNG (use /usr/bin/python3 with python3-matplotlib)", file=sys.stderr)
@@ -125,7 +130,8 @@ def main():
 def start(a, extra, cpus):
     port = harness.free_port()
     cmd = [a.inletd, "--smtp", f"127.0.0.1:{port}", "--listen", f"127.0.0.1:{harness.free_port()}",
-           "--store", a.store, "--threads", str(a.server_threads)] + extra
+           "--store", a.store, "--threads", str(a.server_threads), "--max-connections", "20000",
+           "--max-connections-per-ip", "20000", "--quiet"] + extra
     srv = harness.Server("inletd", cmd, port, cpus, startup=10)
     time.sleep(0.1)
     if not srv.ok or srv.proc.poll() is not None:

@@ -27,12 +27,13 @@ import harness  # noqa: E402
 def peer_commands(a, root):
     """name -> function(port) returning argv, or None when the peer is unavailable."""
     peers = {}
-    inletd = a.inletd or os.path.join(root, "build/bin/inletd")
+    inletd = a.inletd or os.path.join(a.bin_dir, "inletd")
     if os.access(inletd, os.X_OK):
         for store in ("sink", "memory"):
             peers[f"inletd-{store}"] = (lambda s: lambda port: [
                 inletd, "--smtp", f"127.0.0.1:{port}", "--listen", f"127.0.0.1:{harness.free_port()}",
-                "--store", s] + a.inletd_args.split())(store)
+                "--store", s, "--max-connections", "20000", "--max-connections-per-ip", "20000",
+                "--quiet"] + a.inletd_args.split())(store)
     else:
         print(f"inletd not found at {inletd}: inletd rows skipped", file=sys.stderr)
     if shutil.which("smtp-sink"):
@@ -52,7 +53,7 @@ def peer_commands(a, root):
             r = subprocess.run(["bash", setup, str(port)], capture_output=True, text=True, timeout=900)
             return r.stdout.split() if r.returncode == 0 and r.stdout.strip() else None
         peers["haraka"] = haraka
-    swallow = a.swallow or os.path.join(root, "build/bin/swallow")
+    swallow = a.swallow or os.path.join(a.bin_dir, "swallow")
     if os.access(swallow, os.X_OK):
         peers["swallow"] = lambda port: [swallow, "--listen", f"127.0.0.1:{port}", "--max-seconds", "3600"]
     return peers
@@ -61,9 +62,13 @@ def peer_commands(a, root):
 def main():
     root = harness.repo_root()
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--inletd", help="inletd binary (default build/bin/inletd)")
+    ap.add_argument("--bin-dir", default=os.path.join(root, "build/bin"),
+                    help="directory of inletd, inlet-load, swallow (default build/bin)")
+    ap.add_argument("--inletd", help="inletd binary (default BIN_DIR/inletd)")
     ap.add_argument("--inletd-args", default="", help="extra inletd arguments, e.g. '--threads 1'")
-    ap.add_argument("--inlet-load", default=os.path.join(root, "build/bin/inlet-load"))
+    ap.add_argument("--inlet-load", help="default BIN_DIR/inlet-load")
+    ap.add_argument("--modes", default="pipelining",
+                    help="inlet-load modes, comma list of pipelining, no-pipelining, bdat")
     ap.add_argument("--swallow")
     ap.add_argument("--haraka", action="store_true", help="include Haraka (npm install on first use)")
     ap.add_argument("--peers", help="comma list to restrict the peers")
@@ -78,6 +83,7 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--png")
     a = ap.parse_args()
+    a.inlet_load = a.inlet_load or os.path.join(a.bin_dir, "inlet-load")
     if not os.access(a.inlet_load, os.X_OK):
         sys.exit(f"inlet-load not found at {a.inlet_load}: build it first")
     scpu, ccpu = ("0", "1") if a.pin else (None, None)
@@ -102,19 +108,20 @@ def main():
             else:
                 print(f"{name}: did not start or rejected its arguments, skipped", file=sys.stderr)
                 srv.stop()
-        loads = [(f"inlet-load c={c}", c) for c in conns]
+        mode_args = {"pipelining": [], "no-pipelining": ["--no-pipelining"], "bdat": ["--bdat"]}
+        loads = [(f"inlet-load {m} c={c}", c, mode_args[m]) for m in a.modes.split(",") if m for c in conns]
         if a.smtp_source and shutil.which("smtp-source"):
-            loads.append(("smtp-source -d s=50", None))
+            loads.append(("smtp-source -d s=50", None, []))
         names = list(servers)
         for rnd in range(a.rounds):
-            for load, c in loads:
+            for load, c, margs in loads:
                 order = names[rnd % max(1, len(names)):] + names[:rnd % max(1, len(names))]
                 for name in order:
                     srv = servers[name]
                     if c is None:
                         fn = lambda: harness.smtp_source(srv.port, 50, a.smtp_source, 9000, a.seconds * 20, ccpu)  # noqa: E731
                     else:
-                        args = ["-c", str(c), "-j", str(a.threads)]
+                        args = ["-c", str(c), "-j", str(a.threads), "--sources", str(max(1, c // 4000 + 1))] + margs
                         fn = lambda: harness.inlet_load(a.inlet_load, srv.port, args, a.count,  # noqa: E731
                                                         a.seconds, ccpu)
                     r = harness.measure(srv, fn)

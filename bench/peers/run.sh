@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # inletd beside its peers (see run.py --help). Writes docs/benchmarks/data/peers.json and
 # docs/benchmarks/data/peers.png (+ peers-latency.png with --rates) when called without --json/--png.
-# usage: bench/peers/run.sh [--inletd build/bin/inletd] [--haraka] [--pin] [run.py options]
+# usage: bench/peers/run.sh [--bin-dir build/bin] [--modes pipelining,no-pipelining,bdat] [--haraka] [--pin] [run.py options]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 py=python3
