@@ -132,20 +132,7 @@ void segment::append(segment&& o) {
 void segment::remove_prefix(std::size_t n) noexcept {
   n = std::min(n, size_);
   size_ -= n;
-  std::size_t drop = 0;
-  while (n > 0) {
-    slice& s = s_[drop];
-    if (n >= s.n) {
-      n -= s.n;
-      detail::unref(s.f);
-      ++drop;
-    } else {
-      s.p += n;
-      s.n -= n;
-      n = 0;
-    }
-  }
-  s_.erase_front(drop);
+  detail::release_front(s_, n);
 }
 
 void segment::remove_suffix(std::size_t n) noexcept {

@@ -116,20 +116,7 @@ void streambuf::commit(std::size_t n) noexcept {
 void streambuf::consume(std::size_t n) noexcept {
   n = std::min(n, size_);
   size_ -= n;
-  std::size_t drop = 0;
-  while (n > 0) {
-    piece& s = rd_[drop];
-    if (n >= s.n) {
-      n -= s.n;
-      detail::unref(s.f);
-      ++drop;
-    } else {
-      s.p += n;
-      s.n -= n;
-      n = 0;
-    }
-  }
-  rd_.erase_front(drop);
+  detail::release_front(rd_, n);
   // No rewind here: a read into the last prepare() sequence may be in flight
   // (prepare() rewinds instead).
 }

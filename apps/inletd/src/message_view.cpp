@@ -24,8 +24,12 @@ std::vector<st::address> to_addresses(const std::vector<mm::mailbox>& in) {
 
 }  // namespace
 
-void analyze(std::string_view raw, st::summary& out, inlet::filter::scan* scan) {
-  mm::parsed_message m = mm::parse(raw);
+mm::parser& thread_parser() {
+  thread_local mm::parser p;
+  return p;
+}
+
+void analyze(const mm::parsed_message& m, st::summary& out, inlet::filter::scan* scan) {
   mm::summary s = mm::summarize(m);
   if (!s.from.empty()) out.from = {s.from.front().name, s.from.front().address};
   out.to = to_addresses(s.to);
@@ -44,7 +48,7 @@ void analyze(std::string_view raw, st::summary& out, inlet::filter::scan* scan) 
 
 inlet::http::rendered_body render_body(std::string_view raw) {
   inlet::http::rendered_body r;
-  mm::parsed_message m = mm::parse(raw);
+  const mm::parsed_message& m = thread_parser().parse(raw);
   mm::for_each_text_part(m, [&](std::uint32_t p) {
     auto sub = m.parts()[p].sub_type();
     std::string* target = sub == "html" ? &r.html : sub == "plain" ? &r.text : nullptr;

@@ -5,6 +5,7 @@
 
 #include <inlet/filter/filter.hpp>
 #include <inlet/http/api.hpp>
+#include <inlet/mime/message.hpp>
 #include <inlet/store/types.hpp>
 
 #include <string>
@@ -15,10 +16,16 @@ namespace inletd {
 class pipeline;
 class filter_stage;
 
-/// Parses `raw` once: fills `out` (From, To, Cc, Subject, Date, Message-ID, snippet,
+/// The calling thread's MIME parser. Reused for every message, it keeps the capacity of
+/// its tables, so parsing allocates nothing once they have grown (mime/parser.hpp).
+/// A result is valid until the thread's next parse.
+inlet::mime::parser& thread_parser();
+
+/// From one parse: fills `out` (From, To, Cc, Subject, Date, Message-ID, snippet,
 /// attachments) and, when `scan` is given, feeds it the decoded unstructured headers and
 /// every non-attachment text/* part as UTF-8.
-void analyze(std::string_view raw, inlet::store::summary& out, inlet::filter::scan* scan);
+void analyze(const inlet::mime::parsed_message& m, inlet::store::summary& out,
+             inlet::filter::scan* scan);
 
 /// The HTTP renderer hook: Text, HTML, inline parts and attachments of a message.
 inlet::http::rendered_body render_body(std::string_view raw);

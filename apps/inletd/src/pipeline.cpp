@@ -3,7 +3,6 @@
 #include "filter_stage.hpp"
 #include "message_view.hpp"
 
-#include <inlet/filter/mime_scan.hpp>
 #include <inlet/mime/segment.hpp>
 
 #include <optional>
@@ -55,13 +54,11 @@ void pipeline::deliver(sm::received_message&& m, sm::delivery_callback done) {
     msg.envelope = to_store_envelope(m.envelope);
     msg.raw = flatten(m.body);
     m.body.clear();  // give the connection's fragments back now
-    analyze(msg.raw, msg.summary, scan ? &*scan : nullptr);
+    analyze(thread_parser().parse(msg.raw), msg.summary, scan ? &*scan : nullptr);
   } else {
     // sink: parse the received fragments in place, never copy the body. The
     // summary is computed (same work as with a store) and dropped.
-    inlet::mime::parsed_message parsed = inlet::mime::parse(m.body);
-    (void)inlet::mime::summarize(parsed);
-    if (scan) inlet::filter::scan_parsed(*scan, parsed);
+    analyze(inlet::mime::parse(thread_parser(), m.body), msg.summary, scan ? &*scan : nullptr);
   }
 
   if (scan) {

@@ -113,4 +113,25 @@ class slice_vec {
   slice inline_[N];
 };
 
+// Removes the first n bytes (n <= total bytes) of a chain of slices owned by the caller:
+// whole slices are dropped and their fragment references released, a partial one is
+// shortened in place. Shared by segment::remove_prefix and streambuf::consume.
+template <std::size_t N>
+void release_front(slice_vec<N>& v, std::size_t n) noexcept {
+  std::size_t drop = 0;
+  while (n > 0) {
+    slice& s = v[drop];
+    if (n >= s.n) {
+      n -= s.n;
+      unref(s.f);
+      ++drop;
+    } else {
+      s.p += n;
+      s.n -= n;
+      n = 0;
+    }
+  }
+  v.erase_front(drop);
+}
+
 }  // namespace inlet::buffer::detail
