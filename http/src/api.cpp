@@ -138,10 +138,27 @@ bool api::is_events_request(const request& req) {
 
 response api::handle(const request& req) const {
   response res;
+  const bool head = req.method() == bh::verb::head;
   try {
-    res = route(req);
+    if (head) {
+      // HEAD (RFC 9110 9.3.2): the GET answer's status and headers, Content-Length
+      // included, without its body. The event stream is GET only.
+      request get = req;
+      get.method(bh::verb::get);
+      res = is_events_request(get) ? error(405, "method not allowed", req.version(),
+                                           req.keep_alive())
+                                   : route(get);
+      if (res.result_int() == 405) res.set(bh::field::allow, "GET");
+    } else {
+      res = route(req);
+    }
   } catch (const std::exception&) {  // bad_alloc, json errors: never escape to the server
     res = error(500, "internal error", req.version(), req.keep_alive());
+  }
+  if (head) {
+    const auto length = res.body().size();
+    res.body().clear();
+    res.content_length(length);
   }
   count(res.result_int());
   return res;
@@ -161,16 +178,16 @@ response api::route(const request& req) const {
   };
 
   if (path == "/" || path == "/index.html")
-    return only(bh::verb::get) ? page_html(req) : not_allowed("GET");
-  if (path == "/metrics") return only(bh::verb::get) ? metrics(req) : not_allowed("GET");
+    return only(bh::verb::get) ? page_html(req) : not_allowed("GET, HEAD");
+  if (path == "/metrics") return only(bh::verb::get) ? metrics(req) : not_allowed("GET, HEAD");
   if (path == "/api/events")  // streamed by the server; here only the method check
     return only(bh::verb::get) ? error(404, "event stream needs the server", req.version(),
                                        req.keep_alive())
-                               : not_allowed("GET");
+                               : not_allowed("GET, HEAD");
   if (path == "/api/v1/messages") {
     if (only(bh::verb::get)) return list_messages(req, query, {});
     if (only(bh::verb::delete_)) return delete_messages(req);
-    return not_allowed("GET, DELETE");
+    return not_allowed("GET, HEAD, DELETE");
   }
   constexpr std::string_view msg_prefix = "/api/v1/message/";
   if (path.starts_with(msg_prefix)) {
@@ -179,13 +196,13 @@ response api::route(const request& req) const {
     auto id = rest.substr(0, slash);
     auto tail = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash);
     if (tail.empty() || tail == "/raw") {
-      if (!only(bh::verb::get)) return not_allowed("GET");
+      if (!only(bh::verb::get)) return not_allowed("GET, HEAD");
       return tail.empty() ? get_message(req, id) : get_raw(req, id);
     }
   }
   constexpr std::string_view box_prefix = "/api/v1/mailbox/";
   if (path.starts_with(box_prefix) && path.size() > box_prefix.size()) {
-    if (!only(bh::verb::get)) return not_allowed("GET");
+    if (!only(bh::verb::get)) return not_allowed("GET, HEAD");
     std::string mailbox;
     if (!percent_decode(path.substr(box_prefix.size()), mailbox, false) ||
         mailbox.find('/') != std::string::npos)

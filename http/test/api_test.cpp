@@ -288,10 +288,36 @@ TEST_F(ApiTest, MailboxListsOneRecipientCaseInsensitively) {
   EXPECT_EQ(get("/api/v1/mailbox/a%2fb").result_int(), 400u);
 }
 
+TEST_F(ApiTest, HeadIsGetWithoutBody) {
+  auto id = put(make("Subject: s\r\n\r\nbody\r\n"));
+  const std::vector<std::string> targets{"/",
+                                         "/metrics",
+                                         "/api/v1/messages",
+                                         "/api/v1/message/" + id,
+                                         "/api/v1/message/" + id + "/raw",
+                                         "/api/v1/mailbox/box@example.com"};
+  for (const auto& target : targets) {
+    auto g = get(target);
+    auto h = a->handle(req(bh::verb::head, target));
+    SCOPED_TRACE(target);
+    EXPECT_EQ(h.result_int(), g.result_int());
+    EXPECT_TRUE(h.body().empty());
+    if (target != "/metrics") {  // the metrics count this very request
+      EXPECT_EQ(h[bh::field::content_length], std::to_string(g.body().size()));
+    }
+    EXPECT_EQ(h[bh::field::content_type], g[bh::field::content_type]);
+  }
+  EXPECT_EQ(a->handle(req(bh::verb::head, "/api/v1/message/AAAAAAAAAAAAAAAAAAAAAA")).result_int(),
+            404u);
+  auto ev = a->handle(req(bh::verb::head, "/api/events"));
+  EXPECT_EQ(ev.result_int(), 405u);
+  EXPECT_EQ(ev[bh::field::allow], "GET");
+}
+
 TEST_F(ApiTest, WrongMethodIs405WithAllow) {
   auto r = a->handle(req(bh::verb::post, "/api/v1/messages"));
   EXPECT_EQ(r.result_int(), 405u);
-  EXPECT_EQ(r[bh::field::allow], "GET, DELETE");
+  EXPECT_EQ(r[bh::field::allow], "GET, HEAD, DELETE");
   EXPECT_TRUE(body_json(r).contains("Error"));
   auto id = put(make("s"));
   EXPECT_EQ(a->handle(req(bh::verb::delete_, "/api/v1/message/" + id)).result_int(), 405u);

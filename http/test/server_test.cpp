@@ -38,6 +38,16 @@ struct client {
     bh::write(sock, req);
     return read();
   }
+  // HEAD: the parser must be told that no body follows the headers.
+  bh::response<bh::string_body> head(std::string target) {
+    bh::request<bh::string_body> req{bh::verb::head, target, 11};
+    req.set(bh::field::host, "127.0.0.1");
+    bh::write(sock, req);
+    bh::response_parser<bh::string_body> p;
+    p.skip(true);
+    bh::read(sock, buf, p);
+    return p.release();
+  }
   bh::response<bh::string_body> read() {
     bh::response_parser<bh::string_body> p;
     p.body_limit(64 << 20);
@@ -112,6 +122,21 @@ TEST_F(ServerTest, KeepAliveListGetRawDelete) {
   EXPECT_FALSE(last.keep_alive());
   EXPECT_EQ(store.stats().messages, 0u);
   EXPECT_TRUE(c.closed_by_peer());
+}
+
+TEST_F(ServerTest, HeadSendsHeadersOnlyAndKeepsTheConnectionInStep) {
+  start();
+  std::string raw = "Subject: head\r\n\r\nbody\r\n";
+  auto id = put(raw);
+  client c(srv->port());
+  auto h = c.head("/api/v1/message/" + id + "/raw");
+  ASSERT_EQ(h.result_int(), 200u);
+  EXPECT_EQ(h[bh::field::content_length], std::to_string(raw.size()));
+  EXPECT_TRUE(h.body().empty());
+  // Had the server written the body, this GET would read those bytes as its status line.
+  auto g = c.request(bh::verb::get, "/api/v1/message/" + id + "/raw");
+  ASSERT_EQ(g.result_int(), 200u);
+  EXPECT_EQ(g.body(), raw);
 }
 
 TEST_F(ServerTest, RequestSplitAtEveryOffsetOnOneConnection) {
