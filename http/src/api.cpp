@@ -46,7 +46,7 @@ json::object summary_object(const store::stored_message& m) {
   return json::object{
       {"ID", m.id},
       {"MessageID", js(m.summary.message_id)},
-      {"Read", false},
+      {"Read", m.read.load(std::memory_order_relaxed)},
       {"From", address_json(m.summary.from)},
       {"To", addresses_json(m.summary.to)},
       {"Cc", addresses_json(m.summary.cc)},
@@ -147,7 +147,7 @@ response api::handle(const request& req) const {
       get.method(bh::verb::get);
       res = is_events_request(get) ? error(405, "method not allowed", req.version(),
                                            req.keep_alive())
-                                   : route(get);
+                                   : route(get, true);
       if (res.result_int() == 405) res.set(bh::field::allow, "GET");
     } else {
       res = route(req);
@@ -164,7 +164,7 @@ response api::handle(const request& req) const {
   return res;
 }
 
-response api::route(const request& req) const {
+response api::route(const request& req, bool head) const {
   std::string_view target = req.target();
   auto qpos = target.find('?');
   std::string_view path = target.substr(0, qpos);
@@ -187,7 +187,8 @@ response api::route(const request& req) const {
   if (path == "/api/v1/messages") {
     if (only(bh::verb::get)) return list_messages(req, query, {});
     if (only(bh::verb::delete_)) return delete_messages(req);
-    return not_allowed("GET, HEAD, DELETE");
+    if (only(bh::verb::put)) return set_read(req);
+    return not_allowed("GET, HEAD, PUT, DELETE");
   }
   constexpr std::string_view msg_prefix = "/api/v1/message/";
   if (path.starts_with(msg_prefix)) {
@@ -197,7 +198,7 @@ response api::route(const request& req) const {
     auto tail = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash);
     if (tail.empty() || tail == "/raw") {
       if (!only(bh::verb::get)) return not_allowed("GET, HEAD");
-      return tail.empty() ? get_message(req, id) : get_raw(req, id);
+      return tail.empty() ? get_message(req, id, !head) : get_raw(req, id);
     }
   }
   constexpr std::string_view box_prefix = "/api/v1/mailbox/";
@@ -225,7 +226,7 @@ response api::list_messages(const request& req, std::string_view query,
   msgs.reserve(p.messages.size());
   for (const auto& m : p.messages) msgs.push_back(summary_object(*m));
   json::object o{
-      {"total", p.total},  {"unread", 0},       {"count", p.messages.size()},
+      {"total", p.total},  {"unread", p.unread},       {"count", p.messages.size()},
       {"messages_count", p.total}, {"start", p.start}, {"tags", json::array{}},
       {"messages", std::move(msgs)},
   };
@@ -260,9 +261,34 @@ response api::delete_messages(const request& req) const {
   return make_response(req, 200, "text/plain", "ok");
 }
 
-response api::get_message(const request& req, std::string_view id) const {
+response api::set_read(const request& req) const {
+  std::error_code ec;
+  json::value v = json::parse(req.body(), ec);
+  const json::object* o = ec ? nullptr : v.if_object();
+  const json::value* ids_v = o ? o->if_contains("IDs") : nullptr;
+  const json::value* read_v = o ? o->if_contains("Read") : nullptr;
+  if (!o || !read_v || !read_v->is_bool() || (ids_v && !ids_v->is_array() && !ids_v->is_null()))
+    return error(400, "body must be {\"IDs\": [\"...\"], \"Read\": true|false}", req.version(),
+                 req.keep_alive());
+  std::vector<std::string> ids;
+  if (ids_v && ids_v->is_array()) {
+    for (const auto& e : ids_v->get_array()) {
+      if (!e.is_string())
+        return error(400, "IDs must be strings", req.version(), req.keep_alive());
+      ids.emplace_back(e.get_string());
+    }
+  }
+  store_.set_read(ids, read_v->get_bool());  // no IDs: every message
+  return make_response(req, 200, "text/plain", "ok");
+}
+
+response api::get_message(const request& req, std::string_view id, bool mark_read) const {
   auto m = is_id(id) ? store_.get(id) : nullptr;
   if (!m) return error(404, "message not found", req.version(), req.keep_alive());
+  if (mark_read && !m->read.load(std::memory_order_relaxed)) {
+    const std::string one{id};  // opening a message marks it read, as Mailpit does
+    store_.set_read(std::span(&one, 1), true);
+  }
   rendered_body body;
   if (cfg_.render) {
     body = cfg_.render(m->raw);
@@ -276,6 +302,7 @@ response api::get_message(const request& req, std::string_view id) const {
   json::object o{
       {"ID", m->id},
       {"MessageID", js(s.message_id)},
+      {"Read", m->read.load(std::memory_order_relaxed)},
       {"From", address_json(s.from)},
       {"To", addresses_json(s.to)},
       {"Cc", addresses_json(s.cc)},
@@ -331,6 +358,8 @@ std::string api::metrics_text() const {
   };
   metric("inlet_store_messages", "gauge", "Messages held by the store.", st.messages);
   metric("inlet_store_bytes", "gauge", "Raw message bytes held by the store.", st.bytes);
+  metric("inlet_store_unread", "gauge", "Messages held by the store and not yet read.",
+         st.unread);
   metric("inlet_store_stored_total", "counter", "Messages accepted by the store.",
          st.stored_total);
   metric("inlet_store_evicted_total", "counter", "Messages evicted to respect the bounds.",

@@ -20,7 +20,7 @@ main{display:flex;height:calc(100vh - 3.2em)}#list{width:42%;min-width:20em;over
 #detail{flex:1;overflow:auto;padding:1em}table{width:100%;border-collapse:collapse}
 td,th{padding:.4em .6em;border-bottom:1px solid #eee;text-align:left;vertical-align:top;overflow-wrap:anywhere}
 tr.msg{cursor:pointer}tr.msg:hover{background:#eef3ff}tr.sel{background:#dde7ff}
-.sub{font-weight:600}.muted{color:#777;font-size:.85em}#pager{display:flex;gap:.5em;align-items:center;padding:.5em}
+.sub{font-weight:400}tr.unread .sub{font-weight:700}tr.unread td:first-child{box-shadow:inset 3px 0 #36c}.muted{color:#777;font-size:.85em}#pager{display:flex;gap:.5em;align-items:center;padding:.5em}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em;margin:0 0 1em}dt{font-weight:600}dd{margin:0;overflow-wrap:anywhere}
 pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#fff;border:1px solid #ddd;padding:.8em}
 iframe{width:100%;height:60vh;border:1px solid #ddd;background:#fff}.tabs{display:flex;gap:.4em;margin:.5em 0}
@@ -29,7 +29,7 @@ iframe{width:100%;height:60vh;border:1px solid #ddd;background:#fff}.tabs{displa
 <header><h1>inlet</h1>
 <input id="box" placeholder="mailbox address, e.g. someone@example.com (empty: all)" autocomplete="off">
 <button id="go">Show</button><button id="all">All</button>
-<button id="delall" class="danger">Delete shown</button><span id="live">connecting…</span></header>
+<button id="readall">Mark shown read</button><button id="delall" class="danger">Delete shown</button><span id="live">connecting…</span></header>
 <main><section id="list"><div id="pager"><button id="prev">‹ Newer</button><span id="range" class="muted"></span><button id="next">Older ›</button></div>
 <table><thead><tr><th>From</th><th>Subject</th><th>Received</th></tr></thead><tbody id="rows"></tbody></table></section>
 <section id="detail"><p class="muted">Select a message.</p></section></main>
@@ -48,13 +48,13 @@ async function refresh(){
   let d;try{d=await getJSON(listUrl());}catch(e){$("range").textContent="error: "+e.message;return;}
   const rows=$("rows");rows.replaceChildren();shownIds=[];
   for(const m of d.messages||[]){
-    shownIds.push(m.ID);const tr=el("tr",null,"msg"+(m.ID===selected?" sel":""));
+    shownIds.push(m.ID);const tr=el("tr",null,"msg"+(m.Read?"":" unread")+(m.ID===selected?" sel":""));
     const f=el("td",addr(m.From));tr.appendChild(f);
     const s=el("td");s.appendChild(el("div",m.Subject||"(no subject)","sub"));s.appendChild(el("div",m.Snippet||"","muted"));tr.appendChild(s);
     const c=el("td",when(m.Created));c.appendChild(el("div",size(m.Size),"muted"));tr.appendChild(c);
     tr.addEventListener("click",()=>openMsg(m.ID));rows.appendChild(tr);}
   const n=(d.messages||[]).length;
-  $("range").textContent=(n?(d.start+1)+"–"+(d.start+n):"0")+" of "+d.total+(mailbox?" for "+mailbox:"");
+  $("range").textContent=(n?(d.start+1)+"–"+(d.start+n):"0")+" of "+d.total+(mailbox?" for "+mailbox:"")+(d.unread?", "+d.unread+" unread":"");
   $("prev").disabled=start===0;$("next").disabled=d.start+n>=d.total;}
 function row(dl,k,v){if(v===undefined||v===null||v==="")return;dl.appendChild(el("dt",k));dl.appendChild(el("dd",v));}
 async function openMsg(id){
@@ -81,6 +81,9 @@ $("box").addEventListener("keydown",e=>{if(e.key==="Enter")setMailbox($("box").v
 $("all").addEventListener("click",()=>setMailbox(""));
 $("prev").addEventListener("click",()=>{start=Math.max(0,start-LIMIT);refresh();});
 $("next").addEventListener("click",()=>{start+=LIMIT;refresh();});
+$("readall").addEventListener("click",async()=>{
+  if(!shownIds.length)return;
+  await fetch("api/v1/messages",{method:"PUT",headers:{"Content-Type":"application/json"},body:JSON.stringify({IDs:shownIds,Read:true})});refresh();});
 $("delall").addEventListener("click",async()=>{
   if(!shownIds.length)return;
   if(!confirm(mailbox?"Delete the "+shownIds.length+" messages shown for "+mailbox+"?":"Delete the "+shownIds.length+" messages shown?"))return;

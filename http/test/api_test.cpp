@@ -83,7 +83,7 @@ TEST_F(ApiTest, ListNewestFirstWithSummaryFields) {
   EXPECT_EQ(o["total"].as_int64(), 2);
   EXPECT_EQ(o["messages_count"].as_int64(), 2);
   EXPECT_EQ(o["count"].as_int64(), 2);
-  EXPECT_EQ(o["unread"].as_int64(), 0);
+  EXPECT_EQ(o["unread"].as_int64(), 2);  // nothing opened yet
   auto& msgs = o["messages"].as_array();
   ASSERT_EQ(msgs.size(), 2u);
   auto& m = msgs[0].as_object();
@@ -288,6 +288,40 @@ TEST_F(ApiTest, MailboxListsOneRecipientCaseInsensitively) {
   EXPECT_EQ(get("/api/v1/mailbox/a%2fb").result_int(), 400u);
 }
 
+TEST_F(ApiTest, ReadFlagsFollowMailpit) {
+  auto id1 = put(make("one"));
+  auto id2 = put(make("two", {"other@example.com"}));
+  auto list = body_json(get("/api/v1/messages"));
+  EXPECT_EQ(list["unread"].as_int64(), 2);
+  EXPECT_FALSE(list["messages"].as_array()[0].as_object().at("Read").as_bool());
+
+  // HEAD and /raw do not mark read; opening the message does.
+  a->handle(req(bh::verb::head, "/api/v1/message/" + id1));
+  get("/api/v1/message/" + id1 + "/raw");
+  EXPECT_EQ(body_json(get("/api/v1/messages"))["unread"].as_int64(), 2);
+  EXPECT_TRUE(body_json(get("/api/v1/message/" + id1))["Read"].as_bool());
+  list = body_json(get("/api/v1/messages"));
+  EXPECT_EQ(list["unread"].as_int64(), 1);
+  EXPECT_TRUE(list["messages"].as_array()[1].as_object().at("Read").as_bool());  // id1 is older
+  EXPECT_EQ(body_json(get("/api/v1/mailbox/box@example.com"))["unread"].as_int64(), 0);
+  EXPECT_EQ(body_json(get("/api/v1/mailbox/other@example.com"))["unread"].as_int64(), 1);
+
+  // PUT with IDs, PUT without IDs (every message), and bad bodies change nothing.
+  auto r = a->handle(req(bh::verb::put, "/api/v1/messages",
+                         R"({"IDs":[")" + id1 + R"("],"Read":false})"));
+  EXPECT_EQ(r.result_int(), 200u);
+  EXPECT_EQ(body_json(get("/api/v1/messages"))["unread"].as_int64(), 2);
+  EXPECT_EQ(a->handle(req(bh::verb::put, "/api/v1/messages", R"({"Read":true})")).result_int(),
+            200u);
+  EXPECT_EQ(body_json(get("/api/v1/messages"))["unread"].as_int64(), 0);
+  for (std::string bad : {"", "{}", R"({"Read":"yes"})", R"({"IDs":"x","Read":true})",
+                          R"({"IDs":[1],"Read":false})", "not json"})
+    EXPECT_EQ(a->handle(req(bh::verb::put, "/api/v1/messages", bad)).result_int(), 400u) << bad;
+  EXPECT_EQ(body_json(get("/api/v1/messages"))["unread"].as_int64(), 0);
+  EXPECT_NE(a->metrics_text().find("inlet_store_unread 0"), std::string::npos);
+  (void)id2;
+}
+
 TEST_F(ApiTest, HeadIsGetWithoutBody) {
   auto id = put(make("Subject: s\r\n\r\nbody\r\n"));
   const std::vector<std::string> targets{"/",
@@ -317,7 +351,7 @@ TEST_F(ApiTest, HeadIsGetWithoutBody) {
 TEST_F(ApiTest, WrongMethodIs405WithAllow) {
   auto r = a->handle(req(bh::verb::post, "/api/v1/messages"));
   EXPECT_EQ(r.result_int(), 405u);
-  EXPECT_EQ(r[bh::field::allow], "GET, HEAD, DELETE");
+  EXPECT_EQ(r[bh::field::allow], "GET, HEAD, PUT, DELETE");
   EXPECT_TRUE(body_json(r).contains("Error"));
   auto id = put(make("s"));
   EXPECT_EQ(a->handle(req(bh::verb::delete_, "/api/v1/message/" + id)).result_int(), 405u);

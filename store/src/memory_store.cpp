@@ -54,9 +54,14 @@ void memory_store::put(new_message msg, put_handler done) {
     }
     published = rec;  // from here on the record is read-only
     order_.push_back(published);
-    for (const auto& b : boxes) by_mailbox_[b].push_back(published);
+    for (const auto& b : boxes) {
+      auto& box = by_mailbox_[b];
+      box.order.push_back(published);
+      box.unread.fetch_add(1, std::memory_order_relaxed);
+    }
     by_id_.emplace(published->id, entry{published, std::move(boxes)});
     ++stats_.messages;
+    unread_.fetch_add(1, std::memory_order_relaxed);
     stats_.bytes += published->raw.size();
     ++stats_.stored_total;
   }
@@ -82,11 +87,15 @@ void memory_store::unlink_locked(const stored_message& m,
   for (const auto& b : mailboxes) {
     auto it = by_mailbox_.find(b);
     if (it == by_mailbox_.end()) continue;
-    erase_from(it->second, m);
-    if (it->second.empty()) by_mailbox_.erase(it);
+    erase_from(it->second.order, m);
+    if (!m.read.load(std::memory_order_relaxed))
+      it->second.unread.fetch_sub(1, std::memory_order_relaxed);
+    if (it->second.order.empty()) by_mailbox_.erase(it);
   }
   --stats_.messages;
   stats_.bytes -= m.raw.size();
+  // Exclusive lock: no set_read runs, so the flag is stable here.
+  if (!m.read.load(std::memory_order_relaxed)) unread_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 message_ptr memory_store::evict_oldest_locked() {
@@ -112,7 +121,9 @@ page memory_store::slice(const order_index& order, std::size_t start, std::size_
 
 page memory_store::list(std::size_t start, std::size_t limit) const {
   std::shared_lock lk(mutex_);
-  return slice(order_, start, limit);
+  page p = slice(order_, start, limit);
+  p.unread = unread_.load(std::memory_order_relaxed);
+  return p;
 }
 
 page memory_store::list_mailbox(std::string_view mailbox, std::size_t start,
@@ -125,7 +136,9 @@ page memory_store::list_mailbox(std::string_view mailbox, std::size_t start,
     p.start = start;
     return p;
   }
-  return slice(it->second, start, limit);
+  page p = slice(it->second.order, start, limit);
+  p.unread = it->second.unread.load(std::memory_order_relaxed);
+  return p;
 }
 
 message_ptr memory_store::get(std::string_view id) const {
@@ -163,13 +176,46 @@ std::size_t memory_store::clear() {
   stats_.deleted_total += n;
   stats_.messages = 0;
   stats_.bytes = 0;
+  unread_.store(0, std::memory_order_relaxed);
   lk.unlock();  // the records are freed outside the lock
   return n;
 }
 
+bool memory_store::flip_read(const entry& e, bool read) const noexcept {
+  if (e.msg->read.exchange(read, std::memory_order_relaxed) == read) return false;
+  auto adjust = [read](std::atomic<std::uint64_t>& n) {
+    if (read)
+      n.fetch_sub(1, std::memory_order_relaxed);
+    else
+      n.fetch_add(1, std::memory_order_relaxed);
+  };
+  adjust(unread_);
+  for (const auto& b : e.mailboxes) {
+    auto it = by_mailbox_.find(b);
+    if (it != by_mailbox_.end()) adjust(it->second.unread);
+  }
+  return true;
+}
+
+std::size_t memory_store::set_read(std::span<const std::string> ids, bool read) {
+  std::shared_lock lk(mutex_);  // removals are excluded; flags and count are atomics
+  std::size_t changed = 0;
+  if (ids.empty()) {
+    for (const auto& [id, e] : by_id_) changed += flip_read(e, read);
+    return changed;
+  }
+  for (const auto& id : ids) {
+    auto it = by_id_.find(std::string_view(id));
+    if (it != by_id_.end()) changed += flip_read(it->second, read);
+  }
+  return changed;
+}
+
 store_stats memory_store::stats() const {
   std::shared_lock lk(mutex_);
-  return stats_;
+  store_stats s = stats_;
+  s.unread = unread_.load(std::memory_order_relaxed);
+  return s;
 }
 
 std::uint64_t memory_store::subscribe(new_message_observer observer) {

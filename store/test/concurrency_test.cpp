@@ -52,6 +52,16 @@ TEST(MemoryStoreConcurrency, WritersReadersDeleters) {
     }
   };
   std::thread r1(reader), r2(reader);
+  std::thread marker([&] {  // flips read flags while others put, evict and delete
+    bool flag = true;
+    while (!stop.load()) {
+      auto p = s.list(0, 20);
+      std::vector<std::string> ids;
+      for (auto& m : p.messages) ids.push_back(m->id);
+      s.set_read(ids, flag);
+      flag = !flag;
+    }
+  });
   std::thread deleter([&] {
     while (!stop.load()) {
       auto p = s.list(10, 3);
@@ -64,6 +74,7 @@ TEST(MemoryStoreConcurrency, WritersReadersDeleters) {
   stop.store(true);
   r1.join();
   r2.join();
+  marker.join();
   deleter.join();
 
   EXPECT_EQ(bad.load(), 0);
@@ -77,4 +88,13 @@ TEST(MemoryStoreConcurrency, WritersReadersDeleters) {
   for (int b = 0; b < 7; ++b) in_boxes += s.list_mailbox("box" + std::to_string(b) + "@x", 0, 0).total;
   EXPECT_EQ(in_boxes, stats.messages);
   EXPECT_EQ(s.list(0, 0).total, stats.messages);
+  // The unread counts (store and per mailbox) agree with the flags.
+  auto all = s.list(0, 1000);
+  std::size_t unread = 0;
+  for (auto& m : all.messages) unread += !m->read.load();
+  EXPECT_EQ(stats.unread, unread);
+  std::size_t box_unread = 0;
+  for (int b = 0; b < 7; ++b)
+    box_unread += s.list_mailbox("box" + std::to_string(b) + "@x", 0, 0).unread;
+  EXPECT_EQ(box_unread, unread);
 }

@@ -176,6 +176,46 @@ TEST(MemoryStore, RemoveByIdsAndClear) {
   EXPECT_EQ(subjects(s.list(0, 10)), (std::vector<std::string>{"z"}));
 }
 
+TEST(MemoryStore, ReadFlagsAndUnreadCounts) {
+  st::memory_store s({.max_messages = 4, .max_bytes = 1 << 20});
+  auto a = put(s, make("a", {"x@e", "y@e"}));
+  auto b = put(s, make("b", {"x@e"}));
+  auto c = put(s, make("c", {"y@e"}));
+  EXPECT_EQ(s.stats().unread, 3u);
+  EXPECT_EQ(s.list(0, 1).unread, 3u);  // the whole store, not the page
+  EXPECT_EQ(s.list_mailbox("x@e", 0, 10).unread, 2u);
+  EXPECT_EQ(s.list_mailbox("Y@E", 0, 10).unread, 2u);
+
+  std::vector<std::string> ab{a->id, b->id, "unknown"};
+  EXPECT_EQ(s.set_read(ab, true), 2u);
+  EXPECT_EQ(s.set_read(ab, true), 0u);  // already read: nothing changes
+  EXPECT_TRUE(a->read.load());
+  EXPECT_FALSE(c->read.load());
+  EXPECT_EQ(s.stats().unread, 1u);
+  EXPECT_EQ(s.list_mailbox("x@e", 0, 10).unread, 0u);
+  EXPECT_EQ(s.list_mailbox("y@e", 0, 10).unread, 1u);
+
+  // Removing a read and an unread message keeps every count right.
+  EXPECT_EQ(s.remove(std::vector<std::string>{a->id, c->id}), 2u);
+  EXPECT_EQ(s.stats().unread, 0u);
+  EXPECT_EQ(s.list_mailbox("x@e", 0, 10).unread, 0u);
+
+  // Eviction of an unread message (bound 4).
+  for (int i = 0; i < 4; ++i) put(s, make("n", {"x@e"}));
+  EXPECT_EQ(s.stats().messages, 4u);
+  EXPECT_EQ(s.stats().unread, 4u);  // b (read) was the oldest and went first
+  EXPECT_EQ(s.list_mailbox("x@e", 0, 10).unread, 4u);
+
+  // No IDs: every message; and back to unread.
+  EXPECT_EQ(s.set_read({}, true), 4u);
+  EXPECT_EQ(s.stats().unread, 0u);
+  EXPECT_EQ(s.set_read({}, false), 4u);
+  EXPECT_EQ(s.list_mailbox("x@e", 0, 10).unread, 4u);
+  EXPECT_EQ(s.list(0, 10).unread, 4u);
+  s.clear();
+  EXPECT_EQ(s.stats().unread, 0u);
+}
+
 TEST(MemoryStore, RecordOutlivesEviction) {
   st::memory_store s({.max_messages = 1, .max_bytes = 100});
   auto first = put(s, make("first bytes"));

@@ -89,11 +89,13 @@ class api {
   store::store& backing_store() const noexcept { return store_; }
 
  private:
-  response route(const request& req) const;
+  // `head`: answering HEAD with the GET route (no side effects such as marking read).
+  response route(const request& req, bool head = false) const;
   response list_messages(const request& req, std::string_view query,
                          std::string_view mailbox) const;
   response delete_messages(const request& req) const;
-  response get_message(const request& req, std::string_view id) const;
+  response set_read(const request& req) const;
+  response get_message(const request& req, std::string_view id, bool mark_read) const;
   response get_raw(const request& req, std::string_view id) const;
   response page_html(const request& req) const;
   response metrics(const request& req) const;

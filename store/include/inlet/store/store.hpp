@@ -58,6 +58,10 @@ class store {
   /// Removes every message; returns how many were removed.
   virtual std::size_t clear() = 0;
 
+  /// Marks the messages with these IDs read (or unread); every message when `ids` is
+  /// empty. Returns how many changed state.
+  virtual std::size_t set_read(std::span<const std::string> ids, bool read) = 0;
+
   virtual store_stats stats() const = 0;
 
   /// Registers an observer of new messages; returns a handle for unsubscribe().

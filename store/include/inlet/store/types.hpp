@@ -2,11 +2,13 @@
 // the record a store keeps.
 //
 // Thread-safety: plain values; a `stored_message` reached through `message_ptr` is
-// immutable once published by a store, so any number of threads may read it at once.
+// immutable once published by a store, so any number of threads may read it at once —
+// except its `read` flag, an atomic that the store flips (store::set_read).
 // Views: a `message_ptr` keeps its record (raw bytes included) alive after the store has
 // evicted or deleted it; string_views into it stay valid as long as the pointer is held.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -68,7 +70,7 @@ struct new_message {
 /// Length of a message ID: 22 characters of [0-9A-Za-z] (two 11-digit groups, 64 random bits each).
 inline constexpr std::size_t id_length = 22;
 
-/// A message as a store keeps it. Immutable once published.
+/// A message as a store keeps it. Immutable once published, except `read`.
 struct stored_message {
   std::string id;        ///< id_length characters of base62
   std::uint64_t seq = 0; ///< store-local arrival order, strictly increasing
@@ -77,6 +79,9 @@ struct stored_message {
   struct summary summary;
   std::string raw;
   std::vector<std::string> tags;
+  /// Seen by a reader (Mailpit's "Read"): set by store::set_read, which keeps the
+  /// store's unread count in step; the only field that changes after publication.
+  mutable std::atomic<bool> read{false};
   std::size_t size() const noexcept { return raw.size(); }
 };
 
@@ -86,12 +91,14 @@ using message_ptr = std::shared_ptr<const stored_message>;
 struct page {
   std::size_t total = 0;              ///< messages matching (whole store or one mailbox)
   std::size_t start = 0;              ///< offset of messages[0] from the newest
+  std::size_t unread = 0;             ///< of the `total`, how many are not read
   std::vector<message_ptr> messages;  ///< at most `limit`, newest first
 };
 
 /// Counters for /metrics. Gauges are exact at the moment they are read.
 struct store_stats {
   std::uint64_t messages = 0;     ///< held now
+  std::uint64_t unread = 0;       ///< held now and not read
   std::uint64_t bytes = 0;        ///< raw bytes held now
   std::uint64_t stored_total = 0; ///< accepted since start
   std::uint64_t evicted_total = 0;///< dropped to respect the bounds
