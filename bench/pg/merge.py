@@ -47,6 +47,12 @@ def fmt(m):
     return "-" if m is None else f"{m[0]:.2f} [{m[1]:.2f}..{m[2]:.2f}]"
 
 
+# One Sync per group of DEPTH statements (explicit batches) where libpq_pipe and inlet send
+# one per statement: fewer protocol messages for the same rows. Counted as peers, and the
+# goal table shows the best peer both with and without them.
+ONE_SYNC_PER_BATCH = {"pgx_batch", "psycopg_pipe"}
+
+
 def is_peer(shape, client):
     return not client.startswith(OURS) and (shape, client) not in NOT_SAME
 
@@ -98,27 +104,36 @@ def main():
 
 def goals(samples, shapes):
     """The two goals of issue 7, per shape: our best typed client vs the best peer (ops/s,
-    per round), and our pipelined clients' CPU/op vs libpq_pipe."""
+    per round; also vs the best peer sending a Sync per statement as we do), and our
+    clients' CPU/op vs libpq_pipe."""
     for conns in sorted({k[0] for k in samples}):
-        print(f"\n### Goals, {conns} connection{'s' if conns > 1 else ''}\n")
         mode = "pipe" if conns == 1 else "seq"  # at N connections each inlet connection is sequential
-        print(f"| shape | our best typed | best peer | typed vs best peer (ops/s) | goal 1 | "
-              f"inlet_{mode}_raw CPU/op vs libpq_pipe | inlet_{mode}_typed CPU/op vs libpq_pipe |")
-        print("|---|---|---|---:|---|---:|---:|")
+        print(f"\n### Goals, {conns} connection{'s' if conns > 1 else ''}\n")
+        print(f"| shape | our best typed | best peer | ours vs best peer | best peer, a Sync per statement | "
+              f"ours vs it | inlet_{mode}_raw CPU/op vs libpq_pipe | inlet_{mode}_typed CPU/op vs libpq_pipe |")
+        print("|---|---|---|---:|---|---:|---:|---:|")
         for s in shapes:
             get = lambda c: samples.get((conns, s, c), {})
             typed = [c for c in ("inlet_pipe_typed", "inlet_seq_typed", "inlet_pool_typed") if get(c)]
-            peers = [c for _, s2, c in samples if _ == conns and s2 == s and is_peer(s, c)]
+            peers = [c for n, s2, c in samples if n == conns and s2 == s and is_peer(s, c)]
             if not typed or not peers:
                 continue
             med = lambda c: statistics.median(x[0] for x in get(c).values())
-            ours, best = max(typed, key=med), max(peers, key=med)
-            ratio = stat([get(ours)[r][0] / max(get(p)[r][0] for p in peers if r in get(p))
-                          for r in get(ours) if any(r in get(p) for p in peers)])
+            ours = max(typed, key=med)
+
+            def versus(group):
+                if not group:
+                    return "-", "-"
+                best = max(group, key=med)
+                ratio = stat([get(ours)[r][0] / max(get(p)[r][0] for p in group if r in get(p))
+                              for r in get(ours) if any(r in get(p) for p in group)])
+                return f"{best} {med(best):.0f}", fmt(ratio)
+
+            b_all, r_all = versus(peers)
+            b_sync, r_sync = versus([p for p in peers if p not in ONE_SYNC_PER_BATCH])
             pipe = get("libpq_pipe")
             cpu = lambda c: fmt(stat([get(c)[r][1] / pipe[r][1] for r in get(c) if r in pipe]))
-            ok = "met" if ratio and ratio[0] >= 1.0 else "NOT met"
-            print(f"| {s} | {ours} {med(ours):.0f} | {best} {med(best):.0f} | {fmt(ratio)} | {ok} | "
+            print(f"| {s} | {ours} {med(ours):.0f} | {b_all} | {r_all} | {b_sync} | {r_sync} | "
                   f"{cpu('inlet_' + mode + '_raw')} | {cpu('inlet_' + mode + '_typed')} |")
 
 
