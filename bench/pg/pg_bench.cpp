@@ -112,7 +112,7 @@ void pq_prepare(PGconn* c, const pgbench::shape& s) {
   PQclear(r);
 }
 
-std::uint64_t sink = 0;
+thread_local std::uint64_t sink = 0;  // per thread: --clients runs libpq loops on N threads
 
 void libpq_sync(PGconn* c, const pgbench::shape& s, long ops) {
   pq_params p;
@@ -307,6 +307,7 @@ sample multi_libpq(const std::string& dsn, const pgbench::shape& s, long ops, in
     libpq_sync(cs.back(), s1, 1);
   }
   std::vector<std::string> errors(static_cast<std::size_t>(n));
+  std::vector<std::uint64_t> sums(static_cast<std::size_t>(n));
   sample smp = measure(ops, [&] {
     std::vector<std::thread> ts;
     for (int k = 0; k < n; ++k)
@@ -318,9 +319,11 @@ sample multi_libpq(const std::string& dsn, const pgbench::shape& s, long ops, in
         } catch (const std::exception& e) {
           errors[static_cast<std::size_t>(k)] = e.what();
         }
+        sums[static_cast<std::size_t>(k)] = sink;  // this thread's checksum
       });
     for (auto& t : ts) t.join();
   });
+  for (auto x : sums) sink += x;
   for (auto* c : cs) PQfinish(c);
   for (auto& e : errors)
     if (!e.empty()) die(e);
