@@ -12,6 +12,7 @@
 # "asyncpg psycopg pqxx tokio pgx"), OUT_JSON (default docs/benchmarks/data/pg.json),
 # PLOT (default docs/benchmarks/pg.png; empty: no plot).
 # A peer that fails to build or install is skipped with the reason printed; the run goes on.
+# Versions are pinned (pip ==, Cargo.lock, go.sum) so that a rerun measures the same drivers.
 # Bounded: every program runs a fixed count of operations per shape (x SCALE) and each
 # program run is killed after 600 s.
 set -euo pipefail
@@ -37,14 +38,14 @@ VENV=$BUILD/pgvenv
 if want asyncpg || want psycopg; then
   if [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV" >/dev/null 2>&1; then
     if want asyncpg; then
-      if "$VENV/bin/pip" install -q asyncpg >/dev/null 2>&1; then
+      if "$VENV/bin/pip" install -q "asyncpg==0.32.0" >/dev/null 2>&1; then
         PROGS+=("asyncpg|$VENV/bin/python $HERE/asyncpg_bench.py")
-      else skip asyncpg "pip install asyncpg failed"; fi
+      else skip asyncpg "pip install asyncpg==0.32.0 failed"; fi
     fi
     if want psycopg; then
-      if "$VENV/bin/pip" install -q "psycopg[binary]" >/dev/null 2>&1; then
+      if "$VENV/bin/pip" install -q "psycopg[binary]==3.3.9" >/dev/null 2>&1; then
         PROGS+=("psycopg|$VENV/bin/python $HERE/psycopg/psycopg_bench.py")
-      else skip psycopg "pip install psycopg[binary] failed"; fi
+      else skip psycopg "pip install psycopg[binary]==3.3.9 failed"; fi
     fi
   else
     skip "asyncpg psycopg" "python3 -m venv failed"
