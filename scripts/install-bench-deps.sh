@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs what the benchmark harnesses and corpus scripts need beyond scripts/install-deps.sh
-# (not needed by `make test`): Python peers and plotting, CPython's email test messages,
-# Node.js for Haraka and the spam-assassin corpus. Idempotent.
+# (not needed by `make test`): Python peers and plotting, libpqxx (a bench/pg peer),
+# CPython's email test messages, Node.js for Haraka and the spam-assassin corpus. Idempotent.
 set -euo pipefail
 bash "$(dirname "$0")/install-deps.sh"
-PKGS=(python3-aiosmtpd python3-matplotlib libpython3.11-testsuite nodejs npm)
+PKGS=(python3-aiosmtpd python3-matplotlib libpython3.11-testsuite nodejs npm libpqxx-dev)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,5 +1,6 @@
 // inlet::pg vs raw libpq on the same PostgreSQL, in one run, alternating clients.
 //   pg_bench [--dsn DSN] [--rounds R] [--scale S] [--depth D] [--json FILE] [--only SHAPE]
+//   pg_bench --clients N [--round R] ...   (N concurrent clients; JSON lines, see multi_client_run)
 // DSN defaults to $INLET_PG_DSN. Prints a Markdown table; writes raw JSON per measurement.
 // Reported per (shape, client): operations/s (wall) and client CPU microseconds per
 // operation (getrusage of this single-threaded process), and their ratios against the
@@ -19,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <stdexcept>
+#include <thread>
 
 #include <boost/asio/detached.hpp>
 
@@ -110,7 +112,7 @@ void pq_prepare(PGconn* c, const pgbench::shape& s) {
   PQclear(r);
 }
 
-std::uint64_t sink = 0;
+thread_local std::uint64_t sink = 0;  // per thread: --clients runs libpq loops on N threads
 
 void libpq_sync(PGconn* c, const pgbench::shape& s, long ops) {
   pq_params p;
@@ -219,6 +221,138 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+
+// ---- asyncpg's setup: N concurrent clients, each issuing statements back to back ---------
+// (bench/pg/run.sh --clients N). The shape's statements are dealt round-robin to N clients;
+// ops/s counts the shape's operations over the wall time of all N, CPU us/op is this whole
+// process (all threads) per operation. One JSON line per (shape, client) to --json.
+//   libpq_sync / libpq_pipe: N threads, each its own PGconn (sync loop / pipelined, depth D)
+//   inlet_seq_raw / inlet_seq_typed: N connections on one io_context, one coroutine each
+//   inlet_pool_typed: a pool of N on the same io_context, N coroutines, each statement
+//                     acquire + query + release
+pgbench::shape single_statements(const pgbench::shape& s) {
+  pgbench::shape one = s;
+  one.batch = 1;  // count statements, not operations
+  return one;
+}
+
+template <class Row>
+awaitable<void> multi_one_client(pg::connection& c, const pgbench::shape& s, long count, bool typed) {
+  for (long i = 0; i < count; ++i) co_await one<Row>(c, s, i, typed);
+}
+
+template <class Row>
+awaitable<void> multi_pool_client(pg::pool& p, const pgbench::shape& s, long count) {
+  for (long i = 0; i < count; ++i) {
+    auto c = co_await p.async_acquire();
+    co_await one<Row>(*c, s, i, true);
+  }
+}
+
+template <class Row>
+sample multi_inlet(const std::string& dsn, const pgbench::shape& s, long ops, int n, const std::string& cl) {
+  asio::io_context io;
+  const long total = ops * s.batch;
+  auto share = [&](int k) { return total / n + (k < total % n ? 1 : 0); };
+  const auto s1 = single_statements(s);
+  auto rethrow = [](std::exception_ptr e) { if (e) std::rethrow_exception(e); };
+  if (cl == "inlet_pool_typed") {
+    pg::pool_options o;
+    o.dsn = dsn;
+    o.size = static_cast<std::size_t>(n);
+    pg::pool p(io.get_executor(), o);
+    for (int k = 0; k < n; ++k)  // open and warm all N outside the timing
+      asio::co_spawn(io, multi_pool_client<Row>(p, s1, 1), rethrow);
+    io.run();
+    io.restart();
+    sample smp = measure(ops, [&] {
+      for (int k = 0; k < n; ++k) asio::co_spawn(io, multi_pool_client<Row>(p, s1, share(k)), rethrow);
+      io.run();
+      io.restart();
+    });
+    p.close();
+    io.run();
+    return smp;
+  }
+  const bool typed = cl == "inlet_seq_typed";
+  std::vector<std::unique_ptr<pg::connection>> cs;
+  for (int k = 0; k < n; ++k) {
+    cs.push_back(std::make_unique<pg::connection>(io.get_executor()));
+    cs.back()->connect(dsn);
+    asio::co_spawn(io, multi_one_client<Row>(*cs.back(), s1, 1, typed), rethrow);
+  }
+  io.run();
+  io.restart();
+  return measure(ops, [&] {
+    for (int k = 0; k < n; ++k) asio::co_spawn(io, multi_one_client<Row>(*cs[static_cast<std::size_t>(k)], s1, share(k), typed), rethrow);
+    io.run();
+    io.restart();
+  });
+}
+
+sample multi_inlet_any(const std::string& dsn, const pgbench::shape& s, long ops, int n, const std::string& cl) {
+  if (s.name == "pg_type") return multi_inlet<pg_type_row>(dsn, s, ops, n, cl);
+  if (s.name == "bytea100") return multi_inlet<std::vector<std::byte>>(dsn, s, ops, n, cl);
+  if (s.name == "intarr100") return multi_inlet<std::vector<std::int32_t>>(dsn, s, ops, n, cl);
+  return multi_inlet<std::int32_t>(dsn, s, ops, n, cl);  // select1, series1000, insert1000
+}
+
+sample multi_libpq(const std::string& dsn, const pgbench::shape& s, long ops, int n, int depth, bool pipe) {
+  const long total = ops * s.batch;
+  const auto s1 = single_statements(s);
+  std::vector<PGconn*> cs;
+  for (int k = 0; k < n; ++k) {
+    cs.push_back(pq_connect(dsn));
+    pq_prepare(cs.back(), s);
+    libpq_sync(cs.back(), s1, 1);
+  }
+  std::vector<std::string> errors(static_cast<std::size_t>(n));
+  std::vector<std::uint64_t> sums(static_cast<std::size_t>(n));
+  sample smp = measure(ops, [&] {
+    std::vector<std::thread> ts;
+    for (int k = 0; k < n; ++k)
+      ts.emplace_back([&, k] {
+        const long count = total / n + (k < total % n ? 1 : 0);
+        try {
+          if (pipe) libpq_pipe(cs[static_cast<std::size_t>(k)], s1, count, depth);
+          else libpq_sync(cs[static_cast<std::size_t>(k)], s1, count);
+        } catch (const std::exception& e) {
+          errors[static_cast<std::size_t>(k)] = e.what();
+        }
+        sums[static_cast<std::size_t>(k)] = sink;  // this thread's checksum
+      });
+    for (auto& t : ts) t.join();
+  });
+  for (auto x : sums) sink += x;
+  for (auto* c : cs) PQfinish(c);
+  for (auto& e : errors)
+    if (!e.empty()) die(e);
+  return smp;
+}
+
+int multi_client_run(const std::string& dsn, int n, int round, double scale, int depth, const std::string& json_path,
+                     const std::string& only, const std::string& only_client) {
+  const std::vector<std::string> clients = {"libpq_sync", "libpq_pipe", "inlet_seq_raw", "inlet_seq_typed",
+                                            "inlet_pool_typed"};
+  std::FILE* out = json_path.empty() ? stdout : std::fopen(json_path.c_str(), "w");
+  if (!out) die("cannot write " + json_path);
+  for (const auto& s : pgbench::shapes()) {
+    if (!only.empty() && s.name != only) continue;
+    const long ops = std::max(1L, static_cast<long>(static_cast<double>(base_ops(s.name)) * scale));
+    for (const auto& cl : clients) {
+      if (!only_client.empty() && cl != only_client) continue;
+      std::fprintf(stderr, "clients %d round %d %s %s\n", n, round, s.name.c_str(), cl.c_str());
+      sample smp = cl.rfind("libpq", 0) == 0 ? multi_libpq(dsn, s, ops, n, depth, cl == "libpq_pipe")
+                                             : multi_inlet_any(dsn, s, ops, n, cl);
+      std::fprintf(out, "{\"round\": %d, \"shape\": \"%s\", \"client\": \"%s\", \"conns\": %d, \"ops_per_s\": %g, "
+                   "\"cpu_us_per_op\": %g}\n", round, s.name.c_str(), cl.c_str(), n, smp.ops_per_s, smp.cpu_us_per_op);
+      std::fflush(out);
+    }
+  }
+  if (out != stdout) std::fclose(out);
+  std::fprintf(stderr, "(checksum %llu)\n", static_cast<unsigned long long>(sink));
+  return 0;
+}
 
 // ---- OZO's table (seed 001): connection per request, pool, 1..64 connections --------------
 void ozo_table(const std::string& dsn, int rounds, double scale, const std::string& json_path) {
@@ -331,6 +465,7 @@ int main(int argc, char** argv) {
   std::string json_path, only;
   bool ozo = false;
   std::string only_client;
+  int clients_n = 0, round_no = 1;  // --clients N: the N-concurrent-clients mode (JSON lines)
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i], v = argv[i + 1];
     if (a == "--dsn") dsn = v;
@@ -341,6 +476,8 @@ int main(int argc, char** argv) {
     else if (a == "--only") only = v;
     else if (a == "--ozo") ozo = v == "1";
     else if (a == "--client") only_client = v;
+    else if (a == "--clients") clients_n = std::stoi(v);
+    else if (a == "--round") round_no = std::stoi(v);
   }
   if (dsn.empty()) {
     std::fprintf(stderr, "no DSN (--dsn or INLET_PG_DSN)\n");
@@ -356,6 +493,7 @@ int main(int argc, char** argv) {
     if (PQresultStatus(r) != PGRES_COMMAND_OK) die(PQresultErrorMessage(r));
     PQclear(r);
     PQfinish(setup);
+    if (clients_n > 0) return multi_client_run(dsn, clients_n, round_no, scale, depth, json_path, only, only_client);
 
     asio::io_context io;
     const std::vector<std::string> clients = {"libpq_sync", "libpq_pipe", "inlet_seq_raw", "inlet_seq_typed",
