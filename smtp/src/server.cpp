@@ -497,28 +497,23 @@ asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c) {
 // shutdown_now() (421 4.3.2) and its pending I/O is cancelled; a connection
 // still open 2 s after that (a client not reading our 421) is closed.
 void server::impl::watch_grace() {
-  {
-    std::unique_lock lk(mu);
-    stop_cv.wait(lk, [&] { return stopping.load(); });
-    if (!idle_cv.wait_for(lk, cfg.shutdown_grace, [&] { return active == 0; })) {
-      for (auto& w : async_conns)
-        if (auto c = w.lock())
-          asio::post(c->sock.get_executor(), [c] {
-            c->session.shutdown_now();
-            error_code ig;
-            c->sock.cancel(ig);
-          });
-    } else {
-      return;
-    }
-    if (idle_cv.wait_for(lk, std::chrono::seconds(2), [&] { return active == 0; })) return;
-    for (auto& w : async_conns)
-      if (auto c = w.lock())
-        asio::post(c->sock.get_executor(), [c] {
-          error_code ig;
-          c->sock.close(ig);
-        });
-  }
+  std::unique_lock lk(mu);
+  stop_cv.wait(lk, [&] { return stopping.load(); });
+  if (idle_cv.wait_for(lk, cfg.shutdown_grace, [&] { return active == 0; })) return;
+  for (auto& w : async_conns)
+    if (auto c = w.lock())
+      asio::post(c->sock.get_executor(), [c] {
+        c->session.shutdown_now();
+        error_code ig;
+        c->sock.cancel(ig);
+      });
+  if (idle_cv.wait_for(lk, std::chrono::seconds(2), [&] { return active == 0; })) return;
+  for (auto& w : async_conns)
+    if (auto c = w.lock())
+      asio::post(c->sock.get_executor(), [c] {
+        error_code ig;
+        c->sock.close(ig);
+      });
 }
 
 void server::impl::stop_async() {
