@@ -246,7 +246,17 @@ class mail_drop {
 
 class server_test : public ::testing::TestWithParam<smtp::io_model> {
  protected:
-  void SetUp() override { SKIP_WITHOUT_IO_URING(); }
+  void SetUp() override {
+    SKIP_WITHOUT_IO_URING();
+#if defined(__SANITIZE_THREAD__)
+    // TSan covers the multi-threaded models. The process model's child is
+    // single-threaded, and under TSan a child that starts a thread after a
+    // multi-threaded fork dies (die_after_fork), and signal handlers run
+    // deferred, at TSan's next safe point, so the child's SIGTERM arrives late.
+    if (GetParam() == smtp::io_model::process)
+      GTEST_SKIP() << "process model: fork + threads and deferred signals are not supported by TSan";
+#endif
+  }
   void start(smtp::server_config cfg = {}, smtp::deliver_fn fn = {}) {
     cfg.model = GetParam();
     cfg.threads = 2;
