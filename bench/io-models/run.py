@@ -10,8 +10,10 @@ does not come up or exits at once is reported as "rejected" and left out of the 
 Every run is inlet-load, closed loop, pipelining, ~9 KB lognormal messages, bounded by
 --seconds and a message count; models are alternated within each round.
 
-Flags are inletd's real ones (--io-model coro|async-1n|async-nn|async-n2n|thread, --threads,
---reads-per-event). inletd has no buffer or parse-mode switch yet: every row is "copying
+Flags are inletd's real ones (--io-model coro|async-1n|async-nn|async-n2n|thread|stackful|process,
+--threads, --reads-per-event). A model written "uring:M" runs M in inletd-uring (Asio on
+io_uring), found beside --inletd. process needs --store sink (the default here); its server
+CPU and RSS columns are the parent's only (the children are not summed). inletd has no buffer or parse-mode switch yet: every row is "copying
 buffer, parse after receive"; --buffer-flag/--parse-flag (empty by default) are templates for
 when such switches exist.
 """
@@ -23,7 +25,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "common"))
 import harness  # noqa: E402
 
-DEFAULT_MODELS = "coro,async-1n,async-nn,async-n2n,thread"
+DEFAULT_MODELS = "coro,async-1n,async-nn,async-n2n,thread,stackful,process,uring:coro"
 
 
 def main():
@@ -128,8 +130,14 @@ def main():
 
 
 def start(a, extra, cpus):
+    binary, extra = a.inletd, list(extra)
+    if "--io-model" in extra:  # "uring:M": model M in inletd-uring
+        i = extra.index("--io-model") + 1
+        if extra[i].startswith("uring:"):
+            extra[i] = extra[i][len("uring:"):]
+            binary = os.path.join(os.path.dirname(a.inletd), "inletd-uring")
     port = harness.free_port()
-    cmd = [a.inletd, "--smtp", f"127.0.0.1:{port}", "--listen", f"127.0.0.1:{harness.free_port()}",
+    cmd = [binary, "--smtp", f"127.0.0.1:{port}", "--listen", f"127.0.0.1:{harness.free_port()}",
            "--store", a.store, "--threads", str(a.server_threads), "--max-connections", "20000",
            "--max-connections-per-ip", "20000", "--quiet"] + extra
     srv = harness.Server("inletd", cmd, port, cpus, startup=10)

@@ -5,6 +5,7 @@
 #include <inlet/smtp/server.hpp>
 
 #include "driver_buffer.hpp"
+#include "driver_common.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -47,7 +48,8 @@ bool parse_io_model(std::string_view name, io_model& out) noexcept {
   static constexpr std::pair<std::string_view, io_model> names[] = {
       {"coro", io_model::coro},           {"async-1n", io_model::async_1n},
       {"async-nn", io_model::async_nn},   {"async-n2n", io_model::async_n2n},
-      {"thread", io_model::thread},
+      {"thread", io_model::thread},       {"stackful", io_model::stackful},
+      {"process", io_model::process},
   };
   for (auto& [n, m] : names)
     if (n == name) {
@@ -64,6 +66,8 @@ std::string_view to_string(io_model m) noexcept {
     case io_model::async_nn: return "async-nn";
     case io_model::async_n2n: return "async-n2n";
     case io_model::thread: return "thread";
+    case io_model::stackful: return "stackful";
+    case io_model::process: return "process";
   }
   return "coro";
 }
@@ -117,11 +121,14 @@ struct server::impl {
 
   std::atomic<std::uint64_t> accepted{0}, refused{0}, delivered{0}, rejected{0};
   std::atomic<std::uint64_t> queue_seq{0};
+  std::unique_ptr<detail::model_driver> ext;  // stackful, process: a driver in its own file
+  std::thread grace_watch;                    // async models: enforces cfg.shutdown_grace
+  std::condition_variable stop_cv;            // wakes grace_watch at stop()
 
   session_config session_cfg(bool lmtp) const {
     session_config s = cfg.session;
     s.lmtp = lmtp;
-    s.starttls = ssl.has_value() && cfg.model != io_model::thread;
+    s.starttls = ssl.has_value() && cfg.model != io_model::thread;  // thread: blocking loop, no TLS
     return s;
   }
 
@@ -178,12 +185,12 @@ struct server::impl {
   asio::awaitable<delivery_result> deliver_async(std::shared_ptr<async_conn> c,
                                                  received_message msg);
   void stop_async();
+  void watch_grace();
   // thread model
   void start_threads();
   void stop_threads();
   void thread_accept_loop(tcp::acceptor& acc, bool lmtp);
   void thread_conn(int fd, bool lmtp, std::string ip, std::uint16_t port);
-  void thread_conn_loop(int fd, server_session& s);
 };
 
 // ---------------------------------------------------------------- binding
@@ -229,6 +236,7 @@ std::error_code server::impl::bind_all() {
 
 void server::impl::start_async() {
   for (auto& ctx : ctxs) guards.push_back(asio::make_work_guard(*ctx));
+  grace_watch = std::thread([this] { watch_grace(); });
   for (std::size_t i = 0; i < acceptors.size(); ++i)
     asio::co_spawn(acceptors[i]->get_executor(), accept_loop(*acceptors[i], bound[i].lmtp),
                    asio::detached);
@@ -484,6 +492,30 @@ asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c) {
   release(c->ip);
 }
 
+// Shutdown grace (async models): started with the server, it sleeps until
+// stop(); if connections are still open cfg.shutdown_grace later, each gets
+// shutdown_now() (421 4.3.2) and its pending I/O is cancelled; a connection
+// still open 2 s after that (a client not reading our 421) is closed.
+void server::impl::watch_grace() {
+  std::unique_lock lk(mu);
+  stop_cv.wait(lk, [&] { return stopping.load(); });
+  if (idle_cv.wait_for(lk, cfg.shutdown_grace, [&] { return active == 0; })) return;
+  for (auto& w : async_conns)
+    if (auto c = w.lock())
+      asio::post(c->sock.get_executor(), [c] {
+        c->session.shutdown_now();
+        error_code ig;
+        c->sock.cancel(ig);
+      });
+  if (idle_cv.wait_for(lk, std::chrono::seconds(2), [&] { return active == 0; })) return;
+  for (auto& w : async_conns)
+    if (auto c = w.lock())
+      asio::post(c->sock.get_executor(), [c] {
+        error_code ig;
+        c->sock.close(ig);
+      });
+}
+
 void server::impl::stop_async() {
   for (auto& acc : acceptors) {
     asio::post(acc->get_executor(), [a = acc.get()] {
@@ -492,6 +524,7 @@ void server::impl::stop_async() {
     });
   }
   std::lock_guard lk(mu);
+  stop_cv.notify_all();
   for (auto& g : guards) g.reset();
   for (auto& w : async_conns) {
     if (auto c = w.lock()) {
@@ -505,23 +538,9 @@ void server::impl::stop_async() {
 
 
 // ---------------------------------------------------------------- thread model
-// Blocking sockets, one thread per connection. poll() wakes up every 250 ms
-// to check deadlines and stop(); fragments are taken only once the socket is
-// readable (SO_RCVTIMEO stays as a bound on the readv that follows).
+// Blocking sockets, one thread per connection. The session loop is in
+// driver_thread.cpp (shared with the process model).
 
-namespace {
-
-bool send_all(int fd, std::string_view out) {
-  while (!out.empty()) {
-    ssize_t n = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    out.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
-}
-
-}  // namespace
 
 void server::impl::start_threads() {
   for (auto& acc : acceptors) listen_fds.push_back(acc->native_handle());
@@ -572,105 +591,25 @@ void server::impl::thread_conn(int fd, bool lmtp, std::string ip, std::uint16_t 
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     server_session s(session_cfg(lmtp));
     s.set_remote(ip, port);
-    thread_conn_loop(fd, s);
+    detail::blocking_env env{cfg, stopping, [this](received_message&& msg) {
+      std::mutex m;
+      std::condition_variable cv;
+      std::optional<delivery_result> res;
+      call_deliver(std::move(msg), [&](delivery_result r) {
+        std::lock_guard lk(m);
+        res = std::move(r);
+        cv.notify_one();
+      });
+      std::unique_lock lk(m);
+      cv.wait(lk, [&] { return res.has_value(); });
+      count(*res);
+      return std::move(*res);
+    }};
+    detail::run_blocking_session(fd, s, env);
     ::shutdown(fd, SHUT_RDWR);
     ::close(fd);
   }
   release(ip);  // last touch of *this: wait() may return right after
-}
-
-void server::impl::thread_conn_loop(int fd, server_session& s) {
-  driver_input in(cfg.read_buffer_size, cfg.session.max_command_line);
-  message_body body;
-  if (stopping.load()) s.shutdown();
-  s.start();
-  auto deadline = clock::now() + cfg.greeting_timeout;
-  auto body_deadline = clock::time_point::max();
-  bool first_read = true, shut = false;
-  for (;;) {
-    if (!shut && stopping.load(std::memory_order_relaxed)) {
-      shut = true;
-      s.shutdown();  // idle: 421 now; in a transaction: 421 after it
-    }
-    std::string_view view = in.view();
-    step st = s.consume(view);
-    if (st.kind == step_kind::body_data) body.append(in.piece(st.data));  // no copy
-    bool again = in.consumed(view, st.consumed, st.kind == step_kind::need_more);
-    switch (st.kind) {
-      case step_kind::body_data: continue;
-      case step_kind::message_aborted: body.clear(); continue;
-      case step_kind::message_complete: {
-        received_message msg{s.take_envelope(), std::move(body)};
-        body = message_body{};
-        std::mutex m;
-        std::condition_variable cv;
-        std::optional<delivery_result> res;
-        call_deliver(std::move(msg), [&](delivery_result r) {
-          std::lock_guard lk(m);
-          res = std::move(r);
-          cv.notify_one();
-        });
-        {
-          std::unique_lock lk(m);
-          cv.wait(lk, [&] { return res.has_value(); });
-        }
-        count(*res);
-        s.delivery_done(*res);
-        continue;
-      }
-      case step_kind::start_tls: return;  // not offered by this model
-      case step_kind::close: send_all(fd, s.output()); return;
-      case step_kind::need_more:
-        if (again) continue;
-        break;
-    }
-    if (!send_all(fd, s.output())) return;
-    s.clear_output();
-    if (s.in_body()) {
-      if (body_deadline == clock::time_point::max()) body_deadline = clock::now() + cfg.message_timeout;
-      deadline = std::min(clock::now() + cfg.data_timeout, body_deadline);
-    } else {
-      body_deadline = clock::time_point::max();
-      if (in.empty() && !first_read) deadline = clock::now() + cfg.command_timeout;
-    }
-    for (;;) {
-      // Outside a body: wait for readability (250 ms ticks for deadlines and
-      // stop()), then take fragments, so an idle connection holds no buffer
-      // memory. In a body: read at once (SO_RCVTIMEO bounds the wait), one
-      // syscall per read as before.
-      int r = 1;
-      if (!s.in_body()) {
-        in.release_if_empty();
-        pollfd pfd{fd, POLLIN, 0};
-        r = ::poll(&pfd, 1, 250);
-        if (r < 0 && errno != EINTR) return;
-      }
-      if (r > 0) {
-        iovec iov[16];
-        int k = 0;
-        for (auto b : in.prepare(s.in_body())) {
-          if (k == 16) break;
-          iov[k++] = iovec{b.data(), b.size()};
-        }
-        ssize_t n = ::readv(fd, iov, k);
-        if (n > 0) {
-          in.commit(static_cast<std::size_t>(n));
-          first_read = false;
-          break;
-        }
-        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return;
-      }
-      if (stopping.load() && !shut) {
-        shut = true;
-        s.shutdown();
-        if (s.closing()) break;
-      }
-      if (clock::now() >= deadline) {
-        s.timeout();
-        break;
-      }
-    }
-  }
 }
 
 // ---------------------------------------------------------------- server
@@ -688,6 +627,17 @@ server::~server() {
 std::error_code server::start() {
   if (impl_->started.exchange(true)) return make_error_code(errc::bad_config);
   if (impl_->cfg.listen.empty()) return make_error_code(errc::bad_config);
+  if (impl_->cfg.model == io_model::stackful || impl_->cfg.model == io_model::process) {
+    impl_->ext = impl_->cfg.model == io_model::stackful
+                     ? detail::make_stackful_driver(impl_->cfg, impl_->deliver)
+                     : detail::make_process_driver(impl_->cfg, impl_->deliver);
+    if (auto ec = impl_->ext->start()) {
+      impl_->ext.reset();
+      impl_->started = false;
+      return ec;
+    }
+    return {};
+  }
   if (auto ec = impl_->bind_all()) {
     impl_->acceptors.clear();
     impl_->started = false;
@@ -698,18 +648,24 @@ std::error_code server::start() {
   return {};
 }
 
-std::vector<listen_endpoint> server::local_endpoints() const { return impl_->bound; }
+std::vector<listen_endpoint> server::local_endpoints() const {
+  if (impl_->ext) return impl_->ext->local_endpoints();
+  return impl_->bound;
+}
 
 void server::stop() {
   if (impl_->stopping.exchange(true)) return;
+  if (impl_->ext) return impl_->ext->stop();
   if (impl_->cfg.model == io_model::thread) impl_->stop_threads();
   else impl_->stop_async();
 }
 
 void server::wait() {
+  if (impl_->ext) return impl_->ext->wait();
   for (auto& t : impl_->threads)
     if (t.joinable()) t.join();
   impl_->threads.clear();
+  if (impl_->grace_watch.joinable()) impl_->grace_watch.join();
   if (impl_->cfg.model == io_model::thread) {
     for (auto& acc : impl_->acceptors) {
       error_code ig;
@@ -721,6 +677,7 @@ void server::wait() {
 }
 
 server_stats server::stats() const {
+  if (impl_->ext) return impl_->ext->stats();
   server_stats s;
   s.connections_accepted = impl_->accepted.load();
   s.connections_refused = impl_->refused.load();

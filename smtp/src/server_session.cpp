@@ -137,6 +137,12 @@ void server_session::shutdown() {
     close_with(421, "4.3.2", cfg_.hostname + " Service shutting down", errc::shutting_down);
 }
 
+void server_session::shutdown_now() {
+  shutdown_ = true;
+  if (state_ == state::fresh) return;  // start() answers 421
+  close_with(421, "4.3.2", cfg_.hostname + " Service shutting down", errc::shutting_down);
+}
+
 void server_session::tls_started() {
   if (state_ != state::tls_wait) return;
   tls_ = true;
@@ -152,7 +158,8 @@ void server_session::reset_transaction() {
   env_.helo = std::move(helo);
   rcpt_rejected_ = 0;
   body_size_ = 0;
-  body_too_big_ = body_bad_ = bdat_last_ = bdat_failed_ = false;
+  body_too_big_ = body_bad_ = body_long_ = bdat_last_ = bdat_failed_ = false;
+  line_len_ = 0;
   bdat_left_ = 0;
   state_ = extended_ || !env_.helo.empty() ? state::ready : state::init;
 }
@@ -371,7 +378,8 @@ void server_session::cmd_data(std::string_view arg) {
     return error_reply(503, "5.5.1", "Error: need RCPT command");
   }
   body_size_ = 0;
-  body_too_big_ = body_bad_ = false;
+  body_too_big_ = body_bad_ = body_long_ = false;
+  line_len_ = 0;
   line_ = line_state::bol;
   state_ = state::data;
   reply(354, "", "End data with <CR><LF>.<CR><LF>");
@@ -393,7 +401,8 @@ void server_session::cmd_bdat(std::string_view arg) {
     if (!env_.chunked) {
       env_.chunked = true;
       body_size_ = 0;
-      body_too_big_ = body_bad_ = false;
+      body_too_big_ = body_bad_ = body_long_ = false;
+      line_len_ = 0;
     }
     if (body_size_ + n > cfg_.max_message_size) body_too_big_ = true;
   }
@@ -409,7 +418,8 @@ std::optional<step> server_session::consume_bdat(std::string_view in, std::size_
     step s{step_kind::body_data, 0, {}, {}};
     if (!bdat_failed_ && !body_too_big_) {
       body_size_ += take;
-      s.data = in.substr(0, take);
+      count_text_lines(in.substr(0, take));
+      if (!body_long_) s.data = in.substr(0, take);
     }
     return s;
   }
@@ -423,6 +433,11 @@ std::optional<step> server_session::consume_bdat(std::string_view in, std::size_
   if (body_too_big_) {
     reset_transaction();
     error_reply(552, "5.3.4", "Error: message size exceeds fixed maximum message size");
+    return step{step_kind::message_aborted, 0, {}, {}};
+  }
+  if (body_long_) {
+    reset_transaction();
+    error_reply(500, "5.5.6", "Error: line too long in message data");
     return step{step_kind::message_aborted, 0, {}, {}};
   }
   if (!bdat_last_) {
@@ -453,6 +468,10 @@ std::optional<step> server_session::consume_data(std::string_view in, std::size_
     }
   }
   const char* base = in.data();
+  // Text line limit (RFC 5321 4.5.3.1.6), counted on the content: every LF
+  // the scan visits ends a line; the stuffed dot is not counted.
+  const std::size_t limit = body_long_ ? 0 : cfg_.max_text_line;
+  std::size_t line_start = start;
   std::size_t pos = start;
   std::size_t end = in.size();
   line_state after = line_state::mid;
@@ -463,6 +482,9 @@ std::optional<step> server_session::consume_data(std::string_view in, std::size_
       break;
     }
     std::size_t p = static_cast<const char*>(hit) - base;
+    if (limit && line_len_ + (p + 1 - line_start) > limit) body_long_ = true;
+    line_len_ = 0;
+    line_start = p + 1;
     bool crlf = p > 0 ? base[p - 1] == '\r' : line_ == line_state::cr;
     if (!crlf) {
       if (cfg_.reject_bare_lf_in_body) body_bad_ = true;
@@ -478,13 +500,15 @@ std::optional<step> server_session::consume_data(std::string_view in, std::size_
     pos = p + 1;
   }
   line_ = after;
+  line_len_ += end - line_start;
+  if (limit && line_len_ > limit) body_long_ = true;
   std::size_t len = end - start;
   n = end;
   step s{step_kind::body_data, 0, {}, {}};
   if (!body_too_big_ && !body_bad_) {
-    body_size_ += len;
+    body_size_ += len;  // counted past a long line too: 552 takes precedence
     if (body_size_ > cfg_.max_message_size) body_too_big_ = true;
-    else s.data = in.substr(start, len);
+    else if (!body_long_) s.data = in.substr(start, len);
   }
   return s;
 }
@@ -494,6 +518,10 @@ void server_session::finish_body() {
     reset_transaction();
     return error_reply(552, "5.3.4", "Error: message size exceeds fixed maximum message size");
   }
+  if (body_long_) {
+    reset_transaction();
+    return error_reply(500, "5.5.6", "Error: line too long in message data");
+  }
   if (body_bad_) {
     reset_transaction();
     return error_reply(550, "5.6.0", "Error: bare <LF> in message data");
@@ -501,8 +529,35 @@ void server_session::finish_body() {
   state_ = state::delivering;
 }
 
+// BDAT chunks: the same text line count as the DATA scanner does inline.
+void server_session::count_text_lines(std::string_view c) {
+  if (cfg_.max_text_line == 0 || body_long_) return;
+  const char* p = c.data();
+  const char* e = p + c.size();
+  while (p < e) {
+    const void* lf = std::memchr(p, '\n', static_cast<std::size_t>(e - p));
+    if (!lf) {
+      line_len_ += static_cast<std::size_t>(e - p);
+      break;
+    }
+    std::size_t n = static_cast<std::size_t>(static_cast<const char*>(lf) - p) + 1;
+    if (line_len_ + n > cfg_.max_text_line) {
+      body_long_ = true;
+      return;
+    }
+    line_len_ = 0;
+    p += n;
+  }
+  if (line_len_ > cfg_.max_text_line) body_long_ = true;
+}
+
 void server_session::delivery_done(const delivery_result& r) {
   if (state_ != state::delivering) return;
+  if (closing_) {  // shutdown_now() came first: its 421 was the last reply
+    lmtp_rcpts_.clear();
+    reset_transaction();
+    return;
+  }
   auto one = [this](const delivery_status& st, std::string_view prefix) {
     std::string text(prefix);
     if (!st.text.empty()) text += st.text;

@@ -1,5 +1,12 @@
 // Driver tests over loopback (127.0.0.1, port 0) with a raw socket client.
-// The same conformance cases run against every I/O model.
+// The same conformance cases run against every I/O model. The process model
+// runs the deliver hook in a forked child: there the test's hook hands each
+// message to the test process over a Unix socket (`mail_drop`), so the same
+// assertions on received messages hold.
+//
+// Built twice: against inlet::smtp (epoll) and inlet::smtp_uring (Asio on
+// io_uring, smtp_server_uring_test), which skips when the kernel refuses
+// io_uring_setup.
 #include <inlet/smtp/server.hpp>
 
 #include <gmock/gmock.h>
@@ -8,11 +15,21 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#ifdef BOOST_ASIO_HAS_IO_URING
+#include <linux/io_uring.h>
+#include <sys/syscall.h>
+#endif
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstddef>
+#include <cstring>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -82,31 +99,182 @@ class client {
   std::string buf_;
 };
 
+// Why io_uring cannot be used here, or "" when it can (io_uring build only).
+std::string io_uring_refused() {
+#ifdef BOOST_ASIO_HAS_IO_URING
+  io_uring_params p{};
+  long fd = ::syscall(__NR_io_uring_setup, 4, &p);
+  if (fd < 0) return std::string("io_uring_setup failed: ") + std::strerror(errno);
+  ::close(static_cast<int>(fd));
+#endif
+  return {};
+}
+
+#define SKIP_WITHOUT_IO_URING()                                                  \
+  do {                                                                           \
+    if (auto why = io_uring_refused(); !why.empty())                             \
+      GTEST_SKIP() << "io_uring build, but the kernel refuses io_uring: " << why; \
+  } while (0)
+
+// Hook calls counted across processes (one MAP_SHARED page): the queue ids
+// Q1, Q2, ... stay global when the hook runs in forked children.
+struct shared_seq {
+  std::atomic<int>* n;
+  shared_seq() {
+    void* p = ::mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    n = new (p) std::atomic<int>(0);
+  }
+  ~shared_seq() { ::munmap(n, sizeof(std::atomic<int>)); }
+};
+
 struct mailbox {
   std::mutex mu;
   std::condition_variable cv;
   std::vector<smtp::received_message> messages;
+  shared_seq seq;  // hook calls that completed (incremented after add/send)
   void add(smtp::received_message&& m) {
     std::lock_guard lk(mu);
     messages.push_back(std::move(m));
     cv.notify_all();
   }
+  // Messages received. Waits (at most 10 s) until every message the hook
+  // took has arrived: with the process model they come over a socket.
   std::size_t size() {
-    std::lock_guard lk(mu);
+    std::unique_lock lk(mu);
+    cv.wait_for(lk, 10s, [&] { return messages.size() >= static_cast<std::size_t>(seq.n->load()); });
     return messages.size();
   }
 };
 
+// Messages from forked children to the test process: each child's hook
+// connects to an abstract Unix socket, sends one record and closes; a thread
+// here accepts, decodes and adds to the mailbox. (The child closes every
+// inherited descriptor, so it must connect afresh.)
+class mail_drop {
+ public:
+  explicit mail_drop(mailbox& box) : box_(box) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    std::string name = "inlet-server-test-" + std::to_string(::getpid()) + "-" +
+                       std::to_string(reinterpret_cast<std::uintptr_t>(this));
+    addr_.sun_family = AF_UNIX;
+    std::memcpy(addr_.sun_path + 1, name.data(), name.size());  // abstract namespace
+    len_ = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    ok_ = ::bind(fd_, reinterpret_cast<sockaddr*>(&addr_), len_) == 0 && ::listen(fd_, 64) == 0;
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~mail_drop() {
+    stop_ = true;
+    thread_.join();
+    ::close(fd_);
+  }
+  bool ok() const { return ok_; }
+  // In the child: sends one message; false on failure.
+  bool send(const smtp::received_message& m) const {
+    std::string rec;
+    auto put = [&rec](std::string_view v) {
+      std::uint32_t n = static_cast<std::uint32_t>(v.size());
+      rec.append(reinterpret_cast<const char*>(&n), sizeof n);
+      rec.append(v);
+    };
+    put(std::string(1, static_cast<char>(m.envelope.proto)));
+    put(m.envelope.remote_address);
+    put(m.envelope.mail_from);
+    put(m.body.to_string());
+    for (const auto& r : m.envelope.rcpt_to) put(r);
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr_), len_) != 0) {
+      ::close(fd);
+      return false;
+    }
+    std::string_view out = rec;
+    while (!out.empty()) {
+      ssize_t k = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL);
+      if (k <= 0) break;
+      out.remove_prefix(static_cast<std::size_t>(k));
+    }
+    ::close(fd);
+    return out.empty();
+  }
+
+ private:
+  void serve() {
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) continue;
+      std::string rec;
+      char buf[65536];
+      for (;;) {
+        pollfd q{c, POLLIN, 0};
+        if (::poll(&q, 1, 10000) <= 0) break;
+        ssize_t k = ::recv(c, buf, sizeof buf, 0);
+        if (k <= 0) break;
+        rec.append(buf, static_cast<std::size_t>(k));
+      }
+      ::close(c);
+      decode(rec);
+    }
+  }
+  void decode(std::string_view rec) {
+    std::vector<std::string> f;
+    while (rec.size() >= 4) {
+      std::uint32_t n;
+      std::memcpy(&n, rec.data(), 4);
+      if (rec.size() < 4 + n) break;
+      f.emplace_back(rec.substr(4, n));
+      rec.remove_prefix(4 + n);
+    }
+    if (f.size() < 4) return;
+    smtp::received_message m;
+    m.envelope.proto = static_cast<smtp::protocol>(f[0][0]);
+    m.envelope.remote_address = f[1];
+    m.envelope.mail_from = f[2];
+    m.body = inlet::buffer::segment::copy_of(f[3]);
+    m.envelope.rcpt_to.assign(f.begin() + 4, f.end());
+    box_.add(std::move(m));
+  }
+  mailbox& box_;
+  int fd_ = -1;
+  sockaddr_un addr_{};
+  socklen_t len_ = 0;
+  bool ok_ = false;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
 class server_test : public ::testing::TestWithParam<smtp::io_model> {
  protected:
+  void SetUp() override {
+    SKIP_WITHOUT_IO_URING();
+#if defined(__SANITIZE_THREAD__)
+    // TSan covers the multi-threaded models. The process model's child is
+    // single-threaded, and under TSan a child that starts a thread after a
+    // multi-threaded fork dies (die_after_fork), and signal handlers run
+    // deferred, at TSan's next safe point, so the child's SIGTERM arrives late.
+    if (GetParam() == smtp::io_model::process)
+      GTEST_SKIP() << "process model: fork + threads and deferred signals are not supported by TSan";
+#endif
+  }
   void start(smtp::server_config cfg = {}, smtp::deliver_fn fn = {}) {
     cfg.model = GetParam();
     cfg.threads = 2;
     cfg.session.hostname = "mx.test";
+    if (!fn && GetParam() == smtp::io_model::process) {
+      drop = std::make_unique<mail_drop>(box);
+      ASSERT_TRUE(drop->ok());
+      fn = [this](smtp::received_message&& m, smtp::delivery_callback cb) {
+        if (!drop->send(m)) return cb({smtp::delivery_status::rejected(451, "4.3.0", "drop failed"), {}});
+        int n = box.seq.n->fetch_add(1) + 1;
+        cb({smtp::delivery_status::accepted("Q" + std::to_string(n)), {}});
+      };
+    }
     if (!fn)
       fn = [this](smtp::received_message&& m, smtp::delivery_callback cb) {
         box.add(std::move(m));
-        cb({smtp::delivery_status::accepted("Q" + std::to_string(box.size())), {}});
+        int n = box.seq.n->fetch_add(1) + 1;
+        cb({smtp::delivery_status::accepted("Q" + std::to_string(n)), {}});
       };
     srv = std::make_unique<smtp::server>(cfg, std::move(fn));
     ASSERT_FALSE(srv->start());
@@ -122,6 +290,7 @@ class server_test : public ::testing::TestWithParam<smtp::io_model> {
     }
   }
   mailbox box;
+  std::unique_ptr<mail_drop> drop;  // process model: messages from the children
   std::unique_ptr<smtp::server> srv;
   std::uint16_t port = 0;
 };
@@ -273,10 +442,19 @@ TEST_P(server_test, graceful_stop) {
   srv->stop();
   EXPECT_EQ(idle.replies(1), "421 4.3.2 mx.test Service shutting down\r\n");
   EXPECT_TRUE(idle.closed_by_peer());
-  busy.send("second part\r\n.\r\nNOOP\r\n");
+  // No command after the data: with the process model the parent signals the
+  // children one by one, so on a loaded machine the busy child may see its
+  // SIGTERM only after this transaction; a pipelined NOOP would then be
+  // answered 250 (correctly: it came before the stop reached that session).
+  // The 421 must follow the transaction either way.
+  busy.send("second part\r\n.\r\n");
   EXPECT_EQ(busy.replies(2), "250 2.0.0 Ok: queued as Q1\r\n421 4.3.2 mx.test Service shutting down\r\n");
   EXPECT_TRUE(busy.closed_by_peer());
   srv->wait();
+  // No child left, not even a zombie (the process model reaps all of them).
+  errno = 0;
+  EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
   ASSERT_EQ(box.size(), 1u);
   EXPECT_EQ(box.messages[0].body.to_string(), "first part\r\nsecond part\r\n");
   client late(port);  // nothing listens any more
@@ -320,6 +498,15 @@ TEST_P(server_test, idle_client_times_out_with_421) {
 }
 
 TEST_P(server_test, many_concurrent_clients) {
+#if defined(__SANITIZE_ADDRESS__)
+  // GCC 12's libasan does not intercept fork(): a child forked while another
+  // thread holds a lock of ASan's allocator deadlocks in its first malloc
+  // (seen once here: a child stuck until SIGKILL). glibc's own malloc is
+  // fork-safe, so this is a property of the ASan runtime, not of the model;
+  // eight client threads allocating while the server forks make it likely.
+  if (GetParam() == smtp::io_model::process)
+    GTEST_SKIP() << "ASan runtime is not fork-safe with concurrent allocations (see comment)";
+#endif
   start();
   std::vector<std::thread> ts;
   std::atomic<int> ok{0};
@@ -338,10 +525,45 @@ TEST_P(server_test, many_concurrent_clients) {
   EXPECT_EQ(srv->stats().messages_delivered, 80u);
 }
 
+TEST_P(server_test, text_line_limit_refuses_the_message) {
+  smtp::server_config cfg;
+  cfg.session.max_text_line = 100;
+  start(cfg);
+  client c(port);
+  c.send(txn + std::string(200, 'x') + "\r\n.\r\nMAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nDATA\r\n" +
+         std::string(98, 'y') + "\r\n.\r\n");
+  std::string r = c.replies(10);
+  EXPECT_THAT(r, HasSubstr("354 End data with <CR><LF>.<CR><LF>\r\n500 5.5.6 Error: line too long in message data\r\n250 2.1.0 Ok\r\n"));
+  EXPECT_THAT(r, HasSubstr("250 2.0.0 Ok: queued as Q1\r\n"));
+  ASSERT_EQ(box.size(), 1u);
+  EXPECT_EQ(box.messages[0].body.to_string(), std::string(98, 'y') + "\r\n");
+}
+
+// A client stalled inside DATA would hold a graceful stop for data_timeout
+// (3 min); after shutdown_grace it gets 421 4.3.2 and is closed.
+TEST_P(server_test, shutdown_grace_closes_a_client_stalled_in_data) {
+  smtp::server_config cfg;
+  cfg.shutdown_grace = 300ms;
+  start(cfg);
+  client stalled(port), idle(port);
+  stalled.send(txn + "half of a body\r\n");
+  EXPECT_THAT(stalled.replies(5), HasSubstr("354 "));
+  idle.send("EHLO i\r\n");
+  idle.replies(2);
+  srv->stop();
+  EXPECT_EQ(idle.replies(1), "421 4.3.2 mx.test Service shutting down\r\n");
+  EXPECT_EQ(stalled.replies(1), "421 4.3.2 mx.test Service shutting down\r\n");
+  EXPECT_TRUE(stalled.closed_by_peer());
+  srv->wait();
+  EXPECT_EQ(box.size(), 0u);
+  EXPECT_EQ(srv->stats().active_connections, 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(models, server_test,
                          ::testing::Values(smtp::io_model::coro, smtp::io_model::async_1n,
                                            smtp::io_model::async_nn, smtp::io_model::async_n2n,
-                                           smtp::io_model::thread),
+                                           smtp::io_model::thread, smtp::io_model::stackful,
+                                           smtp::io_model::process),
                          [](const auto& info) {
                            std::string n(smtp::to_string(info.param));
                            for (auto& ch : n)
@@ -354,6 +576,11 @@ TEST(server_config, reads_per_event_and_io_model_names) {
   EXPECT_TRUE(smtp::parse_io_model("async-n2n", m));
   EXPECT_EQ(m, smtp::io_model::async_n2n);
   EXPECT_FALSE(smtp::parse_io_model("fork", m));
+  EXPECT_TRUE(smtp::parse_io_model("stackful", m));
+  EXPECT_EQ(m, smtp::io_model::stackful);
+  EXPECT_TRUE(smtp::parse_io_model("process", m));
+  EXPECT_EQ(smtp::to_string(m), "process");
+  SKIP_WITHOUT_IO_URING();
   smtp::server_config cfg;
   cfg.reads_per_event = std::getenv("RPE") ? 1 : 8;
   cfg.threads = std::getenv("THR") ? 2 : 1;

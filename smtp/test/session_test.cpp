@@ -623,3 +623,95 @@ TEST(session, eight_bit_body_without_declaration_is_kept) {
   ASSERT_EQ(r.bodies.size(), 1u);
   EXPECT_EQ(r.bodies[0], data);
 }
+
+// RFC 5321 4.5.3.1.6: a text line is at most 1000 octets incl. CRLF. Counted on
+// the content (a stuffed dot is not counted), any LF ends a line; a longer line
+// refuses the whole message with 500 5.5.6 after its end.
+TEST(session, text_line_limit_in_data) {
+  auto cfg = cfg_default();
+  cfg.max_text_line = 40;
+  std::string at_limit(38, 'a');        // 38 + CRLF = 40: accepted
+  std::string over(39, 'b');            // 41: refused
+  std::string dotted = "." + std::string(38, 'c');  // stuffed: content is 38 + CRLF
+  std::string in = ehlo + envelope_cmds + at_limit + "\r\n" + dotted + "\r\n.\r\n" +
+                   envelope_cmds + "short\r\n" + over + "\r\nafter\r\n.\r\n" +
+                   envelope_cmds + "x\n" + std::string(45, 'd') + "\r\n.\r\nNOOP\r\n";
+  auto r = run_all_splits(cfg, in);
+  ASSERT_EQ(r.bodies.size(), 1u);
+  EXPECT_EQ(r.bodies[0], at_limit + "\r\n" + std::string(38, 'c') + "\r\n");
+  EXPECT_EQ(r.aborted, 2);
+  auto v = replies(r.output);
+  EXPECT_EQ(v[v.size() - 2], "250 2.0.0 Ok");  // NOOP: the session goes on
+  EXPECT_EQ(v[v.size() - 3], "500 5.5.6 Error: line too long in message data");
+  EXPECT_THAT(r.output, HasSubstr("354 End data with <CR><LF>.<CR><LF>\r\n500 5.5.6 Error: line too long in message data\r\n250 2.1.0"));
+}
+
+TEST(session, text_line_limit_default_and_off) {
+  std::string line1000(998, 'x');  // 998 + CRLF = 1000 octets: the RFC's maximum
+  auto r = run(cfg_default(), {ehlo + envelope_cmds + line1000 + "\r\n.\r\n" + envelope_cmds + line1000 +
+                               "y\r\n.\r\n"});
+  ASSERT_EQ(r.bodies.size(), 1u);
+  EXPECT_EQ(r.aborted, 1);
+  auto off = cfg_default();
+  off.max_text_line = 0;
+  std::string huge(100000, 'z');
+  auto r2 = run(off, {ehlo + envelope_cmds + huge + "\r\n.\r\n"});
+  ASSERT_EQ(r2.bodies.size(), 1u);
+  EXPECT_EQ(r2.bodies[0], huge + "\r\n");
+}
+
+TEST(session, text_line_limit_in_bdat) {
+  auto cfg = cfg_default();
+  cfg.max_text_line = 20;
+  std::string ok_body = std::string(10, 'a') + "\r\n" + std::string(18, 'b') + "\r\n";  // 12 + 20
+  std::string long_line = std::string(15, 'c');  // split over two chunks: 15 + 6 + CRLF = 23
+  std::string in = ehlo + "MAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nBDAT " +
+                   std::to_string(ok_body.size()) + " LAST\r\n" + ok_body +
+                   "MAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nBDAT 15\r\n" + long_line +
+                   "BDAT 8 LAST\r\ndddddd\r\nNOOP\r\n";
+  auto r = run_all_splits(cfg, in);
+  ASSERT_EQ(r.bodies.size(), 1u);
+  EXPECT_EQ(r.bodies[0], ok_body);
+  EXPECT_EQ(r.aborted, 1);
+  EXPECT_THAT(r.output, HasSubstr("250 2.0.0 15 octets received\r\n500 5.5.6 Error: line too long in message data\r\n"
+                                  "250 2.0.0 Ok\r\n"));
+}
+
+TEST(session, shutdown_now_closes_even_inside_a_body) {
+  smtp::server_session s(cfg_default());
+  s.start();
+  std::string in = ehlo + envelope_cmds + "half a bo";
+  auto st = s.consume(in);
+  while (st.kind != step_kind::need_more) {
+    in.erase(0, st.consumed);
+    st = s.consume(in);
+  }
+  EXPECT_TRUE(s.in_body());
+  s.shutdown();  // graceful: the transaction may finish
+  EXPECT_FALSE(s.closing());
+  s.clear_output();
+  s.shutdown_now();  // grace period over
+  EXPECT_TRUE(s.closing());
+  EXPECT_EQ(s.output(), "421 4.3.2 mx.test Service shutting down\r\n");
+  auto c = s.consume("dy\r\n.\r\n");
+  EXPECT_EQ(c.kind, step_kind::close);
+  EXPECT_EQ(c.reason, smtp::make_error_code(smtp::errc::shutting_down));
+}
+
+TEST(session, shutdown_now_while_delivering_suppresses_the_late_reply) {
+  smtp::server_session s(cfg_default());
+  s.start();
+  std::string in = ehlo + envelope_cmds + "body\r\n.\r\n";
+  auto st = s.consume(in);
+  while (st.kind != step_kind::message_complete) {
+    ASSERT_NE(st.kind, step_kind::need_more);
+    in.erase(0, st.consumed);
+    st = s.consume(in);
+  }
+  EXPECT_TRUE(s.awaiting_delivery());
+  s.clear_output();
+  s.shutdown_now();
+  s.delivery_done({smtp::delivery_status::accepted("LATE"), {}});
+  EXPECT_EQ(s.output(), "421 4.3.2 mx.test Service shutting down\r\n");
+  EXPECT_EQ(s.consume("").kind, step_kind::close);
+}

@@ -68,13 +68,19 @@ std::string read_reply(Stream& s, asio::streambuf& b) {
 
 }  // namespace
 
-TEST(tls, starttls_discards_pipelined_commands_and_delivers) {
-  auto dir = std::filesystem::temp_directory_path() / ("inlet-smtp-tls-" + std::to_string(::getpid()));
+// STARTTLS runs in the coroutine drivers (coro and the async-* topologies) and
+// in the stackful one; the blocking models do not offer it.
+class tls : public ::testing::TestWithParam<smtp::io_model> {};
+
+TEST_P(tls, starttls_discards_pipelined_commands_and_delivers) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("inlet-smtp-tls-" + std::to_string(::getpid()) + "-" + std::string(smtp::to_string(GetParam())));
   std::filesystem::create_directories(dir);
   ASSERT_TRUE(make_cert(dir));
   smtp::server_config cfg;
   cfg.session.hostname = "mx.test";
   cfg.threads = 2;
+  cfg.model = GetParam();
   cfg.tls_cert = (dir / "cert.pem").string();
   cfg.tls_key = (dir / "key.pem").string();
   std::mutex mu;
@@ -125,3 +131,6 @@ TEST(tls, starttls_discards_pipelined_commands_and_delivers) {
   EXPECT_TRUE(got[0].envelope.tls);
   EXPECT_EQ(got[0].envelope.mail_from, "a@x.test");
 }
+
+INSTANTIATE_TEST_SUITE_P(models, tls, ::testing::Values(smtp::io_model::coro, smtp::io_model::stackful),
+                         [](const auto& info) { return std::string(smtp::to_string(info.param)); });

@@ -15,6 +15,13 @@
 #include <memory>
 #include <pthread.h>
 #include <string>
+#ifdef INLETD_IO_URING
+#include <cerrno>
+#include <cstring>
+#include <linux/io_uring.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace {
 
@@ -27,6 +34,8 @@ inlet::smtp::server_config smtp_config(const inletd::options& o) {
   c.session.max_message_size = o.max_message_size;
   c.session.max_recipients = o.max_recipients;
   c.session.max_command_line = o.max_command_line;
+  c.session.max_text_line = o.max_line_length;
+  c.shutdown_grace = std::chrono::seconds(o.shutdown_grace_seconds);
   c.session.domains = o.domains;
   c.threads = o.threads;
   c.reads_per_event = o.reads_per_event;
@@ -39,6 +48,26 @@ inlet::smtp::server_config smtp_config(const inletd::options& o) {
   return c;
 }
 
+#ifdef INLETD_IO_URING
+// inletd-uring: Asio would fail deep inside io_context construction; say it plainly.
+bool io_uring_usable() {
+  io_uring_params p{};
+  long fd = ::syscall(__NR_io_uring_setup, 4, &p);
+  if (fd < 0) {
+    std::fprintf(stderr,
+                 "inletd-uring: this kernel refuses io_uring (io_uring_setup: %s); "
+                 "use inletd (epoll) instead\n",
+                 std::strerror(errno));
+    return false;
+  }
+  ::close(static_cast<int>(fd));
+  return true;
+}
+constexpr const char* reactor = "io_uring";
+#else
+constexpr const char* reactor = "epoll";
+#endif
+
 std::string endpoint_text(const std::string& host, std::uint16_t port) {
   if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
   return host + ":" + std::to_string(port);
@@ -49,6 +78,9 @@ std::string endpoint_text(const std::string& host, std::uint16_t port) {
 int main(int argc, char** argv) {
   inletd::options opt;
   if (auto rc = inletd::parse_options(argc, argv, opt)) return *rc;
+#ifdef INLETD_IO_URING
+  if (!io_uring_usable()) return 1;
+#endif
 
   // Signals are taken by sigwait() on this thread only: block them before any thread
   // starts so every thread inherits the mask. A closed peer must not kill us.
@@ -63,6 +95,16 @@ int main(int argc, char** argv) {
   inlet::smtp::server_config sc = smtp_config(opt);
   if (!inlet::smtp::parse_io_model(opt.io_model, sc.model)) {
     std::fprintf(stderr, "inletd: unknown --io-model '%s'\n", opt.io_model.c_str());
+    return 2;
+  }
+
+  if (sc.model == inlet::smtp::io_model::process && opt.store != "sink") {
+    // The deliver hook runs in the forked child: a message stored there would
+    // vanish with the child. Only the sink (parse and discard) makes sense.
+    std::fprintf(stderr,
+                 "inletd: --io-model process needs --store sink: each connection runs in a forked "
+                 "child, which cannot add messages to the parent's --store %s\n",
+                 opt.store.c_str());
     return 2;
   }
 
@@ -123,9 +165,9 @@ int main(int argc, char** argv) {
   for (const auto& ep : smtp.local_endpoints())
     std::printf("inletd: %s listening on %s\n", ep.lmtp ? "lmtp" : "smtp",
                 endpoint_text(ep.address, ep.port).c_str());
-  std::printf("inletd: http listening on %s (store: %s, io model: %s)\n",
+  std::printf("inletd: http listening on %s (store: %s, io model: %s, %s)\n",
               endpoint_text(http.address(), http.port()).c_str(), opt.store.c_str(),
-              opt.io_model.c_str());
+              opt.io_model.c_str(), reactor);
   std::fflush(stdout);
 
   for (;;) {

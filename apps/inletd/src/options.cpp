@@ -74,9 +74,12 @@ std::optional<int> parse_options(int argc, char** argv, options& o) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--max-command-line", o.max_command_line, "longest command line, octets incl. CRLF")
       ->capture_default_str()->check(CLI::Range(512, 65536));
+  app.add_option("--max-line-length", o.max_line_length,
+                 "longest text line of a message, octets incl. CRLF (RFC 5321 4.5.3.1.6); 0 = no limit")
+      ->capture_default_str()->check(CLI::Range(std::size_t{0}, std::size_t{1} << 30));
   app.add_option("--hostname", o.hostname, "name in the greeting and EHLO reply")->capture_default_str();
   app.add_option("--domain", o.domains, "accept mail for this domain (repeatable; none = every domain)");
-  app.add_option("--io-model", o.io_model, "coro (default), async-1n, async-nn, async-n2n, thread")
+  app.add_option("--io-model", o.io_model, "coro (default), async-1n, async-nn, async-n2n, thread, stackful, process")
       ->capture_default_str();
   app.add_option("--threads", o.threads, "I/O threads (0 = one per core)")->capture_default_str();
   app.add_option("--reads-per-event", o.reads_per_event, "async models: reads per wake-up")
@@ -87,6 +90,9 @@ std::optional<int> parse_options(int argc, char** argv, options& o) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--timeout", o.timeout_seconds, "SMTP command timeout, seconds (RFC 5321 4.5.3.2)")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--shutdown-grace", o.shutdown_grace_seconds,
+                 "on SIGTERM/SIGINT: seconds a transaction in flight may take; then 421 4.3.2 and close")
+      ->capture_default_str();
   app.add_option("--tls-cert", o.tls_cert, "PEM certificate chain: offers STARTTLS")->check(CLI::ExistingFile);
   app.add_option("--tls-key", o.tls_key, "PEM private key for --tls-cert")->check(CLI::ExistingFile);
   app.add_option("--filter-terms", o.filter_terms, "term list file; SIGHUP or a change reloads it")

@@ -31,6 +31,8 @@ struct options {
   std::size_t max_connections = 10000;
   std::size_t max_connections_per_ip = 1000;
   std::size_t max_command_line = 512;
+  std::size_t max_line_length = 1000;  ///< body text line limit incl. CRLF; 0 = off
+  unsigned shutdown_grace_seconds = 30;
   unsigned timeout_seconds = 300;
   std::string tls_cert;
   std::string tls_key;

@@ -645,9 +645,94 @@ class ShutdownTest(unittest.TestCase):
                 srv.proc.wait()
 
 
+class IoModelBase:
+    """Real clients against one --io-model (classes made by add_io_model_tests).
+
+    Each model gets a pipelined swaks transaction and an smtplib send. With a
+    store the messages are read back byte-exact through the HTTP API; the
+    process model runs with --store sink (the child parses and discards), so
+    there the 250 replies and /metrics are what can be checked.
+    """
+    binary = None
+    model = None
+    sink = False
+
+    @classmethod
+    def setUpClass(cls):
+        args = ["--io-model", cls.model, "--threads", "2"]
+        if cls.sink:
+            args += ["--store", "sink"]
+        global INLETD
+        saved, INLETD = INLETD, cls.binary
+        try:
+            cls.srv = Inletd(*args)
+        finally:
+            INLETD = saved
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.srv.stop()
+        if rc != 0:
+            raise AssertionError(f"inletd {cls.model} exited {rc}:\n" + "".join(cls.srv.log))
+
+    def test_swaks_pipeline(self):
+        swaks = shutil.which("swaks")
+        if not swaks:
+            self.skipTest("swaks not installed")
+        subject = f"swaks {self.model}"
+        r = subprocess.run([swaks, "--server", f"127.0.0.1:{self.srv.smtp_port}",
+                            "--to", "someone@inbox.test.example", "--from", "swaks@sender.example",
+                            "--header", f"Subject: {subject}", "--body", "Pipelined.", "--pipeline"],
+                           capture_output=True, text=True, timeout=DEADLINE)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("250 2.0.0 Ok: queued as", r.stdout)
+        if not self.sink:
+            m = wait_for(lambda: self.srv.find(subject), "swaks message")
+            self.assertIn(b"Pipelined.", self.srv.raw(m["ID"]))
+
+    def test_smtplib_send(self):
+        subject = f"smtplib {self.model}"
+        msg = make_message(subject, "Line one.\r\n.dot line\r\n").encode()
+        with smtplib.SMTP("127.0.0.1", self.srv.smtp_port, timeout=DEADLINE) as c:
+            c.ehlo("client.example")
+            refused = c.sendmail("alice@sender.example", ["bob@inbox.test.example"], msg)
+        self.assertEqual(refused, {})
+        if self.sink:
+            return
+        m = wait_for(lambda: self.srv.find(subject), "smtplib message")
+        self.assertEqual(self.srv.raw(m["ID"]), msg)
+
+
+class ProcessModelNeedsSinkTest(unittest.TestCase):
+    def test_process_with_memory_store_is_refused(self):
+        r = subprocess.run([INLETD, "--smtp", "127.0.0.1:0", "--listen", "127.0.0.1:0",
+                            "--io-model", "process", "--store", "memory"],
+                           capture_output=True, text=True, timeout=DEADLINE)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--io-model process needs --store sink", r.stderr)
+
+
+def add_io_model_tests(inletd_uring):
+    """One IoModel_* class per model (and per reactor when inletd-uring is given)."""
+    runs = [(INLETD, m, False) for m in ("coro", "async-1n", "async-nn", "async-n2n", "thread", "stackful")]
+    runs.append((INLETD, "process", True))
+    if inletd_uring:
+        runs += [(inletd_uring, m, False) for m in ("coro", "async-nn", "stackful")]
+    for binary, model, sink in runs:
+        tag = ("uring_" if binary == inletd_uring else "") + model.replace("-", "_")
+        name = f"IoModel_{tag}"
+        globals()[name] = type(name, (IoModelBase, unittest.TestCase), {"binary": binary, "model": model, "sink": sink})
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--inletd", required=True)
+    ap.add_argument("--io-models", action="store_true",
+                    help="run only the per-io-model real-client tests (IoModel_*)")
+    ap.add_argument("--inletd-uring", help="also run the io-model tests against this binary")
     args, rest = ap.parse_known_args()
     INLETD = os.path.abspath(args.inletd)
+    if args.io_models:
+        add_io_model_tests(os.path.abspath(args.inletd_uring) if args.inletd_uring else None)
+        rest = ["-k", "IoModel", "-k", "ProcessModelNeedsSink"] + rest
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)

@@ -84,3 +84,17 @@ TEST(Options, HelpExitsZero) {
 }
 
 }  // namespace
+
+TEST(Options, LineLengthAndShutdownGrace) {
+  inletd::options o;
+  EXPECT_FALSE(parse({}, o).has_value());
+  EXPECT_EQ(o.max_line_length, 1000u);
+  EXPECT_EQ(o.shutdown_grace_seconds, 30u);
+  inletd::options p;
+  EXPECT_FALSE(parse({"--max-line-length", "0", "--shutdown-grace", "2", "--io-model", "stackful"}, p).has_value());
+  EXPECT_EQ(p.max_line_length, 0u);
+  EXPECT_EQ(p.shutdown_grace_seconds, 2u);
+  EXPECT_EQ(p.io_model, "stackful");
+  inletd::options q;
+  EXPECT_TRUE(parse({"--shutdown-grace", "x"}, q).has_value());
+}

@@ -27,9 +27,13 @@ enum class io_model : std::uint8_t {
   async_nn,  ///< one io_context per thread, each thread pinned, round-robin accept
   async_n2n, ///< one io_context per core, two threads each
   thread,    ///< blocking sockets, one thread per connection
+  stackful,  ///< stackful coroutines (asio::spawn + yield_context), one io_context, N threads
+  process,   ///< a process per connection (fork after accept), blocking I/O in the child;
+             ///< the deliver hook runs in the child (see docs/smtp.md)
 };
 
-/// Parses "coro", "async-1n", "async-nn", "async-n2n", "thread". False if unknown.
+/// Parses "coro", "async-1n", "async-nn", "async-n2n", "thread", "stackful",
+/// "process". False if unknown.
 bool parse_io_model(std::string_view name, io_model& out) noexcept;
 std::string_view to_string(io_model m) noexcept;
 
@@ -49,10 +53,16 @@ struct server_config {
   std::chrono::milliseconds command_timeout{std::chrono::minutes(5)};   ///< per command line
   std::chrono::milliseconds data_timeout{std::chrono::minutes(3)};      ///< per body read
   std::chrono::milliseconds message_timeout{std::chrono::minutes(10)};  ///< whole body
+  /// After stop(): how long a transaction in flight may take to finish; then
+  /// every remaining connection gets 421 4.3.2 (where it can be written) and
+  /// is closed, so a client stalled inside DATA cannot hold wait() for
+  /// data_timeout.
+  std::chrono::milliseconds shutdown_grace{std::chrono::seconds(30)};
   std::size_t max_connections = 10000;  ///< 421 4.7.0 past it
   std::size_t max_connections_per_ip = 1000;
   std::size_t read_buffer_size = 64 * 1024;
   std::string tls_cert;                 ///< PEM certificate chain file; enables STARTTLS
+                                        ///< (async and stackful models)
   std::string tls_key;                  ///< PEM private key file
 };
 
@@ -77,7 +87,8 @@ class server {
   /// Bound endpoints in listen order (port 0 resolved).
   std::vector<listen_endpoint> local_endpoints() const;
   /// Graceful stop: stop accepting; idle sessions get 421 4.3.2 now, sessions
-  /// in a transaction finish it and then get 421 4.3.2. Returns at once.
+  /// in a transaction finish it and then get 421 4.3.2; after
+  /// shutdown_grace the rest get 421 4.3.2 and are closed. Returns at once.
   void stop();
   /// Blocks until every connection is closed and the I/O threads have exited.
   void wait();

@@ -58,6 +58,11 @@ struct session_config {
   bool smtputf8 = true;                     ///< offer SMTPUTF8 (RFC 6531)
   bool starttls = false;                    ///< offer STARTTLS (driver has a TLS context)
   bool reject_bare_lf_in_body = false;      ///< see docs/smtp.md, "hostile input"
+  /// Longest text line of a message body, octets incl. CRLF (RFC 5321
+  /// 4.5.3.1.6); counted on the message content (after dot-unstuffing, so DATA
+  /// and BDAT agree), any LF ends a line. A longer line: the body is read to its
+  /// end, then refused with 500 5.5.6 and nothing is delivered. 0 = no limit.
+  std::size_t max_text_line = 1000;
 };
 
 enum class step_kind : std::uint8_t {
@@ -118,6 +123,12 @@ class server_session {
   /// consume() returns close.
   void shutdown();
 
+  /// The shutdown grace period ran out: queues 421 4.3.2 whatever the state
+  /// (a message being received is dropped) and the next consume() returns
+  /// close. While delivering, the driver must still call delivery_done() or
+  /// drop the session; the reply then is not sent.
+  void shutdown_now();
+
   /// True between MAIL and the end of the transaction (incl. delivery).
   bool in_transaction() const noexcept;
   /// True while waiting for delivery_done().
@@ -159,6 +170,7 @@ class server_session {
   void cmd_rset(std::string_view arg);
   void cmd_starttls(std::string_view arg);
   void finish_body();
+  void count_text_lines(std::string_view content);
   void reset_transaction();
   void reply(int code, std::string_view enhanced, std::string_view text);
   void error_reply(int code, std::string_view enhanced, std::string_view text);
@@ -176,6 +188,7 @@ class server_session {
   bool overlong_ = false;       // discarding an over-long command line
   bool body_too_big_ = false;   // discarding a body past max_message_size
   bool body_bad_ = false;       // body rejected by policy (bare LF)
+  bool body_long_ = false;      // a text line over max_text_line
   bool bdat_last_ = false;
   bool bdat_failed_ = false;    // BDAT chunk consumed but transaction invalid
   state bdat_prev_ = state::init;
@@ -183,6 +196,7 @@ class server_session {
   std::size_t errors_ = 0;
   std::uint64_t bdat_left_ = 0;
   std::uint64_t body_size_ = 0;
+  std::size_t line_len_ = 0;    // octets of the current body line so far
   std::error_code close_reason_;
   envelope env_;
   std::vector<std::string> lmtp_rcpts_;  // LMTP: recipients of the message being delivered

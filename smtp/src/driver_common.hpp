@@ -1,0 +1,97 @@
+// Pieces shared by the I/O models that live in their own files (stackful,
+// process) and by the blocking loop of the thread and process models.
+//
+// A model in its own file is a complete `model_driver` behind server's pimpl:
+// server.cpp only dispatches start/stop/wait/stats to it. The bookkeeping it
+// needs (admission, counters, the deliver-hook call) is here so that each
+// driver stays a thin loop over server_session.
+//
+// Internal to inlet::smtp.
+#pragma once
+
+#include <inlet/smtp/server.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <vector>
+
+namespace inlet::smtp::detail {
+
+using clock = std::chrono::steady_clock;
+
+/// One I/O model, complete: binds, accepts, runs sessions, stops.
+/// Thread-safety as inlet::smtp::server.
+class model_driver {
+ public:
+  virtual ~model_driver() = default;
+  virtual std::error_code start() = 0;
+  virtual std::vector<listen_endpoint> local_endpoints() const = 0;
+  virtual void stop() = 0;
+  virtual void wait() = 0;
+  virtual server_stats stats() const = 0;
+};
+
+std::unique_ptr<model_driver> make_stackful_driver(const server_config& cfg, deliver_fn deliver);
+std::unique_ptr<model_driver> make_process_driver(const server_config& cfg, deliver_fn deliver);
+
+/// Counters of a server. Only lock-free atomics and no pointers, so the
+/// process model can place one in memory shared with its children.
+struct driver_counters {
+  std::atomic<std::uint64_t> accepted{0}, refused{0}, delivered{0}, rejected{0}, queue_seq{0};
+};
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+
+/// Calls the deliver hook; `done` runs exactly once. An empty hook accepts
+/// and drops the message (a sink) with a queue id from `c.queue_seq`.
+void call_deliver(const deliver_fn& hook, driver_counters& c, received_message&& msg,
+                  delivery_callback done);
+/// Counts the answer as delivered (2xx) or rejected.
+void count(driver_counters& c, const delivery_result& r);
+/// Calls the hook and blocks until its callback ran (blocking models).
+delivery_result deliver_sync(const deliver_fn& hook, driver_counters& c, received_message&& msg);
+
+/// Total and per-client-IP connection limits. Thread-safe.
+class admission {
+ public:
+  admission(std::size_t max_total, std::size_t max_per_ip) : max_(max_total), max_ip_(max_per_ip) {}
+  bool admit(const std::string& ip);
+  void release(const std::string& ip);
+  std::size_t active() const;
+  /// Blocks until no connection is active (true) or `deadline` passed (false).
+  bool wait_idle_until(clock::time_point deadline);
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable idle_;
+  std::map<std::string, std::size_t> per_ip_;
+  std::size_t active_ = 0;
+  std::size_t max_, max_ip_;
+};
+
+std::string refusal_reply(const server_config& cfg);       ///< 421 4.7.0 too many connections
+std::string shutting_down_reply(const server_config& cfg); ///< 421 4.3.2
+/// The session config of one connection of `cfg`'s server.
+session_config session_for(const server_config& cfg, bool lmtp, bool tls_offered);
+
+/// The blocking loop of the thread and process models (driver_thread.cpp):
+/// runs one session over blocking socket `fd` until it closes. Waits for
+/// readability with poll() in 250 ms ticks (deadlines, `stopping`); the socket
+/// must have SO_RCVTIMEO of about that tick for reads inside a body. Once
+/// `stopping` is seen, idle sessions get 421 4.3.2 at once and a transaction
+/// may finish within cfg.shutdown_grace; after it, 421 4.3.2 and close.
+struct blocking_env {
+  const server_config& cfg;
+  const std::atomic<bool>& stopping;
+  std::function<delivery_result(received_message&&)> deliver;  ///< synchronous
+};
+void run_blocking_session(int fd, server_session& s, const blocking_env& env);
+
+}  // namespace inlet::smtp::detail
