@@ -1,6 +1,10 @@
 // Per-connection prepared-statement cache: LRU over (SQL text, parameter OIDs) -> name.
-// See DESIGN.md. Not thread-safe (owned by one connection).
+// An entry is *pending* while the Parse that creates it is in flight (owner = the
+// sequence number of the request that sent it); only that request may use the name
+// until the server confirms it, others send an unnamed statement. See DESIGN.md.
+// Not thread-safe (owned by one connection).
 #pragma once
+#include <cstdint>
 #include <list>
 #include <optional>
 #include <string>
@@ -15,23 +19,39 @@ class stmt_cache {
   std::size_t capacity() const noexcept { return cap_; }
   std::size_t size() const noexcept { return map_.size(); }
 
-  /// Name of the cached statement for key (and marks it most recently used), or null.
-  const std::string* find(std::string_view key) {
+  struct entry {
+    std::string key, name;
+    std::uint64_t owner = 0;  ///< 0: prepared on the server; else the pending Parse's request
+  };
+
+  /// The cached entry for key (and marks it most recently used), or null.
+  const entry* find(std::string_view key) {
     auto it = map_.find(key);
     if (it == map_.end()) return nullptr;
     lru_.splice(lru_.begin(), lru_, it->second);
-    return &it->second->name;
+    return &*it->second;
+  }
+  /// The server prepared it: everyone may use the name now.
+  void confirm(std::string_view key, std::uint64_t owner) {
+    auto it = map_.find(key);
+    if (it != map_.end() && it->second->owner == owner) it->second->owner = 0;
+  }
+  /// The Parse failed or was skipped: forget the entry if it is still that request's.
+  void erase_pending(std::string_view key, std::uint64_t owner) {
+    auto it = map_.find(key);
+    if (it != map_.end() && it->second->owner == owner && owner != 0) erase(key);
   }
   /// Inserts key with a fresh name. Returns the new name; `evicted` receives the name of
   /// the least recently used entry when the cache was full.
-  const std::string& insert(std::string_view key, std::optional<std::string>& evicted) {
+  const std::string& insert(std::string_view key, std::optional<std::string>& evicted,
+                            std::uint64_t owner = 0) {
     if (map_.size() >= cap_ && !lru_.empty()) {
       auto& last = lru_.back();
       evicted = std::move(last.name);
       map_.erase(std::string_view(last.key));
       lru_.pop_back();
     }
-    lru_.push_front(entry{std::string(key), "inlet_s" + std::to_string(++counter_)});
+    lru_.push_front(entry{std::string(key), "inlet_s" + std::to_string(++counter_), owner});
     map_.emplace(std::string_view(lru_.front().key), lru_.begin());
     return lru_.front().name;
   }
@@ -48,9 +68,6 @@ class stmt_cache {
   }
 
  private:
-  struct entry {
-    std::string key, name;
-  };
   std::size_t cap_;
   std::uint64_t counter_ = 0;
   std::list<entry> lru_;

@@ -30,6 +30,7 @@
 #include <memory>
 #include <string>
 
+#include "inlet/pg/batch.hpp"
 #include "inlet/pg/detail/request.hpp"
 #include "inlet/pg/error.hpp"
 #include "inlet/pg/query.hpp"
@@ -129,6 +130,13 @@ class connection {
     return async_execute(pg::query<>(text), std::forward<Token>(token));
   }
 
+  /// An explicit batch: every statement, then one Sync (batch.hpp for the semantics).
+  /// void(error_code, batch_result); on failure batch_result::failed names the statement.
+  template <class Token = pg::use_awaitable_t>
+  auto async_execute(batch b, Token&& token = {}) {
+    return initiate<void(std::error_code, batch_result)>(std::move(b), batch_sink{}, std::forward<Token>(token));
+  }
+
   // ---- synchronous forms (poll on the socket; no executor needed) --------------------
   void connect(const std::string& dsn, std::error_code& ec);
   void connect(const std::string& dsn);
@@ -161,6 +169,17 @@ class connection {
   template <class Q> requires is_query<Q>::value
   std::uint64_t execute(const Q& q) { return throw_on_error([&](std::error_code& ec) { return execute(q, ec); }); }
   std::uint64_t execute(std::string_view text) { return execute(pg::query<>(text)); }
+  batch_result execute(batch b, std::error_code& ec) {
+    sync_op<batch> op(b);
+    run_sync(op, ec);
+    return std::move(b.out_ref());
+  }
+  batch_result execute(batch b) {
+    std::error_code ec;
+    auto r = execute(std::move(b), ec);
+    if (ec) throw error(ec, last_diagnostics());
+    return r;
+  }
 
  private:
   // Sinks turn the collected result into the handler's arguments.
@@ -175,6 +194,11 @@ class connection {
   struct exec_sink {
     auto args(detail::conn_impl&, detail::request_base& r, std::error_code ec) {
       return std::make_tuple(ec, ec ? std::uint64_t{0} : r.res.affected_rows());
+    }
+  };
+  struct batch_sink {
+    auto args(detail::conn_impl&, detail::request_base& r, std::error_code ec) {
+      return std::make_tuple(ec, std::move(r.bat->out_ref()));
     }
   };
   template <class Row, class Out>
@@ -201,9 +225,16 @@ class connection {
     Sink sink;
     std::optional<work_t> work;
 
-    op_t(Handler h, Q qq, Sink s) : handler(std::move(h)), q(std::move(qq)), sink(std::move(s)) {}
-    std::string_view sql() const noexcept override { return q.text(); }
-    void bind(detail::param_buffer& pb, std::error_code& e) const override { q.bind(pb, e); }
+    op_t(Handler h, Q qq, Sink s) : handler(std::move(h)), q(std::move(qq)), sink(std::move(s)) {
+      if constexpr (is_batch<Q>::value) this->bat = &q;
+    }
+    std::string_view sql() const noexcept override {
+      if constexpr (is_batch<Q>::value) return {};
+      else return q.text();
+    }
+    void bind(detail::param_buffer& pb, std::error_code& e) const override {
+      if constexpr (!is_batch<Q>::value) q.bind(pb, e);
+    }
     void deliver(detail::conn_impl& c, std::error_code e, bool immediate) override {
       auto slot = asio::get_associated_cancellation_slot(handler);
       if (slot.is_connected()) slot.clear();
@@ -255,9 +286,18 @@ class connection {
   template <class Q>
   struct sync_op final : detail::request_base {
     const Q& q;
-    explicit sync_op(const Q& qq) : q(qq) { refs = 2; }  // never freed by the router
-    std::string_view sql() const noexcept override { return q.text(); }
-    void bind(detail::param_buffer& pb, std::error_code& e) const override { q.bind(pb, e); }
+    explicit sync_op(Q& qq) : q(qq) {
+      refs = 2;  // never freed by the router
+      if constexpr (is_batch<Q>::value) this->bat = &qq;
+    }
+    explicit sync_op(const Q& qq) requires(!is_batch<Q>::value) : q(qq) { refs = 2; }
+    std::string_view sql() const noexcept override {
+      if constexpr (is_batch<Q>::value) return {};
+      else return q.text();
+    }
+    void bind(detail::param_buffer& pb, std::error_code& e) const override {
+      if constexpr (!is_batch<Q>::value) q.bind(pb, e);
+    }
     void deliver(detail::conn_impl&, std::error_code e, bool) override { ec = e; }
     void destroy() noexcept override {}
   };
