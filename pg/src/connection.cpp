@@ -5,6 +5,8 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <openssl/ssl.h>
+
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <thread>
@@ -403,9 +405,20 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   /// Reads what the socket has, then waits again. (Asio's reactor is edge-triggered,
   /// but every new async_wait re-arms the descriptor with EPOLL_CTL_MOD, which reports
   /// bytes libpq left in the kernel buffer, so no readiness is lost.)
+  ///
+  /// With TLS, OpenSSL may hold decrypted bytes the socket no longer shows (libpq asks
+  /// SSL_read for at most its free buffer space, which can be less than a 16 KiB
+  /// record): keep reading while OpenSSL has bytes pending, then wait on the socket.
   void on_readable() {
-    if (!read_once()) return;
+    do {
+      if (!read_once()) return;
+    } while (head_ && tls_pending());
     arm_read();
+  }
+  bool tls_pending() const {
+    if (!pg_ || !PQsslInUse(pg_)) return false;
+    auto* ssl = static_cast<SSL*>(PQsslStruct(pg_, "OpenSSL"));
+    return ssl && SSL_pending(ssl) > 0;
   }
   bool read_once() {
     if (!PQconsumeInput(pg_)) {
@@ -560,7 +573,9 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         wait_ms = static_cast<int>(std::max<std::int64_t>(0, left.count()));
       }
-      int n = ::poll(&p, 1, wait_ms);
+      int n = 1;
+      if (tls_pending()) p.revents = POLLIN;  // bytes OpenSSL holds (see on_readable)
+      else n = ::poll(&p, 1, wait_ms);
       if (n == 0) {  // timeout: ask the server to stop, keep reading until Sync
         timed_out = true;
         send_cancel();
