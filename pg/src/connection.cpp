@@ -8,7 +8,9 @@
 #include <openssl/ssl.h>
 
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <thread>
 
 #include "stmt_cache.hpp"
@@ -196,11 +198,12 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
       ok = PQsendQueryParams(pg_, sql_.c_str(), n, pb_.types.data(), pb_.values.data(),
                              pb_.lengths.data(), pb_.formats.data(), 1);
     } else {
-      make_key(text, pb_.types.data(), pb_.types.size());
       const std::string* name = nullptr;
+      const char* unnamed_text = nullptr;  // NUL-terminated SQL for an unnamed statement
       ok = 1;
-      if (const auto* e = cache_.find(key_)) {
+      if (const auto* e = lookup(text, pb_.types.data(), pb_.types.size())) {
         if (e->owner == 0) name = &e->name;  // else: another request's Parse is in flight
+        else unnamed_text = e->key.c_str();  // the key starts with the NUL-terminated text
       } else {
         std::optional<std::string> evicted;
         name = &cache_.insert(key_, evicted, r->seq);
@@ -213,8 +216,8 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
       if (ok && name)
         ok = PQsendQueryPrepared(pg_, name->c_str(), n, pb_.values.data(), pb_.lengths.data(),
                                  pb_.formats.data(), 1);
-      else if (ok)  // key_ starts with the NUL-terminated text
-        ok = PQsendQueryParams(pg_, key_.c_str(), n, pb_.types.data(), pb_.values.data(),
+      else if (ok)
+        ok = PQsendQueryParams(pg_, unnamed_text, n, pb_.types.data(), pb_.values.data(),
                                pb_.lengths.data(), pb_.formats.data(), 1);
     }
     if (!ok || !PQpipelineSync(pg_)) {
@@ -227,6 +230,14 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
     r->sent = true;
     push(r);
     return {};
+  }
+  /// The cache entry for (text, OIDs): the last statement's without hashing, else by key
+  /// (key_ is then built, also on a miss, ready for insert()).
+  const stmt_cache::entry* lookup(std::string_view text, const oid_t* types, std::size_t n) {
+    std::string_view oids(reinterpret_cast<const char*>(types), n * sizeof(oid_t));
+    if (const auto* e = cache_.find_last(text, oids)) return e;
+    make_key(text, types, n);
+    return cache_.find(key_);
   }
   /// Cache key: the SQL text, a NUL, then the parameter OIDs (so key_.c_str() is the text).
   void make_key(std::string_view text, const oid_t* types, std::size_t n) {
@@ -257,11 +268,12 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
       const char* const* values = b.params_.values.data() + st.first_param;
       const int* lengths = b.params_.lengths.data() + st.first_param;
       const int* formats = b.params_.formats.data() + st.first_param;
-      make_key(st.sql, types, st.n_params);
       const std::string* name = nullptr;
+      const char* unnamed_text = nullptr;
       if (cached) {
-        if (const auto* e = cache_.find(key_)) {
+        if (const auto* e = lookup(st.sql, types, st.n_params)) {
           if (e->owner == 0 || e->owner == r->seq) name = &e->name;
+          else unnamed_text = e->key.c_str();
         } else {
           std::optional<std::string> evicted;
           name = &cache_.insert(key_, evicted, r->seq);
@@ -273,8 +285,12 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
         }
       }
       if (!ok) break;
+      if (!cached) {  // libpq wants NUL-terminated text
+        sql_.assign(st.sql);
+        unnamed_text = sql_.c_str();
+      }
       ok = name ? PQsendQueryPrepared(pg_, name->c_str(), n, values, lengths, formats, 1)
-                : PQsendQueryParams(pg_, key_.c_str(), n, types, values, lengths, formats, 1);
+                : PQsendQueryParams(pg_, unnamed_text, n, types, values, lengths, formats, 1);
       b.steps_.push_back({static_cast<std::uint32_t>(i), -1});
       stats_.bytes_sent += st.sql.size();
     }
@@ -591,7 +607,15 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
 };
 
 void start_request(const conn_ptr& c, request_base* r) {
-  asio::dispatch(c->ex_, [c, r] { c->start(r); });
+  if (running_in(c->ex_)) c->start(r);
+  else asio::dispatch(c->ex_, [c, r] { c->start(r); });
+}
+bool running_in(const asio::any_io_executor& ex) noexcept {
+  using io_ex = asio::io_context::executor_type;
+  if (auto* e = ex.target<io_ex>()) return e->running_in_this_thread();
+  if (auto* s = ex.target<asio::strand<asio::any_io_executor>>()) return s->running_in_this_thread();
+  if (auto* s = ex.target<asio::strand<io_ex>>()) return s->running_in_this_thread();
+  return false;
 }
 void start_connect(const conn_ptr& c, std::string dsn, request_base* r) {
   asio::dispatch(c->ex_, [c, r, dsn = std::move(dsn)]() mutable { c->start_connect(std::move(dsn), r); });

@@ -5,6 +5,7 @@
 // Not thread-safe (owned by one connection).
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <list>
 #include <optional>
 #include <string>
@@ -29,7 +30,21 @@ class stmt_cache {
     auto it = map_.find(key);
     if (it == map_.end()) return nullptr;
     lru_.splice(lru_.begin(), lru_, it->second);
-    return &*it->second;
+    last_ = it->second;
+    has_last_ = true;
+    return &*last_;
+  }
+  /// Fast path for a statement sent again: compares (text, OIDs) with the key of the
+  /// entry found or inserted last, without building a key or hashing. Null on a miss
+  /// (then build the key and call find()).
+  const entry* find_last(std::string_view text, std::string_view oids) {
+    if (!has_last_) return nullptr;
+    const std::string& k = last_->key;
+    if (k.size() != text.size() + 1 + oids.size() || std::memcmp(k.data(), text.data(), text.size()) != 0 ||
+        std::memcmp(k.data() + text.size() + 1, oids.data(), oids.size()) != 0)
+      return nullptr;
+    lru_.splice(lru_.begin(), lru_, last_);
+    return &*last_;
   }
   /// The server prepared it: everyone may use the name now.
   void confirm(std::string_view key, std::uint64_t owner) {
@@ -46,6 +61,7 @@ class stmt_cache {
   const std::string& insert(std::string_view key, std::optional<std::string>& evicted,
                             std::uint64_t owner = 0) {
     if (map_.size() >= cap_ && !lru_.empty()) {
+      has_last_ = false;
       auto& last = lru_.back();
       evicted = std::move(last.name);
       map_.erase(std::string_view(last.key));
@@ -53,16 +69,20 @@ class stmt_cache {
     }
     lru_.push_front(entry{std::string(key), "inlet_s" + std::to_string(++counter_), owner});
     map_.emplace(std::string_view(lru_.front().key), lru_.begin());
+    last_ = lru_.begin();
+    has_last_ = true;
     return lru_.front().name;
   }
   void erase(std::string_view key) {
     auto it = map_.find(key);
     if (it == map_.end()) return;
     auto li = it->second;
+    has_last_ = false;
     map_.erase(it);
     lru_.erase(li);
   }
   void clear() {
+    has_last_ = false;
     map_.clear();
     lru_.clear();
   }
@@ -72,6 +92,8 @@ class stmt_cache {
   std::uint64_t counter_ = 0;
   std::list<entry> lru_;
   std::unordered_map<std::string_view, std::list<entry>::iterator> map_;
+  std::list<entry>::iterator last_;  // valid while has_last_ (reset by every erase)
+  bool has_last_ = false;
 };
 
 }  // namespace inlet::pg::detail

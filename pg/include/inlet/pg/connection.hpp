@@ -62,6 +62,16 @@ void start_request(const conn_ptr& c, request_base* r);
 void start_connect(const conn_ptr& c, std::string dsn, request_base* r);
 void abandon_request(const conn_ptr& c, request_base* r, std::error_code ec);
 asio::any_io_executor executor_of(const conn_impl& c) noexcept;
+/// True when the calling thread may run ex's handlers inline (what asio::dispatch checks
+/// before it runs a function inline): an io_context executor or a strand of one. Lets
+/// the hot paths skip dispatch's type-erased function wrapper (callgrind).
+bool running_in(const asio::any_io_executor& ex) noexcept;
+template <class Ex>
+bool running_in_this_thread(const Ex& ex) noexcept {
+  if constexpr (std::is_same_v<Ex, asio::any_io_executor>) return running_in(ex);
+  else if constexpr (requires { ex.running_in_this_thread(); }) return ex.running_in_this_thread();
+  else return false;
+}
 diagnostics& diag_of(conn_impl& c) noexcept;
 }  // namespace detail
 
@@ -241,6 +251,7 @@ class connection {
       auto ex = asio::get_associated_executor(handler, detail::executor_of(c));
       auto fn = [h = std::move(handler), a = sink.args(c, *this, e)]() mutable { std::apply(std::move(h), std::move(a)); };
       if (immediate) asio::post(ex, std::move(fn));
+      else if (detail::running_in_this_thread(ex)) fn();  // what dispatch would do, minus its wrapper
       else asio::dispatch(ex, std::move(fn));
       work.reset();
     }

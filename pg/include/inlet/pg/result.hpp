@@ -16,6 +16,7 @@
 #include <boost/pfr/core.hpp>
 #include <array>
 #include <charconv>
+#include <concepts>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -151,7 +152,10 @@ class result {
     if (auto ec = check<Row>(d)) return ec;
     const int n = rows();
     const auto plan = plan_columns<Row>();
-    if constexpr (requires { out.emplace_back(); out.pop_back(); }) {
+    if constexpr (requires {
+                    { out.emplace_back() } -> std::same_as<Row&>;
+                    out.pop_back();
+                  }) {
       if constexpr (requires { out.reserve(std::size_t{}); out.size(); })
         out.reserve(out.size() + static_cast<std::size_t>(n));
       for (int i = 0; i < n; ++i) {
