@@ -621,7 +621,7 @@ void start_connect(const conn_ptr& c, std::string dsn, request_base* r) {
   asio::dispatch(c->ex_, [c, r, dsn = std::move(dsn)]() mutable { c->start_connect(std::move(dsn), r); });
 }
 void abandon_request(const conn_ptr& c, request_base* r, std::error_code ec) { c->abandon(r, ec); }
-asio::any_io_executor executor_of(const conn_impl& c) noexcept { return c.ex_; }
+const asio::any_io_executor& executor_of(const conn_impl& c) noexcept { return c.ex_; }
 diagnostics& diag_of(conn_impl& c) noexcept { return c.diag_; }
 
 }  // namespace detail

@@ -61,7 +61,15 @@ using conn_ptr = std::shared_ptr<conn_impl>;
 void start_request(const conn_ptr& c, request_base* r);
 void start_connect(const conn_ptr& c, std::string dsn, request_base* r);
 void abandon_request(const conn_ptr& c, request_base* r, std::error_code ec);
-asio::any_io_executor executor_of(const conn_impl& c) noexcept;
+const asio::any_io_executor& executor_of(const conn_impl& c) noexcept;
+/// An op keeps its handler's executor busy (outstanding work) unless that is the
+/// connection's own executor, which the connection's pending socket wait keeps busy
+/// for as long as the op is queued.
+template <class Ex>
+bool needs_work_guard(const Ex& ex, const conn_impl& c) noexcept {
+  if constexpr (std::is_same_v<Ex, asio::any_io_executor>) return !(ex == executor_of(c));
+  else return true;
+}
 /// True when the calling thread may run ex's handlers inline (what asio::dispatch checks
 /// before it runs a function inline): an io_context executor or a strand of one. Lets
 /// the hot paths skip dispatch's type-erased function wrapper (callgrind).
@@ -282,7 +290,8 @@ class connection {
           using H = decltype(h);
           auto ex = asio::get_associated_executor(h, detail::executor_of(*impl));
           auto* op = op_t<H, Sink, Q>::make(std::move(h), std::move(q), std::move(sink));
-          op->work.emplace(asio::prefer(ex, asio::execution::outstanding_work.tracked));
+          if (detail::needs_work_guard(ex, *impl))
+            op->work.emplace(asio::prefer(ex, asio::execution::outstanding_work.tracked));
           auto slot = asio::get_associated_cancellation_slot(op->handler);
           if (slot.is_connected()) {
             slot.assign([impl, op](asio::cancellation_type) {
