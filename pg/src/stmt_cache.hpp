@@ -40,8 +40,8 @@ class stmt_cache {
   const entry* find_last(std::string_view text, std::string_view oids) {
     if (!has_last_) return nullptr;
     const std::string& k = last_->key;
-    if (k.size() != text.size() + 1 + oids.size() || std::memcmp(k.data(), text.data(), text.size()) != 0 ||
-        std::memcmp(k.data() + text.size() + 1, oids.data(), oids.size()) != 0)
+    if (k.size() != text.size() + 1 + oids.size() || k.compare(0, text.size(), text) != 0 ||
+        (!oids.empty() && std::memcmp(k.data() + text.size() + 1, oids.data(), oids.size()) != 0))
       return nullptr;
     lru_.splice(lru_.begin(), lru_, last_);
     return &*last_;
