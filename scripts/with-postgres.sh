@@ -4,6 +4,8 @@
 # The command sees INLET_PG_DSN (a libpq URI), PGHOST/PGPORT/PGUSER/PGDATABASE and
 # INLET_PG_BIN (the server's bin dir, for tests that stop and start the server) and
 # INLET_PG_DATA. Set INLET_PG_FSYNC=on for durability tests (fsync off by default).
+# Set INLET_PG_SSL=on for a cluster with TLS (a throwaway self-signed certificate made
+# with openssl); the DSN then carries sslmode=require.
 set -euo pipefail
 
 P=${INLET_PG_BIN:-/usr/lib/postgresql/15/bin}
@@ -29,11 +31,22 @@ as_pg "$P/initdb" -D "$T/data" -U postgres -A trust -E UTF8 --no-locale --no-syn
   || { cat "$T/initdb.log" >&2; exit 1; }
 
 FSYNC=${INLET_PG_FSYNC:-off}
+SSL_OPTS=""
+DSN_QUERY=""
+if [ "${INLET_PG_SSL:-off}" = "on" ]; then
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=127.0.0.1" \
+    -keyout "$T/server.key" -out "$T/server.crt" >"$T/openssl.log" 2>&1 \
+    || { cat "$T/openssl.log" >&2; exit 1; }
+  chmod 600 "$T/server.key"
+  if [ "$(id -u)" = "0" ]; then chown postgres "$T/server.key" "$T/server.crt"; fi
+  SSL_OPTS="-c ssl=on -c ssl_cert_file=$T/server.crt -c ssl_key_file=$T/server.key"
+  DSN_QUERY="?sslmode=require"
+fi
 started=0
 for attempt in 1 2 3 4 5 6 7 8; do
   PORT=$(( 20000 + (RANDOM % 10000) ))
   if as_pg "$P/pg_ctl" -D "$T/data" -l "$T/pg.log" -w -t 30 \
-      -o "-c listen_addresses=127.0.0.1 -p $PORT -k $T -c fsync=$FSYNC -c max_connections=200" \
+      -o "-c listen_addresses=127.0.0.1 -p $PORT -k $T -c fsync=$FSYNC -c max_connections=200 $SSL_OPTS" \
       start >/dev/null 2>&1; then
     started=1; break
   fi
@@ -43,7 +56,7 @@ if [ $started != 1 ]; then
 fi
 
 export PGHOST=127.0.0.1 PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
-export INLET_PG_DSN="postgresql://postgres@127.0.0.1:$PORT/postgres"
+export INLET_PG_DSN="postgresql://postgres@127.0.0.1:$PORT/postgres$DSN_QUERY"
 export INLET_PG_BIN="$P" INLET_PG_DATA="$T/data" INLET_PG_SOCKDIR="$T"
 set +e
 "$@"

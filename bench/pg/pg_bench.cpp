@@ -207,6 +207,25 @@ void inlet_any(asio::io_context& io, pg::connection& c, const pgbench::shape& s,
   else inlet_run<std::int32_t>(io, c, s, ops, depth, typed);
 }
 
+// inlet::pg explicit batch (insert1000 only): the 1000 INSERTs of one operation as one
+// pg::batch, i.e. one Sync and one implicit transaction, the same work as asyncpg's
+// executemany (not as the other clients' 1000 Syncs).
+void inlet_batch_run(asio::io_context& io, pg::connection& c, const pgbench::shape& s, long ops) {
+  asio::co_spawn(io, [&]() -> awaitable<void> {
+    for (long i = 0; i < ops; ++i) {
+      pg::batch b;
+      for (int k = 0; k < s.batch; ++k) {
+        long n = i * s.batch + k;
+        b.add(s.sql, static_cast<std::int32_t>(n), "row " + std::to_string(n));
+      }
+      auto r = co_await c.async_execute(std::move(b));
+      sink += r.size();
+    }
+  }, [](std::exception_ptr e) { if (e) std::rethrow_exception(e); });
+  io.run();
+  io.restart();
+}
+
 long base_ops(const std::string& n) {
   if (n == "select1") return 4000;
   if (n == "pg_type") return 300;
@@ -497,7 +516,7 @@ int main(int argc, char** argv) {
 
     asio::io_context io;
     const std::vector<std::string> clients = {"libpq_sync", "libpq_pipe", "inlet_seq_raw", "inlet_seq_typed",
-                                              "inlet_pipe_raw", "inlet_pipe_typed"};
+                                              "inlet_pipe_raw", "inlet_pipe_typed", "inlet_batch"};
     // results[shape][client] = samples over rounds
     std::map<std::string, std::map<std::string, std::vector<sample>>> res;
     for (int round = 0; round < rounds; ++round) {
@@ -507,6 +526,7 @@ int main(int argc, char** argv) {
         // One fresh connection per client and shape, warmed (prepared) outside the timing.
         for (const auto& cl : clients) {
           if (!only_client.empty() && cl != only_client) continue;
+          if (cl == "inlet_batch" && s.name != "insert1000") continue;
           sample smp{};
           std::fprintf(stderr, "round %d %s %s\n", round, s.name.c_str(), cl.c_str());
           if (cl.rfind("libpq", 0) == 0) {
@@ -522,7 +542,8 @@ int main(int argc, char** argv) {
             bool typed = cl.find("typed") != std::string::npos;
             int d = cl.find("pipe") != std::string::npos ? depth : 1;
             inlet_any(io, c, s, 1, 1, typed);
-            smp = measure(ops, [&] { inlet_any(io, c, s, ops, d, typed); });
+            if (cl == "inlet_batch") smp = measure(ops, [&] { inlet_batch_run(io, c, s, ops); });
+            else smp = measure(ops, [&] { inlet_any(io, c, s, ops, d, typed); });
           }
           res[s.name][cl].push_back(smp);
         }

@@ -5,8 +5,12 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <openssl/ssl.h>
+
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <thread>
 
 #include "stmt_cache.hpp"
@@ -56,6 +60,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   request_base* head_ = nullptr;
   request_base* tail_ = nullptr;
   std::size_t count_ = 0;
+  std::uint64_t seq_ = 0;
   bool reading_ = false, writing_ = false, flush_posted_ = false;
   param_buffer pb_;
   std::string key_, sql_;
@@ -178,6 +183,8 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   /// Encodes and hands a request to libpq (Parse if not cached, Bind/Execute, Sync).
   std::error_code send(request_base* r) {
     if (state_ != state::open) return errc::not_connected;
+    r->seq = ++seq_;
+    if (r->bat) return send_batch(r, *r->bat);
     pb_.clear();
     std::error_code ec;
     r->bind(pb_, ec);
@@ -191,23 +198,27 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
       ok = PQsendQueryParams(pg_, sql_.c_str(), n, pb_.types.data(), pb_.values.data(),
                              pb_.lengths.data(), pb_.formats.data(), 1);
     } else {
-      key_.assign(text);
-      key_.push_back('\0');
-      key_.append(reinterpret_cast<const char*>(pb_.types.data()), pb_.types.size() * sizeof(oid_t));
-      const std::string* name = cache_.find(key_);
+      const std::string* name = nullptr;
+      const char* unnamed_text = nullptr;  // NUL-terminated SQL for an unnamed statement
       ok = 1;
-      if (!name) {
+      if (const auto* e = lookup(text, pb_.types.data(), pb_.types.size())) {
+        if (e->owner == 0) name = &e->name;  // else: another request's Parse is in flight
+        else unnamed_text = e->key.c_str();  // the key starts with the NUL-terminated text
+      } else {
         std::optional<std::string> evicted;
-        name = &cache_.insert(key_, evicted);
+        name = &cache_.insert(key_, evicted, r->seq);
         if (evicted) deallocate(*evicted);
         ok = PQsendPrepare(pg_, name->c_str(), key_.c_str(), n, pb_.types.data());  // key_ starts with the NUL-terminated text
         r->prepare_results = 1;
         r->stmt_key = key_;
         ++stats_.prepares;
       }
-      if (ok)
+      if (ok && name)
         ok = PQsendQueryPrepared(pg_, name->c_str(), n, pb_.values.data(), pb_.lengths.data(),
                                  pb_.formats.data(), 1);
+      else if (ok)
+        ok = PQsendQueryParams(pg_, unnamed_text, n, pb_.types.data(), pb_.values.data(),
+                               pb_.lengths.data(), pb_.formats.data(), 1);
     }
     if (!ok || !PQpipelineSync(pg_)) {
       diag_.clear();
@@ -220,6 +231,85 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
     push(r);
     return {};
   }
+  /// The cache entry for (text, OIDs): the last statement's without hashing, else by key
+  /// (key_ is then built, also on a miss, ready for insert()).
+  const stmt_cache::entry* lookup(std::string_view text, const oid_t* types, std::size_t n) {
+    std::string_view oids(reinterpret_cast<const char*>(types), n * sizeof(oid_t));
+    if (const auto* e = cache_.find_last(text, oids)) return e;
+    make_key(text, types, n);
+    return cache_.find(key_);
+  }
+  /// Cache key: the SQL text, a NUL, then the parameter OIDs (so key_.c_str() is the text).
+  void make_key(std::string_view text, const oid_t* types, std::size_t n) {
+    key_.assign(text);
+    key_.push_back('\0');
+    key_.append(reinterpret_cast<const char*>(types), n * sizeof(oid_t));
+  }
+
+  /// An explicit batch: [Parse] Bind/Execute for every statement, then one Sync. Records
+  /// one step per result libpq will return so the router can attribute each of them.
+  /// Statements evicted from the cache meanwhile are deallocated after the Sync (a
+  /// DEALLOCATE segment in the middle would split the batch).
+  std::error_code send_batch(request_base* r, batch& b) {
+    if (b.ec_) return b.ec_;
+    b.steps_.clear();
+    b.keys_.clear();
+    b.cursor_ = 0;
+    b.out_ = batch_result{};
+    b.out_.results.resize(b.stmts_.size());
+    b.params_.finish();
+    const bool cached = cache_.capacity() > 0;
+    std::vector<std::string> evicted_names;
+    int ok = 1;
+    for (std::size_t i = 0; i < b.stmts_.size() && ok; ++i) {
+      const auto& st = b.stmts_[i];
+      const int n = static_cast<int>(st.n_params);
+      const oid_t* types = b.params_.types.data() + st.first_param;
+      const char* const* values = b.params_.values.data() + st.first_param;
+      const int* lengths = b.params_.lengths.data() + st.first_param;
+      const int* formats = b.params_.formats.data() + st.first_param;
+      const std::string* name = nullptr;
+      const char* unnamed_text = nullptr;
+      if (cached) {
+        if (const auto* e = lookup(st.sql, types, st.n_params)) {
+          if (e->owner == 0 || e->owner == r->seq) name = &e->name;
+          else unnamed_text = e->key.c_str();
+        } else {
+          std::optional<std::string> evicted;
+          name = &cache_.insert(key_, evicted, r->seq);
+          if (evicted) evicted_names.push_back(std::move(*evicted));
+          ok = PQsendPrepare(pg_, name->c_str(), key_.c_str(), n, types);
+          b.steps_.push_back({static_cast<std::uint32_t>(i), static_cast<std::int32_t>(b.keys_.size())});
+          b.keys_.push_back(key_);
+          ++stats_.prepares;
+        }
+      }
+      if (!ok) break;
+      if (!cached) {  // libpq wants NUL-terminated text
+        sql_.assign(st.sql);
+        unnamed_text = sql_.c_str();
+      }
+      ok = name ? PQsendQueryPrepared(pg_, name->c_str(), n, values, lengths, formats, 1)
+                : PQsendQueryParams(pg_, unnamed_text, n, types, values, lengths, formats, 1);
+      b.steps_.push_back({static_cast<std::uint32_t>(i), -1});
+      stats_.bytes_sent += st.sql.size();
+    }
+    if (!ok || !PQpipelineSync(pg_)) {
+      // Part of the batch may be queued in libpq without its Sync: the connection's
+      // pipeline is no longer in a known state.
+      for (const auto& k : b.keys_) cache_.erase_pending(k, r->seq);
+      diag_.clear();
+      diag_.client_message = PQerrorMessage(pg_);
+      state_ = state::broken;
+      return errc::connection_error;
+    }
+    stats_.bytes_sent += b.params_.data.size();
+    r->sent = true;
+    push(r);
+    for (const auto& name : evicted_names) deallocate(name);
+    return {};
+  }
+
   void deallocate(const std::string& name) {
     struct internal final : request_base {
       std::string text;
@@ -240,6 +330,12 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   }
 
   void start(request_base* r) {
+    if (r->bat && r->bat->empty() && state_ == state::open) {  // nothing to send
+      r->bat->out_ = batch_result{};
+      finish(r, {}, true);
+      release(r);
+      return;
+    }
     const bool was_idle = head_ == nullptr;
     if (auto ec = send(r)) {
       finish(r, ec, true);
@@ -325,9 +421,20 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   /// Reads what the socket has, then waits again. (Asio's reactor is edge-triggered,
   /// but every new async_wait re-arms the descriptor with EPOLL_CTL_MOD, which reports
   /// bytes libpq left in the kernel buffer, so no readiness is lost.)
+  ///
+  /// With TLS, OpenSSL may hold decrypted bytes the socket no longer shows (libpq asks
+  /// SSL_read for at most its free buffer space, which can be less than a 16 KiB
+  /// record): keep reading while OpenSSL has bytes pending, then wait on the socket.
   void on_readable() {
-    if (!read_once()) return;
+    do {
+      if (!read_once()) return;
+    } while (head_ && tls_pending());
     arm_read();
+  }
+  bool tls_pending() const {
+    if (!pg_ || !PQsslInUse(pg_)) return false;
+    auto* ssl = static_cast<SSL*>(PQsslStruct(pg_, "OpenSSL"));
+    return ssl && SSL_pending(ssl) > 0;
   }
   bool read_once() {
     if (!PQconsumeInput(pg_)) {
@@ -365,28 +472,20 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
       release(r);
       return;
     }
+    if (r->bat) return route_batch(r, *r->bat, res, st);
     if (st == PGRES_FATAL_ERROR) {
-      if (!r->ec) {
-        if (PQstatus(pg_) == CONNECTION_BAD || !PQresultErrorField(res, PG_DIAG_SQLSTATE)) {
-          r->ec = errc::connection_error;
-          diag_.clear();
-          diag_.client_message = PQresultErrorMessage(res);
-        } else {
-          r->ec = make_sqlstate_error(PQresultErrorField(res, PG_DIAG_SQLSTATE));
-          fill_diag(diag_, res);
-        }
-        r->res = result(res);
-      } else {
-        PQclear(res);
-      }
+      if (!r->ec) r->res = record_error(r, res);
+      else PQclear(res);
       if (r->prepare_results > 0) {
         --r->prepare_results;
-        cache_.erase(r->stmt_key);
+        cache_.erase_pending(r->stmt_key, r->seq);
       }
       return;
     }
     if (r->prepare_results > 0) {  // the Parse of a statement we prepared: nothing to keep
       --r->prepare_results;
+      if (st == PGRES_COMMAND_OK) cache_.confirm(r->stmt_key, r->seq);
+      else cache_.erase_pending(r->stmt_key, r->seq);
       PQclear(res);
       return;
     }
@@ -411,6 +510,52 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
         break;
     }
   }
+  /// First error of a request: its code and the connection's diagnostics.
+  result record_error(request_base* r, PGresult* res) {
+    if (PQstatus(pg_) == CONNECTION_BAD || !PQresultErrorField(res, PG_DIAG_SQLSTATE)) {
+      r->ec = errc::connection_error;
+      diag_.clear();
+      diag_.client_message = PQresultErrorMessage(res);
+    } else {
+      r->ec = make_sqlstate_error(PQresultErrorField(res, PG_DIAG_SQLSTATE));
+      fill_diag(diag_, res);
+    }
+    return result(res);
+  }
+  /// One result of an explicit batch, attributed by the steps recorded at send time.
+  void route_batch(request_base* r, batch& b, PGresult* res, ExecStatusType st) {
+    if (b.cursor_ >= b.steps_.size()) {  // more results than statements: cannot happen
+      if (!r->ec) r->ec = errc::protocol_error;
+      PQclear(res);
+      return;
+    }
+    const auto step = b.steps_[b.cursor_++];
+    if (step.key >= 0) {  // our Parse: confirm the name, or forget it (failed or skipped)
+      const auto& key = b.keys_[static_cast<std::size_t>(step.key)];
+      if (st == PGRES_COMMAND_OK) cache_.confirm(key, r->seq);
+      else cache_.erase_pending(key, r->seq);
+    }
+    if (st == PGRES_FATAL_ERROR) {
+      if (!r->ec) {
+        b.out_.failed = step.stmt;
+        b.out_.results[step.stmt] = record_error(r, res);
+      } else {
+        PQclear(res);
+      }
+      return;
+    }
+    if (step.key < 0 && (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK || st == PGRES_EMPTY_QUERY)) {
+      if (!r->finished) count_bytes(res);
+      b.out_.results[step.stmt] = result(res);
+      return;
+    }
+    if (st == PGRES_PIPELINE_ABORTED) {
+      if (!r->ec) r->ec = errc::pipeline_aborted;
+    } else if (step.key < 0 && !r->ec) {
+      r->ec = errc::protocol_error;
+    }
+    PQclear(res);
+  }
   void count_bytes(const PGresult* res) {
     // O(1): libpq's memory for the result (rows, fields, headers). Walking every field
     // for an exact byte count cost as much as reading the result (callgrind).
@@ -430,7 +575,9 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
     if ((ec = send(&op))) return;
     bool timed_out = false;
     auto deadline = std::chrono::steady_clock::now() + opts_.query_timeout;
-    while (!op.finished && state_ == state::open) {
+    // Also reads internal requests queued behind op (DEALLOCATEs of a batch's evictions),
+    // so the next synchronous call does not find the connection busy.
+    while ((!op.finished || head_) && state_ == state::open) {
       int fl = PQflush(pg_);
       if (fl < 0) {
         fail_all(errc::connection_error, PQerrorMessage(pg_));
@@ -442,7 +589,9 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         wait_ms = static_cast<int>(std::max<std::int64_t>(0, left.count()));
       }
-      int n = ::poll(&p, 1, wait_ms);
+      int n = 1;
+      if (tls_pending()) p.revents = POLLIN;  // bytes OpenSSL holds (see on_readable)
+      else n = ::poll(&p, 1, wait_ms);
       if (n == 0) {  // timeout: ask the server to stop, keep reading until Sync
         timed_out = true;
         send_cancel();
@@ -458,13 +607,21 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
 };
 
 void start_request(const conn_ptr& c, request_base* r) {
-  asio::dispatch(c->ex_, [c, r] { c->start(r); });
+  if (running_in(c->ex_)) c->start(r);
+  else asio::dispatch(c->ex_, [c, r] { c->start(r); });
+}
+bool running_in(const asio::any_io_executor& ex) noexcept {
+  using io_ex = asio::io_context::executor_type;
+  if (auto* e = ex.target<io_ex>()) return e->running_in_this_thread();
+  if (auto* s = ex.target<asio::strand<asio::any_io_executor>>()) return s->running_in_this_thread();
+  if (auto* s = ex.target<asio::strand<io_ex>>()) return s->running_in_this_thread();
+  return false;
 }
 void start_connect(const conn_ptr& c, std::string dsn, request_base* r) {
   asio::dispatch(c->ex_, [c, r, dsn = std::move(dsn)]() mutable { c->start_connect(std::move(dsn), r); });
 }
 void abandon_request(const conn_ptr& c, request_base* r, std::error_code ec) { c->abandon(r, ec); }
-asio::any_io_executor executor_of(const conn_impl& c) noexcept { return c.ex_; }
+const asio::any_io_executor& executor_of(const conn_impl& c) noexcept { return c.ex_; }
 diagnostics& diag_of(conn_impl& c) noexcept { return c.diag_; }
 
 }  // namespace detail

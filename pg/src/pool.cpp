@@ -82,7 +82,14 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
       entry_ptr e = std::move(idle_.back());
       idle_.pop_back();
       bool fresh = now - e->last_used < opts_.idle_timeout;
-      if (fresh && reusable(*e, now) && e->conn.probe_alive()) {
+      bool alive = opts_.check == health_check::none || e->conn.probe_alive();
+      if (fresh && reusable(*e, now) && alive) {
+        if (opts_.check == health_check::query && now - e->last_used >= opts_.health_check_idle) {
+          ++stats_.health_checks;  // still counted in total_ while it is checked
+          lk.unlock();
+          for (auto& d : dead) drop(std::move(d));
+          return check_then_hand_out(std::move(e), std::move(w));
+        }
         ++stats_.acquired;
         lk.unlock();
         for (auto& d : dead) drop(std::move(d));
@@ -107,6 +114,36 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
     lk.unlock();
     for (auto& d : dead) drop(std::move(d));
     if (grow) start_connect();
+  }
+
+  /// health_check::query: `SELECT 1` on the connection's strand; on success the waiter
+  /// gets it, else it is dropped and the waiter acquires again (another idle connection
+  /// or a new one), so the caller never sees the dead connection's error.
+  void check_then_hand_out(entry_ptr e, std::unique_ptr<waiter_base> w) {
+    auto* conn = &e->conn;
+    conn->async_query(pg::query<>("SELECT 1"), [self = shared_from_this(), e = std::move(e), w = std::move(w)](
+                                                   std::error_code ec, result) mutable {
+      if (!ec && e->conn.is_idle_clean()) {
+        {
+          std::lock_guard lk(self->m_);
+          ++self->stats_.acquired;
+        }
+        w->complete({}, pooled_connection(self, std::move(e)));
+        return;
+      }
+      // Off the connection's own completion path before destroying it.
+      auto ex = self->ex_;
+      asio::post(ex, [self = std::move(self), e = std::move(e), w = std::move(w)]() mutable {
+        {
+          std::lock_guard lk(self->m_);
+          --self->total_;
+          ++self->stats_.dropped;
+          ++self->stats_.health_check_failures;
+        }
+        drop(std::move(e));
+        self->acquire(std::move(w));
+      });
+    });
   }
 
   void enqueue(std::unique_ptr<waiter_base> w) {  // under m_

@@ -295,3 +295,38 @@ TEST(PgConnection, ConnectErrorsAreConnectionErrors) {
   EXPECT_EQ(c.query("SELECT 1", ec).rows(), 0);
   EXPECT_EQ(ec, pg::errc::not_connected);
 }
+
+TEST(PgConnection, DefaultTokenReturnsValuesAndThrowsPgError) {
+  REQUIRE_PG();
+  asio::io_context io;
+  run_co(io, [&]() -> awaitable<void> {
+    pg::connection c(io.get_executor());
+    co_await c.async_connect(pg_dsn());  // void
+    std::uint64_t n = co_await c.async_execute(pg::sql("SELECT generate_series(1, 3)"));
+    EXPECT_EQ(n, 3u);
+    std::vector<std::int32_t> v;
+    std::size_t rows = co_await c.async_query(pg::sql("SELECT 5::int4"), pg::into(v));
+    EXPECT_EQ(rows, 1u);
+    pg::result r = co_await c.async_query(pg::sql("SELECT 'x'::text"));
+    EXPECT_EQ(r.rows(), 1);
+    bool threw = false;
+    try {
+      co_await c.async_query(pg::sql("SELEC 1"));
+    } catch (const pg::error& e) {
+      threw = true;
+      EXPECT_EQ(e.code(), pg::condition::syntax_error);
+    }
+    EXPECT_TRUE(threw);
+    threw = false;
+    try {
+      std::vector<std::string> wrong;
+      co_await c.async_query(pg::sql("SELECT 1::int4"), pg::into(wrong));
+    } catch (const pg::error& e) {
+      threw = true;
+      EXPECT_EQ(e.code(), pg::errc::type_mismatch);
+    }
+    EXPECT_TRUE(threw);
+    // The coroutine continues normally after the exceptions.
+    EXPECT_EQ((co_await c.async_query(pg::sql("SELECT 1"))).rows(), 1);
+  });
+}

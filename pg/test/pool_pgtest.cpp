@@ -185,3 +185,81 @@ TEST(PgPool, ServerRestartUnderLoad) {
   EXPECT_GE(ok_after, 200) << "errors: " << errors;
   EXPECT_GT(p.stats().connects, 1u);  // reconnected after the restart
 }
+
+TEST(PgPool, HealthCheckQueryReplacesATerminatedBackend) {
+  REQUIRE_PG();
+  asio::io_context io;
+  auto o = opts(2);
+  o.check = pg::health_check::query;
+  o.health_check_idle = 0ms;  // check on every acquire of an idle connection
+  pg::pool p(io.get_executor(), o);
+  pg::connection killer(io.get_executor());
+  killer.connect(pg_dsn());
+  run_co(io, [&]() -> awaitable<void> {
+    std::vector<std::int32_t> pid1, pid2;
+    {
+      auto c = co_await p.async_acquire();
+      co_await c->async_query(pg::sql("SELECT pg_backend_pid()"), pg::into(pid1));
+    }
+    EXPECT_EQ(pid1.size(), 1u);
+    if (pid1.size() != 1) co_return;
+    // Terminate that backend from another connection and wait until it is gone (bounded).
+    std::vector<bool> killed;
+    co_await killer.async_query(pg::sql("SELECT pg_terminate_backend($1::int4)", pid1[0]), pg::into(killed));
+    EXPECT_EQ(killed, std::vector<bool>{true});
+    asio::steady_timer t(io);
+    for (int i = 0; i < 500; ++i) {
+      std::vector<std::int64_t> n;
+      co_await killer.async_query(pg::sql("SELECT count(*)::int8 FROM pg_stat_activity WHERE pid = $1::int4", pid1[0]),
+                                  pg::into(n));
+      if (n.at(0) == 0) break;
+      t.expires_after(10ms);
+      co_await t.async_wait(asio::use_awaitable);
+    }
+    // The acquire hands out a healthy connection; the caller sees no error.
+    auto c = co_await p.async_acquire();
+    co_await c->async_query(pg::sql("SELECT pg_backend_pid()"), pg::into(pid2));
+    EXPECT_EQ(pid2.size(), 1u);
+    if (pid2.size() == 1) {
+      EXPECT_NE(pid1[0], pid2[0]);
+    }
+  });
+  auto s = p.stats();
+  EXPECT_EQ(s.health_checks, 1u);
+  EXPECT_EQ(s.health_check_failures, 1u);
+  EXPECT_EQ(s.dropped, 1u);
+  EXPECT_EQ(s.connects, 2u);
+  EXPECT_EQ(s.acquired, 2u);
+}
+
+TEST(PgPool, HealthCheckQueryPassesForAHealthyConnection) {
+  REQUIRE_PG();
+  asio::io_context io;
+  auto o = opts(1);
+  o.check = pg::health_check::query;
+  o.health_check_idle = 0ms;
+  pg::pool p(io.get_executor(), o);
+  run_co(io, [&]() -> awaitable<void> {
+    for (int i = 0; i < 5; ++i) {
+      auto c = co_await p.async_acquire();
+      auto r = co_await c->async_query(pg::sql("SELECT $1::int4", i));
+      EXPECT_EQ(r.rows(), 1);
+    }
+  });
+  auto s = p.stats();
+  EXPECT_EQ(s.health_checks, 4u);  // the first acquire made a new connection
+  EXPECT_EQ(s.health_check_failures, 0u);
+  EXPECT_EQ(s.connects, 1u);
+  // With a long idle threshold, no query is spent.
+  auto o2 = opts(1);
+  o2.check = pg::health_check::query;
+  o2.health_check_idle = std::chrono::milliseconds(600'000);
+  pg::pool p2(io.get_executor(), o2);
+  run_co(io, [&]() -> awaitable<void> {
+    for (int i = 0; i < 3; ++i) {
+      auto c = co_await p2.async_acquire();
+      co_await c->async_query(pg::sql("SELECT 1"));
+    }
+  });
+  EXPECT_EQ(p2.stats().health_checks, 0u);
+}

@@ -30,6 +30,7 @@
 #include <memory>
 #include <string>
 
+#include "inlet/pg/batch.hpp"
 #include "inlet/pg/detail/request.hpp"
 #include "inlet/pg/error.hpp"
 #include "inlet/pg/query.hpp"
@@ -60,7 +61,25 @@ using conn_ptr = std::shared_ptr<conn_impl>;
 void start_request(const conn_ptr& c, request_base* r);
 void start_connect(const conn_ptr& c, std::string dsn, request_base* r);
 void abandon_request(const conn_ptr& c, request_base* r, std::error_code ec);
-asio::any_io_executor executor_of(const conn_impl& c) noexcept;
+const asio::any_io_executor& executor_of(const conn_impl& c) noexcept;
+/// An op keeps its handler's executor busy (outstanding work) unless that is the
+/// connection's own executor, which the connection's pending socket wait keeps busy
+/// for as long as the op is queued.
+template <class Ex>
+bool needs_work_guard(const Ex& ex, const conn_impl& c) noexcept {
+  if constexpr (std::is_same_v<Ex, asio::any_io_executor>) return !(ex == executor_of(c));
+  else return true;
+}
+/// True when the calling thread may run ex's handlers inline (what asio::dispatch checks
+/// before it runs a function inline): an io_context executor or a strand of one. Lets
+/// the hot paths skip dispatch's type-erased function wrapper (callgrind).
+bool running_in(const asio::any_io_executor& ex) noexcept;
+template <class Ex>
+bool running_in_this_thread(const Ex& ex) noexcept {
+  if constexpr (std::is_same_v<Ex, asio::any_io_executor>) return running_in(ex);
+  else if constexpr (requires { ex.running_in_this_thread(); }) return ex.running_in_this_thread();
+  else return false;
+}
 diagnostics& diag_of(conn_impl& c) noexcept;
 }  // namespace detail
 
@@ -129,6 +148,13 @@ class connection {
     return async_execute(pg::query<>(text), std::forward<Token>(token));
   }
 
+  /// An explicit batch: every statement, then one Sync (batch.hpp for the semantics).
+  /// void(error_code, batch_result); on failure batch_result::failed names the statement.
+  template <class Token = pg::use_awaitable_t>
+  auto async_execute(batch b, Token&& token = {}) {
+    return initiate<void(std::error_code, batch_result)>(std::move(b), batch_sink{}, std::forward<Token>(token));
+  }
+
   // ---- synchronous forms (poll on the socket; no executor needed) --------------------
   void connect(const std::string& dsn, std::error_code& ec);
   void connect(const std::string& dsn);
@@ -161,6 +187,17 @@ class connection {
   template <class Q> requires is_query<Q>::value
   std::uint64_t execute(const Q& q) { return throw_on_error([&](std::error_code& ec) { return execute(q, ec); }); }
   std::uint64_t execute(std::string_view text) { return execute(pg::query<>(text)); }
+  batch_result execute(batch b, std::error_code& ec) {
+    sync_op<batch> op(b);
+    run_sync(op, ec);
+    return std::move(b.out_ref());
+  }
+  batch_result execute(batch b) {
+    std::error_code ec;
+    auto r = execute(std::move(b), ec);
+    if (ec) throw error(ec, last_diagnostics());
+    return r;
+  }
 
  private:
   // Sinks turn the collected result into the handler's arguments.
@@ -175,6 +212,11 @@ class connection {
   struct exec_sink {
     auto args(detail::conn_impl&, detail::request_base& r, std::error_code ec) {
       return std::make_tuple(ec, ec ? std::uint64_t{0} : r.res.affected_rows());
+    }
+  };
+  struct batch_sink {
+    auto args(detail::conn_impl&, detail::request_base& r, std::error_code ec) {
+      return std::make_tuple(ec, std::move(r.bat->out_ref()));
     }
   };
   template <class Row, class Out>
@@ -201,15 +243,23 @@ class connection {
     Sink sink;
     std::optional<work_t> work;
 
-    op_t(Handler h, Q qq, Sink s) : handler(std::move(h)), q(std::move(qq)), sink(std::move(s)) {}
-    std::string_view sql() const noexcept override { return q.text(); }
-    void bind(detail::param_buffer& pb, std::error_code& e) const override { q.bind(pb, e); }
+    op_t(Handler h, Q qq, Sink s) : handler(std::move(h)), q(std::move(qq)), sink(std::move(s)) {
+      if constexpr (is_batch<Q>::value) this->bat = &q;
+    }
+    std::string_view sql() const noexcept override {
+      if constexpr (is_batch<Q>::value) return {};
+      else return q.text();
+    }
+    void bind(detail::param_buffer& pb, std::error_code& e) const override {
+      if constexpr (!is_batch<Q>::value) q.bind(pb, e);
+    }
     void deliver(detail::conn_impl& c, std::error_code e, bool immediate) override {
       auto slot = asio::get_associated_cancellation_slot(handler);
       if (slot.is_connected()) slot.clear();
       auto ex = asio::get_associated_executor(handler, detail::executor_of(c));
       auto fn = [h = std::move(handler), a = sink.args(c, *this, e)]() mutable { std::apply(std::move(h), std::move(a)); };
       if (immediate) asio::post(ex, std::move(fn));
+      else if (detail::running_in_this_thread(ex)) fn();  // what dispatch would do, minus its wrapper
       else asio::dispatch(ex, std::move(fn));
       work.reset();
     }
@@ -240,7 +290,8 @@ class connection {
           using H = decltype(h);
           auto ex = asio::get_associated_executor(h, detail::executor_of(*impl));
           auto* op = op_t<H, Sink, Q>::make(std::move(h), std::move(q), std::move(sink));
-          op->work.emplace(asio::prefer(ex, asio::execution::outstanding_work.tracked));
+          if (detail::needs_work_guard(ex, *impl))
+            op->work.emplace(asio::prefer(ex, asio::execution::outstanding_work.tracked));
           auto slot = asio::get_associated_cancellation_slot(op->handler);
           if (slot.is_connected()) {
             slot.assign([impl, op](asio::cancellation_type) {
@@ -255,9 +306,18 @@ class connection {
   template <class Q>
   struct sync_op final : detail::request_base {
     const Q& q;
-    explicit sync_op(const Q& qq) : q(qq) { refs = 2; }  // never freed by the router
-    std::string_view sql() const noexcept override { return q.text(); }
-    void bind(detail::param_buffer& pb, std::error_code& e) const override { q.bind(pb, e); }
+    explicit sync_op(Q& qq) : q(qq) {
+      refs = 2;  // never freed by the router
+      if constexpr (is_batch<Q>::value) this->bat = &qq;
+    }
+    explicit sync_op(const Q& qq) requires(!is_batch<Q>::value) : q(qq) { refs = 2; }
+    std::string_view sql() const noexcept override {
+      if constexpr (is_batch<Q>::value) return {};
+      else return q.text();
+    }
+    void bind(detail::param_buffer& pb, std::error_code& e) const override {
+      if constexpr (!is_batch<Q>::value) q.bind(pb, e);
+    }
     void deliver(detail::conn_impl&, std::error_code e, bool) override { ec = e; }
     void destroy() noexcept override {}
   };

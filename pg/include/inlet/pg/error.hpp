@@ -31,6 +31,13 @@ enum class errc {
 };
 
 const std::error_category& pg_category() noexcept;
+
+namespace detail {
+// A success value built once: `std::error_code{}` calls std::system_category(), an
+// out-of-line function, and decoders return success once per field (callgrind).
+inline const std::error_code no_error{};
+inline std::error_code ok() noexcept { return no_error; }
+}  // namespace detail
 std::error_code make_error_code(errc e) noexcept;
 
 /// Category of server errors: the value is the SQLSTATE packed by sqlstate_to_int().

@@ -1,5 +1,6 @@
 // A connection pool: bounded size, acquisition queue with a limit and a timeout, idle
-// timeout, maximum lifetime, a liveness probe on acquire; connections handed back
+// timeout, maximum lifetime, a health check on acquire (a socket probe, or a query after
+// an idle time: see health_check); connections handed back
 // broken, busy or inside a transaction are dropped (and replaced on demand).
 //
 //   pg::pool p(io.get_executor(), {.dsn = dsn, .size = 16});
@@ -20,6 +21,16 @@
 
 namespace inlet::pg {
 
+/// What the pool checks before handing out an idle connection.
+enum class health_check {
+  none,   ///< nothing: the caller's first query finds out
+  probe,  ///< a non-blocking peek at the socket (free; sees a closed socket, not a
+          ///< backend that was terminated and sent its error before closing)
+  query,  ///< the probe, plus `SELECT 1` when the connection was idle longer than
+          ///< health_check_idle; a failing connection is dropped and another one
+          ///< (or a new one) is handed out instead, the caller sees no error
+};
+
 struct pool_options {
   std::string dsn;
   std::size_t size = 8;                               ///< maximum connections
@@ -27,12 +38,15 @@ struct pool_options {
   std::chrono::milliseconds acquire_timeout{10'000};  ///< waiting longer gives pool_timeout
   std::chrono::milliseconds idle_timeout{300'000};    ///< idle connections older are closed
   std::chrono::milliseconds max_lifetime{3'600'000};  ///< connections older are not reused
+  health_check check = health_check::probe;
+  std::chrono::milliseconds health_check_idle{5'000};  ///< query check after this idle time
   connection_options connection{};
 };
 
 struct pool_stats {
   std::uint64_t acquired = 0, timeouts = 0, queue_full = 0, connects = 0, connect_failures = 0,
                 dropped = 0;
+  std::uint64_t health_checks = 0, health_check_failures = 0;  ///< health_check::query
   std::uint64_t wait_ns = 0;  ///< total time acquirers spent waiting for a connection
   std::size_t total = 0, idle = 0, waiting = 0;
   connection_stats queries;   ///< summed over connections returned to the pool

@@ -14,7 +14,10 @@
 #include <boost/describe/members.hpp>
 #include <boost/mp11/algorithm.hpp>
 #include <boost/pfr/core.hpp>
+#include <array>
 #include <charconv>
+#include <concepts>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -52,6 +55,11 @@ template <class... Ts> struct is_tuple<std::tuple<Ts...>> : std::true_type {};
 
 template <class T>
 concept described = boost::describe::has_describe_members<T>::value;
+
+template <class T> struct is_string_value : std::false_type {};
+template <> struct is_string_value<std::string> : std::true_type {};
+template <> struct is_string_value<std::string_view> : std::true_type {};
+template <class T> struct is_string_value<std::optional<T>> : is_string_value<T> {};
 
 template <class Row, class = void> struct row_traits;
 
@@ -137,26 +145,80 @@ class result {
   std::error_code read_row(int row, Row& out, diagnostics* d = nullptr) const {
     return read_fields(row, out, d, std::make_index_sequence<detail::row_traits<Row>::size>{});
   }
-  /// Checks, then appends every row to a container (push_back) or output iterator.
+  /// Checks, then appends every row to a container (emplace_back/push_back) or output
+  /// iterator. Rows are decoded in place in the container when it has emplace_back.
   template <class Row, class Out>
   std::error_code read_all(Out& out, diagnostics* d = nullptr) const {
     if (auto ec = check<Row>(d)) return ec;
     const int n = rows();
-    if constexpr (requires { out.reserve(std::size_t{}); out.size(); })
-      out.reserve(out.size() + static_cast<std::size_t>(n));
-    for (int i = 0; i < n; ++i) {
-      Row r{};
-      if (auto ec = read_row(i, r, d)) return ec;
-      if constexpr (requires { out.push_back(std::move(r)); }) out.push_back(std::move(r));
-      else *out++ = std::move(r);
+    const auto plan = plan_columns<Row>();
+    if constexpr (requires {
+                    { out.emplace_back() } -> std::same_as<Row&>;
+                    out.pop_back();
+                  }) {
+      if constexpr (requires { out.reserve(std::size_t{}); out.size(); })
+        out.reserve(out.size() + static_cast<std::size_t>(n));
+      for (int i = 0; i < n; ++i) {
+        auto& r = out.emplace_back();
+        if (auto ec = read_planned(i, r, plan, d)) {
+          out.pop_back();
+          return ec;
+        }
+      }
+    } else {
+      for (int i = 0; i < n; ++i) {
+        Row r{};
+        if (auto ec = read_planned(i, r, plan, d)) return ec;
+        if constexpr (requires { out.push_back(std::move(r)); }) out.push_back(std::move(r));
+        else *out++ = std::move(r);
+      }
     }
-    return {};
+    return detail::ok();
   }
 
  private:
+  // Per-result decisions, made once (after check<Row>()): which string columns may take
+  // their length from strlen instead of a second libpq call. Their binary format is the
+  // characters, which never contain a NUL, and libpq ends every value with a NUL; only
+  // columns with a small maximum length qualify (name, varchar(n)/char(n) up to 256),
+  // so strlen never walks a long value twice. "char" (one byte, may be 0) never does.
+  template <class Row>
+  using plan_t = std::array<bool, detail::row_traits<Row>::size>;
+  template <class Row>
+  plan_t<Row> plan_columns() const {
+    plan_t<Row> p{};
+    plan_fill<Row>(p, std::make_index_sequence<detail::row_traits<Row>::size>{});
+    return p;
+  }
+  template <class Row, std::size_t... I>
+  void plan_fill(plan_t<Row>& p, std::index_sequence<I...>) const {
+    ((p[I] = detail::is_string_value<typename detail::row_traits<Row>::template type<I>>::value &&
+             short_text_column(static_cast<int>(I))),
+     ...);
+  }
+  bool short_text_column(int c) const noexcept {
+    const oid_t t = PQftype(r_.get(), c);
+    if (t == oid::name) return true;
+    if (t != oid::varchar && t != oid::bpchar) return false;
+    const int mod = PQfmod(r_.get(), c);  // n + 4 for varchar(n)/char(n), -1 for no limit
+    return mod > 4 && mod - 4 <= 256;
+  }
+  template <class Row, std::size_t N>
+  std::error_code read_planned(int row, Row& out, const std::array<bool, N>& plan, diagnostics* d) const {
+    return read_planned_fields(row, out, plan, d, std::make_index_sequence<N>{});
+  }
+  template <class Row, std::size_t N, std::size_t... I>
+  std::error_code read_planned_fields(int row, Row& out, const std::array<bool, N>& plan, diagnostics* d,
+                                      std::index_sequence<I...>) const {
+    PGresult* r = r_.get();
+    std::error_code ec = detail::no_error;
+    ((ec = read_field(r, row, static_cast<int>(I), detail::row_traits<Row>::template get<I>(out), d, plan[I])) ||
+     ...);
+    return ec;
+  }
   template <class Row, std::size_t... I>
   std::error_code check_columns(diagnostics* d, std::index_sequence<I...>) const {
-    std::error_code ec;
+    std::error_code ec = detail::no_error;
     ((ec = check_one<typename detail::row_traits<Row>::template type<I>>(static_cast<int>(I), d)) ||
      ...);
     return ec;
@@ -165,23 +227,36 @@ class result {
   std::error_code check_one(int c, diagnostics* d) const {
     static_assert(pg_value<T>, "a field of the row type has no PostgreSQL mapping (see codec.hpp)");
     oid_t t = PQftype(r_.get(), c);
-    if (value_traits<T>::accepts(t)) return {};
+    if (value_traits<T>::accepts(t)) return detail::ok();
     return detail::column_error(r_.get(), c, t, value_traits<T>::type_oid(), d);
   }
   template <class Row, std::size_t... I>
   std::error_code read_fields(int row, Row& out, diagnostics* d, std::index_sequence<I...>) const {
-    std::error_code ec;
+    std::error_code ec = detail::no_error;
     PGresult* r = r_.get();
-    ((ec = read_field(r, row, static_cast<int>(I), detail::row_traits<Row>::template get<I>(out), d)) || ...);
+    ((ec = read_field(r, row, static_cast<int>(I), detail::row_traits<Row>::template get<I>(out), d, false)) ||
+     ...);
     return ec;
   }
+  // Inlined into the row loop: two libpq accessor calls per field (one for short text
+  // columns, see plan_columns), no other call on success.
   template <class T>
-  static std::error_code read_field(PGresult* r, int row, int col, T& out, diagnostics* d) {
-    int len = PQgetlength(r, row, col);  // NULLs have length 0: ask only then
-    if (len == 0 && PQgetisnull(r, row, col)) len = -1;
-    auto ec = decode_value(PQgetvalue(r, row, col), len, out);
-    if (ec) return detail::value_error(r, row, col, ec, d);
-    return {};
+  [[gnu::always_inline]] static inline std::error_code read_field(PGresult* r, int row, int col, T& out,
+                                                                  diagnostics* d, bool short_text) {
+    const char* p;
+    int len;
+    if (short_text) {
+      p = PQgetvalue(r, row, col);
+      len = static_cast<int>(std::strlen(p));
+    } else {
+      len = PQgetlength(r, row, col);
+      p = PQgetvalue(r, row, col);
+    }
+    if (len == 0 && PQgetisnull(r, row, col)) len = -1;  // NULLs have length 0: ask only then
+    auto ec = decode_value(p, len, out);
+    if (ec) [[unlikely]]
+      return detail::value_error(r, row, col, ec, d);
+    return ec;
   }
 
   std::unique_ptr<PGresult, detail::pgresult_deleter> r_;

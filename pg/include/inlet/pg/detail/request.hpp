@@ -7,6 +7,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "inlet/pg/batch.hpp"
 #include "inlet/pg/query.hpp"
 #include "inlet/pg/result.hpp"
 
@@ -21,6 +22,8 @@ struct request_base {
   int prepare_results = 0;       // leading results that belong to a Parse we sent
   bool finished = false;         // completion delivered (or abandoned)
   bool sent = false;
+  std::uint64_t seq = 0;         // send order on its connection (owner of pending statements)
+  batch* bat = nullptr;          // an explicit batch (its own result routing), else null
   std::string stmt_key;          // cache key when this request prepared a statement
   std::error_code ec;            // first error of this request
   result res;                    // last data result, or the error result

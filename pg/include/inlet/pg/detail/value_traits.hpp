@@ -77,7 +77,7 @@ struct value_traits<std::optional<U>> {
   static std::error_code decode(const char* p, int len, std::optional<U>& out) {
     if (len < 0) {
       out.reset();
-      return {};
+      return detail::ok();
     }
     auto ec = value_traits<U>::decode(p, len, out.emplace());
     if (ec) out.reset();
@@ -138,7 +138,7 @@ struct array_reader {
         v[i] = b;
         if (len > 0) p += len;
       }
-      return {};
+      return detail::ok();
     } else {
     for (auto& e : v) {
       using E = std::decay_t<decltype(e)>;
@@ -153,7 +153,7 @@ struct array_reader {
         if (len > 0) p += len;
       }
     }
-    return {};
+    return detail::ok();
     }
   }
 };
@@ -201,7 +201,7 @@ struct value_traits<T> {
     p += 12;
     if (ndim == 0) {
       out.clear();
-      return {};
+      return detail::ok();
     }
     if (ndim != dims) return bad;
     if (!value_traits<scalar>::accepts(elem)) return make_error_code(errc::type_mismatch);
