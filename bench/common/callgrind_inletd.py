@@ -27,7 +27,7 @@ import harness  # noqa: E402
 # is what counts; see group_costs). Order matters only for the report.
 GROUPS = [
     ("pipeline::deliver (all of parse+filter+store)", r"inletd::pipeline::deliver\("),
-    ("mime parse", r"inlet::mime::parser::parse|inlet::mime::parse\("),
+    ("mime parse", r"inlet::mime::parser::feed|inlet::mime::parser::parse|inlet::mime::parse\("),
     ("summary (mime::summarize + analyze)", r"inlet::mime::summarize\("),
     ("filter scan", r"inlet::filter::scan_parsed|inlet::filter::scan::"),
     ("flatten (body copy into the store)", r"inletd::\(anonymous namespace\)::flatten"),

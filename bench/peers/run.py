@@ -122,6 +122,7 @@ def main():
         keep = set(a.peers.split(","))
         peers = {k: v for k, v in peers.items() if k in keep}
 
+    machine = harness.machine()  # load average before the run
     servers = {}
     runs, open_rows = [], []
     try:
@@ -180,7 +181,7 @@ def main():
         for srv in servers.values():
             srv.stop()
         tmp.cleanup()
-    out = {"machine": harness.machine(), "args": vars(a), "peers": list(servers), "runs": runs,
+    out = {"machine": machine, "args": vars(a), "peers": list(servers), "runs": runs,
            "open_loop": open_rows}
     out["machine"]["loadavg_end"] = os.getloadavg()
     ref = next((p for p in (a.reference, "smtp-sink", "inletd-sink") if p in servers), None)
@@ -212,6 +213,8 @@ def summarize(runs, ref):
     for load in loads:
         for peer in peers:
             mine = [r for r in runs if r["load"] == load and r["peer"] == peer]
+            if not mine:
+                continue  # e.g. a TLS peer under smtp-source
             ratios, bratios = [], []
             for r in mine:
                 base = next((x for x in runs if x["load"] == load and x["peer"] == ref
