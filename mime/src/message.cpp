@@ -105,7 +105,7 @@ namespace {
 // what is cut is only the tail, and the cut never reaches into bytes already passed on.
 template <class Enough>
 void decode_text_until(const parsed_message& m, std::uint32_t p, text_sink sink, Enough enough) {
-  constexpr std::size_t slice = 1024;  // raw bytes decoded between two checks
+  constexpr std::size_t slice = 256;  // raw bytes decoded between two checks
   const part& pt = m.parts()[p];
   auto cs = charset(m, p);
   charset_converter cv(cs ? *cs : std::string_view{});
