@@ -160,6 +160,14 @@ def start(a, binary, extra, cpus):
     return srv
 
 
+def base_label(runs, exp, label):
+    labels = list(dict.fromkeys(r["label"] for r in runs if r["experiment"] == exp))
+    if exp == "reads":
+        model = label.split(" reads/event=")[0]
+        return next((x for x in labels if x.split(" reads/event=")[0] == model), label)
+    return labels[0] if labels else label
+
+
 def summarize(runs):
     rows = []
     keys = list(dict.fromkeys((r["experiment"], r["label"], r["connections"]) for r in runs))
@@ -167,7 +175,18 @@ def summarize(runs):
         mine = [r for r in runs if (r["experiment"], r["label"], r["connections"]) == (exp, label, c)]
         med = lambda k: harness.median_spread([r.get(k) for r in mine])[0]  # noqa: E731
         m, lo, hi = harness.median_spread([r["msgs_per_s"] for r in mine])
+        # Same-round ratio to a reference configuration: reads -> reads/event of the first value
+        # listed for this model; models -> the first model listed (at the same connections).
+        ref = base_label(runs, exp, label)
+        ratios = []
+        for r in mine:
+            b = next((x for x in runs if (x["experiment"], x["label"], x["connections"], x["round"]) ==
+                      (exp, ref, c, r["round"])), None)
+            if b and b["msgs_per_s"]:
+                ratios.append(r["msgs_per_s"] / b["msgs_per_s"])
+        rm, rlo, rhi = harness.median_spread(ratios)
         rows.append({"experiment": exp, "label": label, "connections": c, "msgs_per_s": m, "min": lo, "max": hi,
+                     "ref": ref, "ratio": rm, "ratio_min": rlo, "ratio_max": rhi,
                      "cpu_percent": med("server_cpu_percent"), "rss_mb": (med("server_rss_max_bytes") or 0) / 1048576,
                      "p50_us": med("p50_us"), "p99_us": med("p99_us"), "failed": med("failed")})
     return rows
@@ -180,12 +199,14 @@ def markdown(out):
         rows = [r for r in out["summary"] if r["experiment"] == exp]
         if not rows:
             continue
-        lines += [f"### {exp}", "", "| configuration | connections | msg/s median (min-max) | server CPU % | "
-                  "server RSS MiB | p50 ms | p99 ms |", "|---|---|---|---|---|---|---|"]
+        lines += [f"### {exp}", "", "| configuration | connections | msg/s median (min-max) | same-round ratio "
+                  "(min-max) | to | server CPU % | server RSS MiB | p50 ms | p99 ms |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for r in rows:
             lines.append(f"| {r['label']} | {r['connections']:,} | {f(r['msgs_per_s'])} ({f(r['min'])}-{f(r['max'])}) | "
-                         f"{f(r['cpu_percent'])} | {f(r['rss_mb'], 1)} | {f((r['p50_us'] or 0) / 1000, 2)} | "
-                         f"{f((r['p99_us'] or 0) / 1000, 2)} |")
+                         f"{f(r.get('ratio'), 2)} ({f(r.get('ratio_min'), 2)}-{f(r.get('ratio_max'), 2)}) | "
+                         f"{r.get('ref', '')} | {f(r['cpu_percent'])} | {f(r['rss_mb'], 1)} | "
+                         f"{f((r['p50_us'] or 0) / 1000, 2)} | {f((r['p99_us'] or 0) / 1000, 2)} |")
         lines.append("")
     if out["rejected"]:
         lines.append("rejected by inletd (skipped): " + ", ".join(f"{r['label']}" for r in out["rejected"]))
