@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -40,8 +41,8 @@ struct test_cert {
     EVP_PKEY_free(key);
   }
   std::string pem_file() const {  // written once per test; removed by the caller
-    char path[] = "/tmp/inlet-load-tls-test-XXXXXX";
-    const int fd = ::mkstemp(path);
+    std::string path = (std::filesystem::temp_directory_path() / "inlet-load-tls-test-XXXXXX").string();
+    const int fd = ::mkstemp(path.data());
     FILE* f = ::fdopen(fd, "w");
     PEM_write_X509(f, cert);
     std::fclose(f);
