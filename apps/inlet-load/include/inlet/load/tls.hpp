@@ -10,8 +10,9 @@
 // socket write, as without TLS. asio::ssl::stream would instead issue one SSL_write and one
 // socket write per buffer of a gather write (its write_some takes the first buffer only).
 //
-// Costs: the mem BIOs copy each record once in and once out (memcpy, small beside AES-GCM);
-// the pending output is a std::string reused across writes (no allocation after warm-up).
+// Costs: the mem BIOs copy each record once in and once out, through a stack buffer (no
+// zero-filled growth); the caller's output string is reused across writes (no allocation
+// after warm-up). ~104 K instructions per 9 KB message against 7 K in clear text (DESIGN.md).
 //
 // Thread-safety: a tls_context is immutable after construction and may be shared by every
 // worker thread (OpenSSL's SSL_CTX is thread-safe for SSL_new). A tls_channel belongs to
