@@ -30,17 +30,20 @@ def plot_peers(out, path):
     _save(fig, path, out["machine"])
 
 
-def plot_latency_vs_rate(out, path):
+def plot_latency_vs_rate(out, path, title=None):
     """Latency percentiles vs offered load (open loop rows: 'rate', 'p50_us', 'p99_us', 'peer')."""
     rows = out["open_loop"]
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    for peer in dict.fromkeys(r["peer"] for r in rows):
+    for k, peer in enumerate(dict.fromkeys(r["peer"] for r in rows)):
         pts = sorted((r["rate"], r["p50_us"], r["p99_us"]) for r in rows if r["peer"] == peer)
-        ax.plot([p[0] for p in pts], [p[1] / 1000 for p in pts], marker="o", label=f"{peer} p50")
-        ax.plot([p[0] for p in pts], [p[2] / 1000 for p in pts], marker="x", linestyle="--", label=f"{peer} p99")
+        color = f"C{k}"  # one colour per peer: p50 solid, p99 dashed
+        ax.plot([p[0] for p in pts], [p[1] / 1000 for p in pts], marker="o", color=color, label=f"{peer} p50")
+        ax.plot([p[0] for p in pts], [p[2] / 1000 for p in pts], marker="x", linestyle="--", color=color,
+                label=f"{peer} p99")
     ax.set_yscale("log")
     ax.set_xlabel("offered load, messages/s (open loop)")
     ax.set_ylabel("latency from intended send, ms")
+    ax.set_title(title or "latency vs offered load (open loop, latency from the intended send time)", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     _save(fig, path, out["machine"])

@@ -6,14 +6,17 @@ does not come up or exits at once is reported as "rejected" and left out of the 
   models   every --models x --buffers x --parses at --connections (default 50,1000,10000):
            messages/s, server CPU, RSS, p50/p99 latency
   threads  thread-per-connection vs async at 1000..5000 connections (seed 002's claim)
-  reads    --reads-per-event 1 vs N on the async models (seed 003's +10 %)
+  reads    --reads-per-event 1 vs 4 vs 16 (any list) on the async models (seed 003's +10 %)
 Every run is inlet-load, closed loop, pipelining, ~9 KB lognormal messages, bounded by
 --seconds and a message count; models are alternated within each round.
 
-Flags are inletd's real ones (--io-model coro|async-1n|async-nn|async-n2n|thread|stackful|process,
---threads, --reads-per-event). A model written "uring:M" runs M in inletd-uring (Asio on
-io_uring), found beside --inletd. process needs --store sink (the default here); its server
-CPU and RSS columns are the parent's only (the children are not summed). inletd has no buffer or parse-mode switch yet: every row is "copying
+Flags are inletd's real ones (--io-model NAME, --threads, --reads-per-event). Any model name
+is passed through to --io-model (a model inletd does not know is reported as rejected), so
+new models (stackful, process, ...) need no edit here. A model may name its own binary as
+MODEL@BINARY (BINARY is a path, or a name in --bin-dir), e.g. `--models coro,coro@inletd-uring`;
+`--bin inletd,inletd-uring` runs every model on each binary; `uring:M` is short for
+`M@inletd-uring`. process needs --store sink (the default here); its server CPU and RSS
+columns are the parent's only (the children are not summed). inletd has no buffer or parse-mode switch yet: every row is "copying
 buffer, parse after receive"; --buffer-flag/--parse-flag (empty by default) are templates for
 when such switches exist.
 """
@@ -25,7 +28,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "common"))
 import harness  # noqa: E402
 
-DEFAULT_MODELS = "coro,async-1n,async-nn,async-n2n,thread,stackful,process,uring:coro"
+DEFAULT_MODELS = "coro,async-1n,async-nn,async-n2n,thread"
 
 
 def main():
@@ -45,8 +48,11 @@ def main():
     ap.add_argument("--connections", default="50,1000,10000")
     ap.add_argument("--thread-models", default="thread,coro,async-nn", help="experiment 'threads'")
     ap.add_argument("--thread-connections", default="1000,2000")
-    ap.add_argument("--reads-per-event", type=int, default=4, help="N of experiment 'reads'")
+    ap.add_argument("--bin", default="", help="comma list of server binaries (paths or names in --bin-dir); "
+                    "default: --inletd")
+    ap.add_argument("--reads-per-event", default="1,4,16", help="values of experiment 'reads'")
     ap.add_argument("--reads-models", default="async-1n,async-nn,async-n2n", help="experiment 'reads'")
+    ap.add_argument("--reads-connections", default="1000", help="connections of experiment 'reads'")
     ap.add_argument("--experiments", default="models,threads,reads")
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--count", type=int, default=500000)
@@ -58,8 +64,11 @@ def main():
     a = ap.parse_args()
     a.inletd = a.inletd or os.path.join(a.bin_dir, "inletd")
     a.inlet_load = a.inlet_load or os.path.join(a.bin_dir, "inlet-load")
-    if not os.access(a.inletd, os.X_OK):
-        print(f"inletd not found at {a.inletd}: nothing to measure (skipped)", file=sys.stderr)
+    resolve = lambda b: b if os.sep in b else os.path.join(a.bin_dir, b)  # noqa: E731
+    bins = [resolve(b) for b in a.bin.split(",") if b] or [a.inletd]
+    bins = [b for b in bins if os.access(b, os.X_OK) or print(f"{b}: not found, skipped", file=sys.stderr)]
+    if not bins:
+        print("no server binary found: nothing to measure (skipped)", file=sys.stderr)
         return 0
     if not os.access(a.inlet_load, os.X_OK):
         sys.exit(f"inlet-load not found at {a.inlet_load}")
@@ -67,40 +76,53 @@ def main():
     exps = set(a.experiments.split(","))
     split = lambda s: [x for x in s.split(",") if x]  # noqa: E731
 
-    configs = []  # (experiment, label, extra server args, connection list)
+    def variants(spec):
+        """MODEL, MODEL@BINARY or uring:MODEL (= MODEL@inletd-uring) -> [(label, model, binary)]."""
+        if spec.startswith("uring:"):
+            spec = spec[len("uring:"):] + "@inletd-uring"
+        m, _, b = spec.partition("@")
+        if b:
+            return [(spec, m, resolve(b))]
+        return [(m if len(bins) == 1 else f"{m}@{os.path.basename(x)}", m, x) for x in bins]
+
+    configs = []  # (experiment, label, binary, extra server args, connection list)
     if "models" in exps:
-        for m in split(a.models):
-            for b in split(a.buffers):
-                for p in split(a.parses):
-                    extra = ["--io-model", m] + a.buffer_flag.format(b).split() + a.parse_flag.format(p).split()
-                    label = m if not (a.buffer_flag or a.parse_flag) else f"{m}/{b}/{p}"
-                    configs.append(("models", label, extra, [int(c) for c in split(a.connections)]))
+        for spec in split(a.models):
+            for base, m, binary in variants(spec):
+                for b in split(a.buffers):
+                    for p in split(a.parses):
+                        extra = ["--io-model", m] + a.buffer_flag.format(b).split() + a.parse_flag.format(p).split()
+                        label = base if not (a.buffer_flag or a.parse_flag) else f"{base}/{b}/{p}"
+                        configs.append(("models", label, binary, extra, [int(c) for c in split(a.connections)]))
     if "threads" in exps:
-        for m in split(a.thread_models):
-            configs.append(("threads", m, ["--io-model", m], [int(c) for c in split(a.thread_connections)]))
+        for spec in split(a.thread_models):
+            for base, m, binary in variants(spec):
+                configs.append(("threads", base, binary, ["--io-model", m],
+                                [int(c) for c in split(a.thread_connections)]))
     if "reads" in exps:
-        for m in split(a.reads_models):
-            for n in (1, a.reads_per_event):
-                configs.append(("reads", f"{m} reads/event={n}", ["--io-model", m, "--reads-per-event", str(n)],
-                                [1000]))
+        for spec in split(a.reads_models):
+            for base, m, binary in variants(spec):
+                for n in split(a.reads_per_event):
+                    configs.append(("reads", f"{base} reads/event={n}", binary,
+                                    ["--io-model", m, "--reads-per-event", n], [int(c) for c in split(a.reads_connections)]))
 
     out = {"machine": harness.machine(), "args": vars(a), "runs": [], "rejected": []}
     accepted = []
-    for exp, label, extra, conns in configs:
+    for exp, label, binary, extra, conns in configs:
         # Probe: does inletd accept this combination?
-        srv = start(a, extra, scpu)
+        srv = start(a, binary, extra, scpu)
         if srv is None:
             out["rejected"].append({"experiment": exp, "label": label, "args": extra})
             print(f"{exp}: {label}: rejected by inletd, skipped", file=sys.stderr)
             continue
         srv.stop()
-        accepted.append((exp, label, extra, conns))
+        accepted.append((exp, label, binary, extra, conns))
 
     for rnd in range(a.rounds):
         order = accepted[rnd % max(1, len(accepted)):] + accepted[:rnd % max(1, len(accepted))]
-        for exp, label, extra, conns in order:
+        for exp, label, binary, extra, conns in order:
             for c in conns:
-                srv = start(a, extra, scpu)  # a fresh server per point: RSS is this load's
+                srv = start(a, binary, extra, scpu)  # a fresh server per point: RSS is this load's
                 if srv is None:
                     continue
                 try:
@@ -129,13 +151,7 @@ def main():
     return 0
 
 
-def start(a, extra, cpus):
-    binary, extra = a.inletd, list(extra)
-    if "--io-model" in extra:  # "uring:M": model M in inletd-uring
-        i = extra.index("--io-model") + 1
-        if extra[i].startswith("uring:"):
-            extra[i] = extra[i][len("uring:"):]
-            binary = os.path.join(os.path.dirname(a.inletd), "inletd-uring")
+def start(a, binary, extra, cpus):
     port = harness.free_port()
     cmd = [binary, "--smtp", f"127.0.0.1:{port}", "--listen", f"127.0.0.1:{harness.free_port()}",
            "--store", a.store, "--threads", str(a.server_threads), "--max-connections", "20000",
@@ -148,6 +164,14 @@ def start(a, extra, cpus):
     return srv
 
 
+def base_label(runs, exp, label):
+    labels = list(dict.fromkeys(r["label"] for r in runs if r["experiment"] == exp))
+    if exp == "reads":
+        model = label.split(" reads/event=")[0]
+        return next((x for x in labels if x.split(" reads/event=")[0] == model), label)
+    return labels[0] if labels else label
+
+
 def summarize(runs):
     rows = []
     keys = list(dict.fromkeys((r["experiment"], r["label"], r["connections"]) for r in runs))
@@ -155,7 +179,18 @@ def summarize(runs):
         mine = [r for r in runs if (r["experiment"], r["label"], r["connections"]) == (exp, label, c)]
         med = lambda k: harness.median_spread([r.get(k) for r in mine])[0]  # noqa: E731
         m, lo, hi = harness.median_spread([r["msgs_per_s"] for r in mine])
+        # Same-round ratio to a reference configuration: reads -> reads/event of the first value
+        # listed for this model; models -> the first model listed (at the same connections).
+        ref = base_label(runs, exp, label)
+        ratios = []
+        for r in mine:
+            b = next((x for x in runs if (x["experiment"], x["label"], x["connections"], x["round"]) ==
+                      (exp, ref, c, r["round"])), None)
+            if b and b["msgs_per_s"]:
+                ratios.append(r["msgs_per_s"] / b["msgs_per_s"])
+        rm, rlo, rhi = harness.median_spread(ratios)
         rows.append({"experiment": exp, "label": label, "connections": c, "msgs_per_s": m, "min": lo, "max": hi,
+                     "ref": ref, "ratio": rm, "ratio_min": rlo, "ratio_max": rhi,
                      "cpu_percent": med("server_cpu_percent"), "rss_mb": (med("server_rss_max_bytes") or 0) / 1048576,
                      "p50_us": med("p50_us"), "p99_us": med("p99_us"), "failed": med("failed")})
     return rows
@@ -168,12 +203,14 @@ def markdown(out):
         rows = [r for r in out["summary"] if r["experiment"] == exp]
         if not rows:
             continue
-        lines += [f"### {exp}", "", "| configuration | connections | msg/s median (min-max) | server CPU % | "
-                  "server RSS MiB | p50 ms | p99 ms |", "|---|---|---|---|---|---|---|"]
+        lines += [f"### {exp}", "", "| configuration | connections | msg/s median (min-max) | same-round ratio "
+                  "(min-max) | to | server CPU % | server RSS MiB | p50 ms | p99 ms |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for r in rows:
             lines.append(f"| {r['label']} | {r['connections']:,} | {f(r['msgs_per_s'])} ({f(r['min'])}-{f(r['max'])}) | "
-                         f"{f(r['cpu_percent'])} | {f(r['rss_mb'], 1)} | {f((r['p50_us'] or 0) / 1000, 2)} | "
-                         f"{f((r['p99_us'] or 0) / 1000, 2)} |")
+                         f"{f(r.get('ratio'), 2)} ({f(r.get('ratio_min'), 2)}-{f(r.get('ratio_max'), 2)}) | "
+                         f"{r.get('ref', '')} | {f(r['cpu_percent'])} | {f(r['rss_mb'], 1)} | "
+                         f"{f((r['p50_us'] or 0) / 1000, 2)} | {f((r['p99_us'] or 0) / 1000, 2)} |")
         lines.append("")
     if out["rejected"]:
         lines.append("rejected by inletd (skipped): " + ", ".join(f"{r['label']}" for r in out["rejected"]))

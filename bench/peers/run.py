@@ -3,6 +3,8 @@
 
 Peers (each skipped cleanly when it is not available):
   inletd-sink, inletd-memory   build/bin/inletd (or --inletd PATH) with --store sink|memory
+  inletd-memory-tls            inletd --store memory with a throwaway self-signed certificate;
+                               inlet-load adds --starttls (smtp-source has no TLS: no row)
   smtp-sink                    Postfix's sink server, the speed reference
   aiosmtpd                     Debian's python3-aiosmtpd, handler aiosmtpd.handlers.Sink
   haraka                       npm Haraka with queue/discard (bench/peers/setup-haraka.sh)
@@ -19,21 +21,42 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "common"))
 import harness  # noqa: E402
 
 
-def peer_commands(a, root):
+# Peers whose clients need extra inlet-load flags; smtp-source cannot drive them.
+CLIENT_ARGS = {"inletd-memory-tls": ["--starttls"]}
+
+
+def self_signed(tmp):
+    """(cert, key) made by `openssl req` in tmp, or None when openssl is missing."""
+    cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                        "-nodes", "-days", "1", "-subj", "/CN=localhost", "-keyout", key, "-out", cert],
+                       capture_output=True)
+    return (cert, key) if r.returncode == 0 else None
+
+
+def peer_commands(a, root, tmp):
     """name -> function(port) returning argv, or None when the peer is unavailable."""
     peers = {}
     inletd = a.inletd or os.path.join(a.bin_dir, "inletd")
     if os.access(inletd, os.X_OK):
-        for store in ("sink", "memory"):
-            peers[f"inletd-{store}"] = (lambda s: lambda port: [
+        def inletd_cmd(store, extra=()):
+            return lambda port: [
                 inletd, "--smtp", f"127.0.0.1:{port}", "--listen", f"127.0.0.1:{harness.free_port()}",
-                "--store", s, "--max-connections", "20000", "--max-connections-per-ip", "20000",
-                "--quiet"] + a.inletd_args.split())(store)
+                "--store", store, "--max-connections", "20000", "--max-connections-per-ip", "20000",
+                "--quiet"] + list(extra) + a.inletd_args.split()
+        for store in ("sink", "memory"):
+            peers[f"inletd-{store}"] = inletd_cmd(store)
+        tls = self_signed(tmp)
+        if tls:
+            peers["inletd-memory-tls"] = inletd_cmd("memory", ["--tls-cert", tls[0], "--tls-key", tls[1]])
+        else:
+            print("openssl missing: inletd-memory-tls skipped", file=sys.stderr)
     else:
         print(f"inletd not found at {inletd}: inletd rows skipped", file=sys.stderr)
     if shutil.which("smtp-sink"):
@@ -79,20 +102,27 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--smtp-source", type=int, default=5000, help="messages per smtp-source run (0: none)")
     ap.add_argument("--rates", default="", help="open loop sweep, e.g. 1000,2000,4000 (msg/s, 100 connections)")
+    ap.add_argument("--rate-connections", type=int, default=100, help="connections of the open-loop sweep")
+    ap.add_argument("--rate-peers", help="comma list of peers for the open-loop sweep (default: all)")
     ap.add_argument("--pin", action="store_true", help="taskset: server CPU 0, client CPU 1")
+    ap.add_argument("--reference", default="smtp-sink",
+                    help="peer the ratios are to (issue 4's goals are to smtp-sink)")
     ap.add_argument("--json")
-    ap.add_argument("--png")
+    ap.add_argument("--png", help="throughput vs connections (and latency vs rate beside it)")
+    ap.add_argument("--latency-png", help="latency percentiles vs offered rate only")
     a = ap.parse_args()
     a.inlet_load = a.inlet_load or os.path.join(a.bin_dir, "inlet-load")
     if not os.access(a.inlet_load, os.X_OK):
         sys.exit(f"inlet-load not found at {a.inlet_load}: build it first")
     scpu, ccpu = ("0", "1") if a.pin else (None, None)
     conns = [int(c) for c in a.connections.split(",") if c]
-    peers = peer_commands(a, root)
+    tmp = tempfile.TemporaryDirectory()
+    peers = peer_commands(a, root, tmp.name)
     if a.peers:
         keep = set(a.peers.split(","))
         peers = {k: v for k, v in peers.items() if k in keep}
 
+    machine = harness.machine()  # load average before the run
     servers = {}
     runs, open_rows = [], []
     try:
@@ -118,10 +148,13 @@ def main():
                 order = names[rnd % max(1, len(names)):] + names[:rnd % max(1, len(names))]
                 for name in order:
                     srv = servers[name]
+                    if c is None and name in CLIENT_ARGS:
+                        continue  # smtp-source cannot speak what this peer needs
                     if c is None:
                         fn = lambda: harness.smtp_source(srv.port, 50, a.smtp_source, 9000, a.seconds * 20, ccpu)  # noqa: E731
                     else:
-                        args = ["-c", str(c), "-j", str(a.threads), "--sources", str(max(1, c // 4000 + 1))] + margs
+                        args = (["-c", str(c), "-j", str(a.threads), "--sources", str(max(1, c // 4000 + 1))]
+                                + margs + CLIENT_ARGS.get(name, []))
                         fn = lambda: harness.inlet_load(a.inlet_load, srv.port, args, a.count,  # noqa: E731
                                                         a.seconds, ccpu)
                     r = harness.measure(srv, fn)
@@ -132,10 +165,11 @@ def main():
                     runs.append(r)
                     print(f"r{rnd} {load:22} {name:14} {r['msgs_per_s']:9.0f} msg/s "
                           f"{r.get('mb_per_s', 0):7.1f} MB/s", file=sys.stderr)
+        rate_names = [n for n in names if not a.rate_peers or n in a.rate_peers.split(",")]
         for rate in [float(x) for x in a.rates.split(",") if x]:
-            for name in names:
+            for name in rate_names:
                 srv = servers[name]
-                args = ["-c", "100", "-j", str(a.threads), "--rate", str(rate)]
+                args = ["-c", str(a.rate_connections), "-j", str(a.threads), "--rate", str(rate)] + CLIENT_ARGS.get(name, [])
                 r = harness.measure(srv, lambda: harness.inlet_load(a.inlet_load, srv.port, args,
                                                                     int(rate * a.seconds) + 1, a.seconds, ccpu))
                 r.pop("raw", None)
@@ -146,10 +180,11 @@ def main():
     finally:
         for srv in servers.values():
             srv.stop()
-    out = {"machine": harness.machine(), "args": vars(a), "peers": list(servers), "runs": runs,
+        tmp.cleanup()
+    out = {"machine": machine, "args": vars(a), "peers": list(servers), "runs": runs,
            "open_loop": open_rows}
     out["machine"]["loadavg_end"] = os.getloadavg()
-    ref = next((p for p in ("inletd-sink", "smtp-sink") if p in servers), None)
+    ref = next((p for p in (a.reference, "smtp-sink", "inletd-sink") if p in servers), None)
     out["reference"] = ref
     out["summary"] = summarize(runs, ref)
     print(markdown(out))
@@ -160,12 +195,15 @@ def main():
                   f"{r.get('p99_us', 0) / 1000:.2f} | {r.get('p999_us', 0) / 1000:.2f} | {r.get('max_us', 0) / 1000:.2f} |")
     if a.json:
         harness.write_json(a.json, out)
-    if a.png:
+    if a.png and out["summary"]:
         from plot import plot_peers  # noqa: E402  (bench/common/plot.py, needs matplotlib)
         plot_peers(out, a.png)
-        if out["open_loop"]:
+        if out["open_loop"] and not a.latency_png:
             from plot import plot_latency_vs_rate  # noqa: E402
             plot_latency_vs_rate(out, a.png.replace(".png", "-latency.png"))
+    if a.latency_png and out["open_loop"]:
+        from plot import plot_latency_vs_rate  # noqa: E402
+        plot_latency_vs_rate(out, a.latency_png)
 
 
 def summarize(runs, ref):
@@ -175,6 +213,8 @@ def summarize(runs, ref):
     for load in loads:
         for peer in peers:
             mine = [r for r in runs if r["load"] == load and r["peer"] == peer]
+            if not mine:
+                continue  # e.g. a TLS peer under smtp-source
             ratios, bratios = [], []
             for r in mine:
                 base = next((x for x in runs if x["load"] == load and x["peer"] == ref

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 namespace inlet::mime::test {
 namespace {
 
@@ -78,4 +80,77 @@ TEST(summary, snippet_is_cut_on_characters) {
 }
 
 }  // namespace
+}  // namespace inlet::mime::test
+
+namespace inlet::mime::test {
+// The snippet decodes only the start of a long part; it must equal the snippet built from
+// the whole decoded part, whatever the encoding, charset and the whitespace before the text.
+TEST(summary, snippet_of_a_long_part_equals_the_full_decode) {
+  const std::string words = "Grüße aus Köln, naïve café — ünïcödé everywhere. ";
+  std::string text;
+  while (text.size() < 20000) text += words;
+  auto qp = [](const std::string& in) {
+    std::string out;
+    int col = 0;
+    for (unsigned char c : in) {
+      char buf[4];
+      if (c >= 0x80 || c == '=') {
+        std::snprintf(buf, sizeof buf, "=%02X", c);
+        out += buf;
+        col += 3;
+      } else {
+        out += static_cast<char>(c);
+        ++col;
+      }
+      if (col > 70) {
+        out += "=\r\n";
+        col = 0;
+      }
+    }
+    return out;
+  };
+  const std::string lead_ws(3000, ' ');  // whitespace the snippet skips: more than one slice
+  for (const std::string& body_text : {text, lead_ws + "\r\n" + text}) {
+    for (int enc = 0; enc < 2; ++enc) {
+      const std::string msg = std::string("Subject: s\r\nContent-Type: text/plain; charset=utf-8\r\n") +
+                              (enc ? "Content-Transfer-Encoding: quoted-printable\r\n" : "") + "\r\n" +
+                              (enc ? qp(body_text) : body_text);
+      parser ps;
+      const parsed_message& m = ps.parse(msg);
+      std::string full;
+      decode_text(m, 0, [&](std::string_view t) { full.append(t); });
+      ASSERT_GT(full.size(), 19000u);
+      for (std::size_t chars : {std::size_t{1}, std::size_t{40}, std::size_t{200}, std::size_t{100000}}) {
+        const summary s = summarize(m, chars);
+        // The reference: the same whitespace folding over the full decode.
+        std::string want;
+        std::size_t n = 0;
+        bool space = false;
+        for (char c : full) {
+          const bool cont = (static_cast<unsigned char>(c) & 0xC0) == 0x80;
+          if (!cont && n >= chars) break;
+          if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v') {
+            space = !want.empty();
+            continue;
+          }
+          if (space) {
+            want.push_back(' ');
+            space = false;
+            if (++n >= chars) break;
+          }
+          want.push_back(c);
+          if (!cont) ++n;
+        }
+        std::size_t k = want.size();  // a UTF-8 sequence cut at the end is dropped
+        while (k > 0 && (static_cast<unsigned char>(want[k - 1]) & 0xC0) == 0x80) --k;
+        if (k > 0 && static_cast<unsigned char>(want[k - 1]) >= 0xC0) {
+          const unsigned char lead = static_cast<unsigned char>(want[k - 1]);
+          const std::size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+          if (want.size() - (k - 1) < need) want.resize(k - 1);
+        }
+        ASSERT_EQ(s.snippet, want) << "enc " << enc << " chars " << chars;
+      }
+    }
+  }
+}
 }  // namespace inlet::mime::test

@@ -13,6 +13,8 @@ class category final : public std::error_category {
       case errc::unexpected_reply: return "reply received while none was expected";
       case errc::empty_corpus: return "no message in the corpus";
       case errc::bad_proc_file: return "unexpected /proc file format";
+      case errc::tls_failed: return "TLS failed";
+      case errc::tls_closed: return "TLS session closed by the server";
     }
     return "unknown inlet.load error";
   }

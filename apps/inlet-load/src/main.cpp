@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "inlet/load/report.hpp"
@@ -47,6 +48,16 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--no-pipelining", no_pipelining, "one command per round trip");
   app.add_flag("--bdat", cfg.session.bdat, "send with BDAT (CHUNKING) instead of DATA");
+  bool tls_insecure = false;
+  app.add_flag("--starttls", cfg.session.starttls, "STARTTLS on every connection (fails if not offered)");
+  auto* verify = app.add_flag("--tls-verify", cfg.tls.verify,
+                              "verify the server certificate chain and name (default: not verified)");
+  app.add_flag("--tls-insecure", tls_insecure, "do not verify the certificate (the default)")
+      ->excludes(verify);
+  app.add_option("--tls-ca", cfg.tls.ca_file, "PEM CA bundle for --tls-verify (default: system CAs)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-name", cfg.tls.server_name,
+                 "SNI and, with --tls-verify, the expected name (default: the target host)");
   app.add_option("--duration,-d", duration, "stop after this many seconds (default 10; 300 with --count)")
       ->check(CLI::Range(0.001, hard_duration_cap_s));
   app.add_option("--count,-n", cfg.count, "stop after this many messages (ok + failed)");
@@ -72,6 +83,7 @@ int main(int argc, char** argv) {
     std::cerr << "inlet-load: --target must be HOST:PORT\n";
     return 1;
   }
+  if (cfg.tls.server_name.empty()) cfg.tls.server_name = cfg.host;
   cfg.duration_s = duration > 0 ? duration : (cfg.count ? count_only_cap_s : 10.0);
 
   std::vector<std::string> raw;
@@ -105,7 +117,14 @@ int main(int argc, char** argv) {
   self.emplace(static_cast<int>(::getpid()));
   self->sample();
 
-  runner run(cfg, corpus);
+  std::optional<runner> run_holder;
+  try {
+    run_holder.emplace(cfg, corpus);
+  } catch (const std::exception& e) {
+    std::cerr << "inlet-load: " << e.what() << "\n";
+    return 1;
+  }
+  runner& run = *run_holder;
   const bool progress = !json && !quiet && ::isatty(STDOUT_FILENO);
   const auto t0 = std::chrono::steady_clock::now();
   auto last = t0;

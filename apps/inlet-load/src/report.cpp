@@ -51,6 +51,7 @@ boost::json::object to_json(const report& r) {
   cfg["sources"] = c.sources;
   cfg["pipelining"] = c.session.pipelining;
   cfg["bdat"] = c.session.bdat;
+  cfg["starttls"] = c.session.starttls;
   cfg["messages_per_connection"] = c.session.messages_per_connection;
   cfg["duration_s"] = c.duration_s;
   cfg["count"] = c.count;
@@ -72,6 +73,7 @@ boost::json::object to_json(const report& r) {
   o["connect_errors"] = res.connect_errors;
   o["disconnects"] = res.disconnects;
   o["extension_fallbacks"] = res.pipelining_fallbacks;
+  o["tls_handshakes"] = res.tls_handshakes;
   boost::json::object errs;
   for (const auto& [k, v] : res.errors) errs[k] = v;
   o["errors"] = std::move(errs);

@@ -41,6 +41,7 @@ void run_result::merge(const run_result& o) {
   connect_errors += o.connect_errors;
   disconnects += o.disconnects;
   pipelining_fallbacks += o.pipelining_fallbacks;
+  tls_handshakes += o.tls_handshakes;
   for (const auto& [k, v] : o.errors) errors[k] += v;
   latency.merge(o.latency);
   service.merge(o.service);
@@ -51,8 +52,9 @@ class connection;
 class runner::worker {
  public:
   worker(const run_config& cfg, const prepared_corpus& corpus, const envelope& env,
-         live_counters& live, unsigned index, std::uint64_t budget, double rate)
-      : cfg_(cfg), corpus_(corpus), env_(env), live_(live), budget_(budget), rate_(rate),
+         const tls_context* tls, live_counters& live, unsigned index, std::uint64_t budget,
+         double rate)
+      : cfg_(cfg), corpus_(corpus), env_(env), tls_(tls), live_(live), budget_(budget), rate_(rate),
         deadline_(io_), rate_timer_(io_), next_msg_(std::uint64_t{index} * 7919) {}
 
   void add_connection(const tcp::endpoint& src);
@@ -62,6 +64,7 @@ class runner::worker {
   asio::io_context& io() noexcept { return io_; }
   const run_config& cfg() const noexcept { return cfg_; }
   const envelope& env() const noexcept { return env_; }
+  const tls_context* tls() const noexcept { return tls_; }
   run_result& result() noexcept { return result_; }
   live_counters& live() noexcept { return live_; }
   const tcp::endpoint& target() const noexcept { return target_; }
@@ -80,6 +83,7 @@ class runner::worker {
   const run_config& cfg_;
   const prepared_corpus& corpus_;
   const envelope& env_;
+  const tls_context* tls_;
   live_counters& live_;
   std::uint64_t budget_;  // messages this worker may start; ~0 when unbounded
   double rate_;           // open loop: messages/s of this worker; 0 closed loop
@@ -120,7 +124,11 @@ class connection {
   void on_read(const boost::system::error_code& ec, std::size_t n);
   void apply(const session_output& out, std::uint64_t now);
   void on_write(const boost::system::error_code& ec);
-  void drop(const std::string& why);
+  // Closes and reconnects; `delay`: after --reconnect-delay (a refused TLS handshake would
+  // otherwise be retried in a tight loop).
+  void drop(const std::string& why, bool delay = false);
+  void start_tls();
+  bool handle_tls_input(std::string_view cipher, std::uint64_t now);
 
   runner::worker& w_;
   tcp::endpoint src_;
@@ -130,8 +138,11 @@ class connection {
   reply_parser parser_;
   std::array<char, 8192> rbuf_;
   std::vector<asio::const_buffer> out_, writing_;  // queued; in flight (kept alive)
+  // STARTTLS: the channel, the plaintext of one read, and ciphertext queued / in flight.
+  std::unique_ptr<tls_channel> tls_;
+  std::string plain_, cipher_out_, cipher_writing_;
   bool open_ = false, write_busy_ = false, close_after_write_ = false;
-  bool in_message_ = false, checked_ext_ = false;
+  bool in_message_ = false, checked_ext_ = false, tls_pending_ = false;
   std::uint32_t gen_ = 0;  // incremented per connect; handlers of an older socket return
   std::uint64_t msg_bytes_ = 0, intended_ = 0, data_start_ = 0;
 };
@@ -173,8 +184,10 @@ void connection::on_connect(const boost::system::error_code& ec) {
   ++w_.result().connects;
   w_.live().connections.fetch_add(1, std::memory_order_relaxed);
   open_ = true;
-  write_busy_ = close_after_write_ = in_message_ = checked_ext_ = false;
+  write_busy_ = close_after_write_ = in_message_ = checked_ext_ = tls_pending_ = false;
   out_.clear();
+  tls_.reset();
+  cipher_out_.clear();
   parser_ = reply_parser{};
   session_.on_connected();
   read();
@@ -187,7 +200,7 @@ void connection::read() {
                         });
 }
 
-void connection::drop(const std::string& why) {
+void connection::drop(const std::string& why, bool delay) {
   if (!open_) return;
   open_ = false;
   in_idle = false;
@@ -200,7 +213,15 @@ void connection::drop(const std::string& why) {
     w_.on_aborted(why);
   }
   ++w_.result().disconnects;
-  connect();
+  if (!delay) {
+    connect();
+    return;
+  }
+  retry_.expires_after(std::chrono::duration_cast<clock_type::duration>(
+      std::chrono::duration<double>(w_.cfg().reconnect_delay_s)));
+  retry_.async_wait([this](const boost::system::error_code& e) {
+    if (!e) connect();
+  });
 }
 
 void connection::on_read(const boost::system::error_code& ec, std::size_t n) {
@@ -210,14 +231,19 @@ void connection::on_read(const boost::system::error_code& ec, std::size_t n) {
     return;
   }
   const std::uint64_t now = now_ns();
-  const auto perr = parser_.consume(std::string_view(rbuf_.data(), n),
-                                    [&](const reply& r) { apply(session_.on_reply(r), now); });
+  std::string_view bytes(rbuf_.data(), n);
+  if (tls_) {
+    if (!handle_tls_input(bytes, now)) return;
+    bytes = plain_;
+  }
+  const auto perr = parser_.consume(bytes, [&](const reply& r) { apply(session_.on_reply(r), now); });
   if (perr) {
     w_.count_error("reply: " + perr.message());
     drop("bad reply");
     return;
   }
   if (!open_) return;
+  if (tls_pending_) start_tls();
   if (!checked_ext_ && session_.ready()) {
     checked_ext_ = true;
     const auto& sc = w_.cfg().session;
@@ -228,6 +254,39 @@ void connection::on_read(const boost::system::error_code& ec, std::size_t n) {
   const std::uint32_t g = gen_;
   flush();                        // may drop the connection and start a new one
   if (open_ && g == gen_) read();
+}
+
+// Ciphertext in; plaintext of this read left in plain_. False when the connection dropped.
+bool connection::handle_tls_input(std::string_view cipher, std::uint64_t now) {
+  const bool was_established = tls_->established();
+  plain_.clear();
+  if (const auto ec = tls_->feed(cipher, plain_)) {
+    w_.count_error(ec == errc::tls_closed ? "tls: closed by server" : "tls: " + tls_->last_error());
+    drop("tls", true);
+    return false;
+  }
+  if (!was_established && tls_->established()) {
+    ++w_.result().tls_handshakes;
+    apply(session_.on_tls_established(), now);  // EHLO again, encrypted
+  }
+  return true;
+}
+
+// After the 220 to STARTTLS: anything else the server sent in clear text is dropped with
+// the parser's state (RFC 3207 5), and the handshake begins; flush() sends the ClientHello.
+void connection::start_tls() {
+  tls_pending_ = false;
+  parser_ = reply_parser{};
+  if (!w_.tls()) {
+    w_.count_error("tls: no context");
+    drop("tls", true);
+    return;
+  }
+  tls_ = std::make_unique<tls_channel>(*w_.tls());
+  if (const auto ec = tls_->handshake()) {
+    w_.count_error("tls: " + tls_->last_error());
+    drop("tls", true);
+  }
 }
 
 void connection::send(const prepared_message& m, std::uint64_t intended, std::uint64_t now) {
@@ -247,23 +306,42 @@ void connection::apply(const session_output& out, std::uint64_t now) {
       break;
     case ev::connect_failed: w_.count_error("refused: " + std::to_string(out.code)); break;
     case ev::protocol_error: w_.count_error("unexpected: " + std::to_string(out.code)); break;
+    case ev::start_tls: tls_pending_ = true; break;
+    case ev::tls_refused:
+      w_.count_error(out.code ? "starttls refused: " + std::to_string(out.code) : "starttls not offered");
+      break;
     case ev::closed:
     case ev::none: break;
   }
   if (out.body_started) data_start_ = now;
-  for (std::uint8_t i = 0; i < out.n_writes; ++i)
-    out_.emplace_back(out.writes[i].data(), out.writes[i].size());
+  if (tls_ && tls_->established()) {
+    // Encrypted at once: the views need not outlive this call, the records are queued.
+    for (std::uint8_t i = 0; i < out.n_writes; ++i)
+      if (tls_->write(out.writes[i])) {
+        w_.count_error("tls: " + tls_->last_error());
+        close_after_write_ = true;
+        return;
+      }
+  } else {
+    for (std::uint8_t i = 0; i < out.n_writes; ++i)
+      out_.emplace_back(out.writes[i].data(), out.writes[i].size());
+  }
   if (out.close) close_after_write_ = true;
 }
 
 void connection::flush() {
   if (write_busy_ || !open_) return;
-  if (out_.empty()) {
+  if (tls_) tls_->take_output(cipher_out_);
+  if (out_.empty() && cipher_out_.empty()) {
     if (close_after_write_) drop("closed");
     return;
   }
   writing_.swap(out_);
   out_.clear();
+  // Clear text (before STARTTLS) always precedes ciphertext: one gather write.
+  cipher_writing_.swap(cipher_out_);
+  cipher_out_.clear();
+  if (!cipher_writing_.empty()) writing_.emplace_back(cipher_writing_.data(), cipher_writing_.size());
   write_busy_ = true;
   asio::async_write(sock_, writing_, [this, g = gen_](const boost::system::error_code& ec, std::size_t) {
     if (g == gen_) on_write(ec);
@@ -396,13 +474,14 @@ runner::runner(run_config cfg, const prepared_corpus& corpus)
     : cfg_(std::move(cfg)), corpus_(corpus), env_(cfg_.helo, cfg_.from, cfg_.to) {
   cfg_.threads = std::max(1u, std::min(cfg_.threads, std::max(1u, cfg_.connections)));
   cfg_.sources = std::max(1u, cfg_.sources);
+  if (cfg_.session.starttls) tls_ = std::make_unique<tls_context>(cfg_.tls);
   const std::uint64_t unbounded = ~std::uint64_t{0};
   for (unsigned t = 0; t < cfg_.threads; ++t) {
     std::uint64_t budget = unbounded;
     if (cfg_.count) budget = cfg_.count / cfg_.threads + (t < cfg_.count % cfg_.threads ? 1 : 0);
     live_.push_back(std::make_unique<live_counters>());
-    workers_.push_back(std::make_unique<worker>(cfg_, corpus_, env_, *live_.back(), t, budget,
-                                                cfg_.rate / cfg_.threads));
+    workers_.push_back(std::make_unique<worker>(cfg_, corpus_, env_, tls_.get(), *live_.back(), t,
+                                                budget, cfg_.rate / cfg_.threads));
   }
   for (unsigned i = 0; i < cfg_.connections; ++i) {
     const unsigned host = cfg_.first_source + i % cfg_.sources;

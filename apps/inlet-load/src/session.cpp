@@ -12,12 +12,14 @@ envelope::envelope(std::string_view helo, std::string_view from, std::string_vie
       mail_rcpt(mail + rcpt),
       mail_rcpt_data(mail + rcpt + data),
       rset("RSET\r\n"),
-      quit("QUIT\r\n") {}
+      quit("QUIT\r\n"),
+      starttls("STARTTLS\r\n") {}
 
 void client_session::on_connected() noexcept {
   state_ = state::greeting;
   head_ = count_ = 0;
-  srv_pipelining_ = srv_chunking_ = false;
+  srv_pipelining_ = srv_chunking_ = srv_starttls_ = false;
+  tls_ = false;
   done_on_conn_ = 0;
   failed_code_ = 0;
   msg_ = nullptr;
@@ -39,6 +41,7 @@ void client_session::parse_ehlo(std::string_view text) noexcept {
     const std::string_view line = text.substr(pos + 1, next == text.npos ? text.npos : next - pos - 1);
     if (keyword_is(line, "PIPELINING")) srv_pipelining_ = true;
     if (keyword_is(line, "CHUNKING")) srv_chunking_ = true;
+    if (keyword_is(line, "STARTTLS")) srv_starttls_ = true;
     pos = next;
   }
 }
@@ -59,10 +62,33 @@ session_output client_session::on_reply(const reply& r) noexcept {
       return out;
     case state::ehlo:
       if (r.code == 250) {
+        srv_pipelining_ = srv_chunking_ = srv_starttls_ = false;
         parse_ehlo(r.text);
         state_ = state::ready;
+        if (cfg_.starttls && !tls_) {
+          if (!srv_starttls_) {
+            out.ev = session_output::event::tls_refused;
+            out.code = 0;
+            out.close = true;
+            state_ = state::idle;
+            return out;
+          }
+          out.add(env_->starttls);
+          state_ = state::starttls;
+        }
       } else {
         out.ev = session_output::event::connect_failed;
+        out.code = r.code;
+        out.close = true;
+        state_ = state::idle;
+      }
+      return out;
+    case state::starttls:
+      if (r.code == 220) {
+        out.ev = session_output::event::start_tls;
+        state_ = state::handshake;
+      } else {
+        out.ev = session_output::event::tls_refused;
         out.code = r.code;
         out.close = true;
         state_ = state::idle;
@@ -83,6 +109,7 @@ session_output client_session::on_reply(const reply& r) noexcept {
       state_ = state::idle;
       return out;
     case state::idle:
+    case state::handshake:  // nothing may arrive in clear text after 220 to STARTTLS
     case state::ready:
       break;
   }
@@ -90,6 +117,21 @@ session_output client_session::on_reply(const reply& r) noexcept {
   out.code = r.code;
   out.close = true;
   state_ = state::idle;
+  return out;
+}
+
+session_output client_session::on_tls_established() noexcept {
+  session_output out;
+  if (state_ != state::handshake) {
+    out.ev = session_output::event::protocol_error;
+    out.close = true;
+    state_ = state::idle;
+    return out;
+  }
+  tls_ = true;
+  srv_pipelining_ = srv_chunking_ = srv_starttls_ = false;
+  out.add(env_->ehlo);
+  state_ = state::ehlo;
   return out;
 }
 

@@ -185,3 +185,60 @@ TEST(Session, PoliteQuitWhenIdle) {
   EXPECT_EQ(joined(s.quit()), "QUIT\r\n");
   EXPECT_EQ(feed(s, 221).ev, ev::closed);
 }
+
+TEST(Session, StarttlsThenEhloAgainThenReady) {
+  fixture f;
+  client_session s(f.env, {.pipelining = true, .starttls = true});
+  s.on_connected();
+  EXPECT_EQ(joined(feed(s, 220, "mx")), "EHLO client.test\r\n");
+  // Capabilities before TLS are not trusted: CHUNKING offered here, not after.
+  auto o = feed(s, 250, "mx\nSTARTTLS\nCHUNKING");
+  EXPECT_EQ(joined(o), "STARTTLS\r\n");
+  EXPECT_FALSE(s.ready());
+  o = feed(s, 220, "go ahead");
+  EXPECT_EQ(o.ev, ev::start_tls);
+  EXPECT_EQ(o.n_writes, 0);
+  EXPECT_FALSE(s.ready());
+  o = s.on_tls_established();
+  EXPECT_EQ(joined(o), "EHLO client.test\r\n");
+  o = feed(s, 250, "mx\nPIPELINING");
+  EXPECT_EQ(o.n_writes, 0);  // no second STARTTLS inside TLS
+  EXPECT_TRUE(s.ready());
+  EXPECT_TRUE(s.server_pipelining());
+  EXPECT_FALSE(s.server_chunking());
+  EXPECT_EQ(joined(s.send(f.msg)), "MAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nDATA\r\n");
+}
+
+TEST(Session, StarttlsNotOfferedOrRefusedCloses) {
+  fixture f;
+  client_session s(f.env, {.starttls = true});
+  s.on_connected();
+  feed(s, 220, "mx");
+  auto o = feed(s, 250, "mx\nPIPELINING");
+  EXPECT_EQ(o.ev, ev::tls_refused);
+  EXPECT_EQ(o.code, 0);
+  EXPECT_TRUE(o.close);
+  EXPECT_FALSE(s.ready());
+
+  s.on_connected();
+  feed(s, 220, "mx");
+  EXPECT_EQ(joined(feed(s, 250, "mx\nSTARTTLS")), "STARTTLS\r\n");
+  o = feed(s, 454, "TLS not available");
+  EXPECT_EQ(o.ev, ev::tls_refused);
+  EXPECT_EQ(o.code, 454);
+  EXPECT_TRUE(o.close);
+}
+
+TEST(Session, ClearTextReplyDuringHandshakeIsAProtocolError) {
+  fixture f;
+  client_session s(f.env, {.starttls = true});
+  s.on_connected();
+  feed(s, 220, "mx");
+  feed(s, 250, "mx\nSTARTTLS");
+  EXPECT_EQ(feed(s, 220).ev, ev::start_tls);
+  const auto o = feed(s, 250, "injected");
+  EXPECT_EQ(o.ev, ev::protocol_error);
+  EXPECT_TRUE(o.close);
+  // on_tls_established outside a handshake is refused too.
+  EXPECT_EQ(s.on_tls_established().ev, ev::protocol_error);
+}

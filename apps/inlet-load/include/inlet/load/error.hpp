@@ -12,6 +12,8 @@ enum class errc {
   unexpected_reply,     // a reply when the session expected none
   empty_corpus,         // no message could be loaded
   bad_proc_file,        // /proc/<pid>/stat or status not in the expected shape
+  tls_failed,           // the TLS handshake or a record failed (detail: tls_channel::last_error)
+  tls_closed,           // the server closed the TLS session (close_notify)
 };
 
 const std::error_category& load_category() noexcept;

@@ -16,6 +16,7 @@
 #include "inlet/load/histogram.hpp"
 #include "inlet/load/message.hpp"
 #include "inlet/load/session.hpp"
+#include "inlet/load/tls.hpp"
 
 namespace inlet::load {
 
@@ -27,6 +28,7 @@ struct run_config {
   unsigned sources = 16;            // bind to 127.0.0.<first_source + i % sources>
   unsigned first_source = 1;
   session_config session;
+  tls_options tls;                  // used when session.starttls
   double duration_s = 10;           // always > 0: the run stops by itself
   std::uint64_t count = 0;          // messages (ok + failed); 0: no count bound
   double rate = 0;                  // open loop, messages/s over all threads; 0: closed loop
@@ -40,6 +42,7 @@ struct run_result {
   std::uint64_t bytes_ok = 0;  // message bytes (CRLF-normalised, unstuffed) accepted with 2xx
   std::uint64_t connects = 0, connect_errors = 0, disconnects = 0;
   std::uint64_t pipelining_fallbacks = 0;  // connections where the server lacked an extension
+  std::uint64_t tls_handshakes = 0;        // STARTTLS handshakes completed
   std::map<std::string, std::uint64_t> errors;  // reply code or error text -> count
   histogram latency;  // ns: closed loop data start -> 250; open loop intended time -> 250
   histogram service;  // ns: data start -> 250 (same as latency in closed loop)
@@ -73,6 +76,7 @@ class runner {
   run_config cfg_;
   const prepared_corpus& corpus_;
   envelope env_;
+  std::unique_ptr<tls_context> tls_;  // when cfg_.session.starttls; shared by the workers
   std::vector<std::unique_ptr<worker>> workers_;
   std::vector<std::unique_ptr<live_counters>> live_;
   std::vector<std::thread> threads_;

@@ -3,7 +3,8 @@
 // replies and asks it to send messages; it answers with the byte ranges to write (views into
 // the envelope and the prepared corpus, never copies) and with events to count.
 //
-//   connect -> 220 -> EHLO -> 250 -> ready --send()--> MAIL/RCPT/DATA (or BDAT) ... 250
+//   connect -> 220 -> EHLO -> 250 [-> STARTTLS -> 220 -> (driver: TLS handshake) -> EHLO -> 250]
+//            -> ready --send()--> MAIL/RCPT/DATA (or BDAT) ... 250
 //            -> ready (or QUIT after messages_per_connection messages) -> closed
 //
 // PIPELINING (RFC 2920) sends MAIL+RCPT+DATA in one write, and with CHUNKING (RFC 3030)
@@ -27,12 +28,13 @@ namespace inlet::load {
 // Command bytes shared by every session of a run; built once.
 struct envelope {
   envelope(std::string_view helo, std::string_view from, std::string_view to);
-  std::string ehlo, mail, rcpt, data, mail_rcpt, mail_rcpt_data, rset, quit;
+  std::string ehlo, mail, rcpt, data, mail_rcpt, mail_rcpt_data, rset, quit, starttls;
 };
 
 struct session_config {
   bool pipelining = true;
   bool bdat = false;
+  bool starttls = false;  // STARTTLS after the first EHLO (RFC 3207); refused = connection fails
   std::uint32_t messages_per_connection = 0;  // 0: keep the connection for the whole run
 };
 
@@ -44,6 +46,8 @@ struct session_output {
     connect_failed,   // greeting or EHLO refused (code in `code`); close follows
     protocol_error,   // a reply the state machine did not expect; close follows
     closed,           // reply to QUIT received
+    start_tls,        // 220 to STARTTLS: the driver runs the handshake, then on_tls_established()
+    tls_refused,      // STARTTLS not offered (code 0) or refused (its code); close follows
   };
   std::array<std::string_view, 4> writes{};
   std::uint8_t n_writes = 0;
@@ -63,6 +67,9 @@ class client_session {
   // Start of a new connection (also after a reconnect): expect the greeting.
   void on_connected() noexcept;
   session_output on_reply(const reply& r) noexcept;
+  // The TLS handshake after start_tls completed: EHLO again (RFC 3207 4.2: the server
+  // forgets what it knew; so does the client, the capabilities are read again).
+  session_output on_tls_established() noexcept;
 
   // May a message be sent now?
   bool ready() const noexcept { return state_ == state::ready; }
@@ -76,7 +83,9 @@ class client_session {
   std::uint32_t messages_on_connection() const noexcept { return done_on_conn_; }
 
  private:
-  enum class state : std::uint8_t { idle, greeting, ehlo, ready, in_transaction, rset, quit };
+  enum class state : std::uint8_t {
+    idle, greeting, ehlo, starttls, handshake, ready, in_transaction, rset, quit
+  };
   enum class expect : std::uint8_t { mail, rcpt, data, body, bdat };
 
   void push(expect e) noexcept { pending_[(head_ + count_++) % pending_.size()] = e; }
@@ -97,7 +106,8 @@ class client_session {
   std::array<expect, 4> pending_{};
   std::uint8_t head_ = 0, count_ = 0;
   bool pipelined_ = false, chunked_ = false;  // what this transaction uses
-  bool srv_pipelining_ = false, srv_chunking_ = false;
+  bool srv_pipelining_ = false, srv_chunking_ = false, srv_starttls_ = false;
+  bool tls_ = false;  // this connection runs over TLS (after the handshake)
   int failed_code_ = 0;
   bool rcpt_sent_ = false;  // non-pipelined: RCPT is out, DATA/BDAT comes next
   std::uint32_t done_on_conn_ = 0;
