@@ -12,13 +12,18 @@ trap cleanup EXIT
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
   -subj /CN=localhost -addext subjectAltName=DNS:localhost \
   -keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null
-smtp=$((20000 + RANDOM % 20000)); http=$((smtp + 1))
-"$inletd" --smtp 127.0.0.1:$smtp --listen 127.0.0.1:$http --store memory --quiet \
-  --tls-cert "$dir/cert.pem" --tls-key "$dir/key.pem" & pid=$!
-for _ in $(seq 100); do
-  (exec 3<>/dev/tcp/127.0.0.1/$smtp) 2>/dev/null && break
+# Port 0: inletd binds free ports itself and prints them (no race with other tests).
+"$inletd" --smtp 127.0.0.1:0 --listen 127.0.0.1:0 --store memory --quiet \
+  --tls-cert "$dir/cert.pem" --tls-key "$dir/key.pem" >"$dir/out" & pid=$!
+smtp= http=
+for _ in $(seq 300); do
+  smtp=$(sed -n 's/^inletd: smtp listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$dir/out")
+  http=$(sed -n 's/^inletd: http listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$dir/out")
+  [ -n "$smtp" ] && [ -n "$http" ] && break
+  kill -0 "$pid" 2>/dev/null || { echo "inletd exited"; cat "$dir/out"; exit 1; }
   sleep 0.1
 done
+[ -n "$smtp" ] && [ -n "$http" ] || { echo "inletd did not report its ports"; exit 1; }
 run() { local d=$1; shift; "$load" --target 127.0.0.1:$smtp --duration "$d" --json -q --starttls "$@" || true; }
 check() {  # JSON, expected ok, expected handshakes, expected error substring ("" = none)
   python3 - "$@" <<'PY'
