@@ -113,6 +113,14 @@ class streambuf {
     return detail::find_byte(rd_.data(), rd_.size(), size_, c, from);
   }
   std::size_t find(std::string_view pattern, std::size_t from = 0) const noexcept {
+    // Fast path (inline): a search resumed after a read usually starts inside
+    // the last readable piece, where it is one contiguous search.
+    if (!rd_.empty() && from <= size_ && from >= size_ - rd_.back().n) {
+      const detail::slice& b = rd_.back();
+      const char* start = b.p + (from - (size_ - b.n));
+      const char* hit = detail::find_in_piece(start, size_ - from, pattern.data(), pattern.size());
+      return hit == nullptr ? npos : from + static_cast<std::size_t>(hit - start);
+    }
     return detail::find_pattern(rd_.data(), rd_.size(), size_, pattern, from);
   }
   std::string_view peek(std::size_t pos, std::size_t n, std::span<char> scratch,

@@ -176,6 +176,9 @@ std::size_t find_byte(const slice* s, std::size_t count, std::size_t total, char
                       std::size_t from) noexcept;
 std::size_t find_pattern(const slice* s, std::size_t count, std::size_t total,
                          std::string_view pat, std::size_t from) noexcept;
+// The search inside one contiguous piece (SIMD filter + memcmp): the first
+// occurrence of pat[0..m) in h[0..n), or nullptr; h itself when m == 0.
+const char* find_in_piece(const char* h, std::size_t n, const char* pat, std::size_t m) noexcept;
 // Linearised view / copy-out over a slice array. Implemented in segment.cpp.
 std::string_view peek_slices(const slice* s, std::size_t count, std::size_t total, std::size_t pos,
                              std::size_t n, std::span<char> scratch, std::error_code& ec) noexcept;
