@@ -319,6 +319,28 @@ TEST_P(server_test, idle_client_times_out_with_421) {
   EXPECT_TRUE(c.closed_by_peer());
 }
 
+// A connection that says nothing after EHLO is idle (async models: no
+// coroutine, only a readiness wait); the deadline still fires, and a second
+// connection idle as long but then speaking is served normally.
+TEST_P(server_test, silent_after_ehlo_times_out_while_a_talker_is_served) {
+  smtp::server_config cfg;
+  cfg.command_timeout = 600ms;
+  cfg.greeting_timeout = 600ms;
+  start(cfg);
+  client silent(port), talker(port);
+  silent.send("EHLO s\r\n");
+  talker.send("EHLO t\r\n");
+  EXPECT_THAT(silent.replies(2), HasSubstr("250 "));
+  EXPECT_THAT(talker.replies(2), HasSubstr("250 "));
+  std::this_thread::sleep_for(100ms);  // both idle, well inside the deadline
+  talker.send("MAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nDATA\r\nhello\r\n.\r\nQUIT\r\n");
+  EXPECT_THAT(talker.replies(5), HasSubstr("221 "));
+  EXPECT_EQ(silent.replies(1), "421 4.4.2 mx.test Error: timeout exceeded\r\n");
+  EXPECT_TRUE(silent.closed_by_peer());
+  ASSERT_EQ(box.size(), 1u);
+  EXPECT_EQ(box.messages[0].body.to_string(), "hello\r\n");
+}
+
 TEST_P(server_test, many_concurrent_clients) {
   start();
   std::vector<std::thread> ts;
