@@ -94,6 +94,7 @@ struct async_conn {
   server_session session;
   std::string wbuf;          // replies being written
   std::string ip;
+  std::unique_ptr<std::string> flat_storage;  // --receive-buffer flat only: kept while idle
   std::atomic<clock::rep> deadline{no_deadline};  // of the current wait (steady_clock ticks)
   clock::time_point cmd_deadline{};  // the next command read's deadline (kept across idle)
   bool started = false;
@@ -424,7 +425,8 @@ void server::impl::wait_idle(std::shared_ptr<async_conn> c) {
 asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c,
                                              std::optional<error_code> woke) {
   server_session& s = c->session;
-  driver_input in(cfg.read_buffer_size, cfg.session.max_command_line);
+  if (cfg.flat_receive_buffer && !c->flat_storage) c->flat_storage = std::make_unique<std::string>();
+  driver_input in(cfg.read_buffer_size, cfg.session.max_command_line, c->flat_storage.get());
   message_body body;
   error_code ig;
   if (!c->started) {
@@ -453,8 +455,12 @@ asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c,
     bool again = in.consumed(view, st.consumed, st.kind == step_kind::need_more);
     switch (st.kind) {
       case step_kind::body_data: continue;
-      case step_kind::message_aborted: body.clear(); continue;
+      case step_kind::message_aborted:
+        body.clear();
+        in.drop_flat_body();
+        continue;
       case step_kind::message_complete: {
+        if (in.flat()) body = in.take_flat_body();
         received_message msg{s.take_envelope(), std::move(body)};
         body = message_body{};
         body_deadline = clock::time_point::max();

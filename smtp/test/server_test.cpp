@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -102,6 +103,9 @@ class server_test : public ::testing::TestWithParam<smtp::io_model> {
   void start(smtp::server_config cfg = {}, smtp::deliver_fn fn = {}) {
     cfg.model = GetParam();
     cfg.threads = 2;
+    // ctest runs the suite a second time with the flat (copying) receive buffer.
+    if (const char* f = std::getenv("INLET_TEST_FLAT_RECEIVE"); f != nullptr && *f == '1')
+      cfg.flat_receive_buffer = true;
     cfg.session.hostname = "mx.test";
     if (!fn)
       fn = [this](smtp::received_message&& m, smtp::delivery_callback cb) {
