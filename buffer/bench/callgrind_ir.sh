@@ -12,7 +12,7 @@ ir() {  # contender messages
     --only="$1" --chunk="$CHUNK" --ring="$RING" 2>&1 >/dev/null | awk '/Collected/ {print $4}'
 }
 printf '%-16s %12s   (chunk %s, ring %s)\n' buffer "Ir/message" "$CHUNK" "$RING"
-for c in inlet asio_streambuf dynamic_string; do
+for c in inlet asio_streambuf dynamic_string floor; do
   a=$(ir "$c" 1000); b=$(ir "$c" 5000)
   # warm-up is messages/10 + 100: 200 and 600 messages, so 4400 extra in all
   printf '%-16s %12d\n' "$c" $(( (b - a) / 4400 ))

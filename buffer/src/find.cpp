@@ -30,11 +30,23 @@ bool matches_at(const slice* s, std::size_t count, std::size_t i, std::size_t of
   return true;
 }
 
-// Slice index and offset of position `from`; false when from > total size.
-bool locate(const slice* s, std::size_t count, std::size_t from, std::size_t* idx,
-            std::size_t* off, std::size_t* base) noexcept {
+// Slice index, offset and base (position of the slice's first byte) of
+// position `from`; false when from >= total. Walks from the nearer end: a
+// resumed search starts a few bytes before the end, so this is O(1) there.
+bool locate(const slice* s, std::size_t count, std::size_t total, std::size_t from,
+            std::size_t* idx, std::size_t* off, std::size_t* base) noexcept {
+  if (from >= total) return false;
+  if (from >= total / 2) {
+    std::size_t i = count - 1;
+    std::size_t b = total - s[i].n;
+    while (from < b) b -= s[--i].n;
+    *idx = i;
+    *off = from - b;
+    *base = b;
+    return true;
+  }
   std::size_t b = 0;
-  for (std::size_t i = 0; i < count; ++i) {
+  for (std::size_t i = 0;; ++i) {
     if (from < b + s[i].n) {
       *idx = i;
       *off = from - b;
@@ -43,7 +55,6 @@ bool locate(const slice* s, std::size_t count, std::size_t from, std::size_t* id
     }
     b += s[i].n;
   }
-  return false;
 }
 
 }  // namespace
@@ -179,9 +190,10 @@ const char* find_in_piece_sse2(const char* h, std::size_t n, const char* pat, st
 }
 #endif
 
-std::size_t find_byte(const slice* s, std::size_t count, char c, std::size_t from) noexcept {
+std::size_t find_byte(const slice* s, std::size_t count, std::size_t total, char c,
+                      std::size_t from) noexcept {
   std::size_t i, off, base;
-  if (!locate(s, count, from, &i, &off, &base)) return npos;
+  if (!locate(s, count, total, from, &i, &off, &base)) return npos;
   for (; i < count; ++i) {
     const void* hit = std::memchr(s[i].p + off, c, s[i].n - off);
     if (hit != nullptr) return base + static_cast<std::size_t>(static_cast<const char*>(hit) - s[i].p);
@@ -191,17 +203,14 @@ std::size_t find_byte(const slice* s, std::size_t count, char c, std::size_t fro
   return npos;
 }
 
-std::size_t find_pattern(const slice* s, std::size_t count, std::string_view pat,
-                         std::size_t from) noexcept {
+std::size_t find_pattern(const slice* s, std::size_t count, std::size_t total,
+                         std::string_view pat, std::size_t from) noexcept {
   const std::size_t m = pat.size();
-  if (m == 0) {
-    std::size_t total = 0;
-    for (std::size_t i = 0; i < count; ++i) total += s[i].n;
-    return from <= total ? from : npos;
-  }
-  if (m == 1) return find_byte(s, count, pat[0], from);
+  if (m == 0) return from <= total ? from : npos;
+  if (m == 1) return find_byte(s, count, total, pat[0], from);
+  if (from >= total || total - from < m) return npos;
   std::size_t i, off, base;
-  if (!locate(s, count, from, &i, &off, &base)) return npos;
+  if (!locate(s, count, total, from, &i, &off, &base)) return npos;
   for (; i < count; ++i) {
     const char* p = s[i].p;
     const std::size_t n = s[i].n;
@@ -210,7 +219,9 @@ std::size_t find_pattern(const slice* s, std::size_t count, std::string_view pat
       const char* hit = find_in_piece(p + off, n - off, pat.data(), m);
       if (hit != nullptr) return base + static_cast<std::size_t>(hit - p);
     }
-    // Matches that start in this slice's last m-1 bytes and run into the next.
+    // Matches that start in this slice's last m-1 bytes and run into the next
+    // (none after the last slice).
+    if (i + 1 == count) break;
     std::size_t st = n - off >= m ? n - (m - 1) : off;
     while (st < n) {
       const void* c = std::memchr(p + st, pat[0], n - st);

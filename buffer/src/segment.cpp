@@ -152,11 +152,11 @@ void segment::remove_suffix(std::size_t n) noexcept {
 }
 
 std::size_t segment::find(char c, std::size_t from) const noexcept {
-  return detail::find_byte(s_.data(), s_.size(), c, from);
+  return detail::find_byte(s_.data(), s_.size(), size_, c, from);
 }
 
 std::size_t segment::find(std::string_view pattern, std::size_t from) const noexcept {
-  return detail::find_pattern(s_.data(), s_.size(), pattern, from);
+  return detail::find_pattern(s_.data(), s_.size(), size_, pattern, from);
 }
 
 namespace detail {

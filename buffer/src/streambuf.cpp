@@ -56,7 +56,7 @@ std::size_t streambuf::fragment_count() const noexcept {
   return n;
 }
 
-streambuf::mutable_buffers_type streambuf::prepare(std::size_t n) {
+streambuf::mutable_buffers_type streambuf::prepare_slow(std::size_t n) {
   if (n > max_size_ - size_) throw std::length_error("inlet::buffer::streambuf too long");
   rewind_if_possible();
   while (writable_ < n) {
@@ -80,7 +80,7 @@ streambuf::mutable_buffers_type streambuf::prepare(std::size_t n) {
   return {wr_.data(), count, 0, last_len, n};
 }
 
-void streambuf::commit(std::size_t n) noexcept {
+void streambuf::commit_slow(std::size_t n) noexcept {
   n = std::min(n, writable_);
   std::size_t popped = 0;
   while (n > 0) {

@@ -17,21 +17,35 @@
 #include <inlet/buffer/streambuf.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <cstddef>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <system_error>
 
 namespace inlet::smtp::detail {
 
+// Flat mode (server_config::receive_buffer::flat, the seed's copying
+// baseline for comparisons): reads go into one per-connection contiguous
+// std::string (consumed bytes are skipped, and the rest moves to the front at
+// the next prepare, as asio::streambuf does), and every body piece is copied into a
+// per-message std::string that becomes the message segment (wrap, no second
+// copy). Nothing is zero-copy in this mode; it exists to measure against.
 class driver_input {
  public:
-  driver_input(std::size_t read_size, std::size_t max_line)
-      : read_size_(std::max<std::size_t>(read_size, 512)), scratch_size_(2 * max_line + 64) {}
+  /// `flat_storage` non-null selects flat mode; the string is the connection's
+  /// buffer and outlives this object (the seed's baseline keeps it while idle).
+  driver_input(std::size_t read_size, std::size_t max_line, std::string* flat_storage = nullptr)
+      : flat_(flat_storage), read_size_(std::max<std::size_t>(read_size, 512)),
+        scratch_size_(2 * max_line + 64), flat_mode_(flat_storage != nullptr) {}
+  // (A driver_input is dropped only when empty or when the connection ends,
+  // so a new one starts with no readable bytes in the storage.)
 
   buffer::streambuf& buf() noexcept { return sb_; }
-  bool empty() const noexcept { return sb_.empty(); }
+  bool flat() const noexcept { return flat_mode_; }
+  bool empty() const noexcept { return flat_mode_ ? flat_start_ == flat_size_ : sb_.empty(); }
   /// How often a straddling tail was linearised (tests).
   std::size_t scratch_views() const noexcept { return scratch_views_; }
   std::size_t read_size() const noexcept { return read_size_; }
@@ -39,6 +53,7 @@ class driver_input {
   /// What to pass to server_session::consume() next.
   std::string_view view() {
     view_is_scratch_ = false;
+    if (flat_mode_) return {flat_->data() + flat_start_, flat_size_ - flat_start_};
     if (sb_.empty()) return {};
     std::string_view first = *sb_.readable_spans().begin();
     if (first.size() >= sb_.size()) straddle_ = false;
@@ -57,6 +72,11 @@ class driver_input {
   /// returns true when the session must be called again without a read (the
   /// view did not show every readable byte).
   bool consumed(std::string_view v, std::size_t consumed, bool need_more) {
+    if (flat_mode_) {
+      flat_start_ += std::min(consumed, flat_size_ - flat_start_);
+      if (flat_start_ == flat_size_) flat_start_ = flat_size_ = 0;
+      return false;  // the session saw every byte: read more
+    }
     sb_.consume(consumed);
     if (consumed > 0 && view_is_scratch_) straddle_ = false;
     if (!need_more) return false;
@@ -72,21 +92,39 @@ class driver_input {
 
   /// The message body bytes of a body_data piece: a slice of the streambuf's
   /// fragments, or a copy when the piece lies in the scratch window.
-  buffer::segment piece(std::string_view p) const {
+  buffer::segment piece(std::string_view p) {
+    if (flat_mode_) {  // copy out; take_flat_body() hands the copy on
+      if (!body_copy_) body_copy_ = std::make_unique<std::string>();
+      body_copy_->append(p);
+      return {};
+    }
     std::error_code ec;
     buffer::segment s = sb_.slice(p.data(), p.size(), ec);
     if (ec) return buffer::segment::copy_of(p);
     return s;
   }
 
+  /// Flat mode: the message body copied so far, as a segment owning the
+  /// string (empty in segment mode, where the pieces are the body).
+  buffer::segment take_flat_body() {
+    if (!body_copy_) return {};
+    std::string* str = body_copy_.release();
+    return buffer::segment::wrap(str->data(), str->size(), [str] { delete str; });
+  }
+  /// Flat mode: drop a body copied so far (message aborted).
+  void drop_flat_body() noexcept { body_copy_.reset(); }
+
   /// Drops every readable byte (RFC 3207 4.2: input pipelined after STARTTLS).
   void clear() noexcept {
+    flat_start_ = flat_size_ = 0;
     sb_.consume(sb_.size());
     straddle_ = false;
   }
 
   /// Gives the fragments back when nothing is pending (idle connection).
+  /// Flat mode keeps its string (the baseline's per-connection buffer).
   void release_if_empty() noexcept {
+    if (flat_mode_) return;
     if (sb_.empty()) {
       straddle_ = false;
       sb_.release_if_empty();
@@ -97,18 +135,37 @@ class driver_input {
   /// for a body, one fragment for commands — command reads are small, and a
   /// fragment taken for them is all an idle-after-commands thread caches.
   buffer::streambuf::mutable_buffers_type prepare(bool bulk = true) {
-    return sb_.prepare(bulk ? read_size_ : std::min(read_size_, sb_.fragment_pool().fragment_size()));
+    std::size_t n = bulk ? read_size_ : std::min(read_size_, sb_.fragment_pool().fragment_size());
+    if (!flat_mode_) return sb_.prepare(n);
+    if (flat_start_ > 0) {  // move the unconsumed rest to the front (asio::streambuf does this)
+      std::memmove(flat_->data(), flat_->data() + flat_start_, flat_size_ - flat_start_);
+      flat_size_ -= flat_start_;
+      flat_start_ = 0;
+    }
+    if (flat_->size() < flat_size_ + n) flat_->resize(flat_size_ + n);  // grows, zero-filled
+    flat_space_ = buffer::detail::slice{nullptr, flat_->data() + flat_size_, n};
+    return {&flat_space_, 1, 0, n, n};
   }
-  void commit(std::size_t n) noexcept { sb_.commit(n); }
+  void commit(std::size_t n) noexcept {
+    if (!flat_mode_) return sb_.commit(n);
+    flat_size_ += std::min(n, flat_space_.n);
+    flat_space_.n = 0;
+  }
 
  private:
   buffer::streambuf sb_;
+  std::string* flat_ = nullptr;               // flat mode: storage; readable = [flat_start_, flat_size_)
+  std::size_t flat_start_ = 0;
+  std::size_t flat_size_ = 0;
+  buffer::detail::slice flat_space_{nullptr, nullptr, 0};  // flat mode: prepared space
+  std::unique_ptr<std::string> body_copy_;    // flat mode: the body copied so far
   std::size_t read_size_;
   std::size_t scratch_size_;
   std::unique_ptr<char[]> scratch_;
   bool straddle_ = false;
   bool view_is_scratch_ = false;
   std::size_t scratch_views_ = 0;
+  bool flat_mode_ = false;
 };
 
 }  // namespace inlet::smtp::detail

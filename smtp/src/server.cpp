@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <limits>
 #include <list>
 #include <map>
 #include <mutex>
@@ -76,21 +77,52 @@ namespace {
 
 constexpr auto tok = asio::as_tuple(asio::use_awaitable);
 
-// One connection of the async models. Lives in a shared_ptr held by its
-// coroutine and by the server's registry; touched only on its strand.
+// One connection of the async models, shaped for idle connections (see
+// docs/buffer.md, "Idle connections"): it holds only what must survive while
+// the peer is silent. The receive buffer, the message body and the coroutine
+// frame exist only while the connection is busy: an idle connection is a
+// pending readiness wait whose handler owns the connection, and the coroutine
+// is spawned again when the socket becomes readable. There is no timer object
+// per connection: `deadline` is checked by the server's reaper (one timer per
+// server, see server::impl::reap). TLS state is allocated only by STARTTLS.
+//
+// Ownership: a shared_ptr held by the coroutine while busy, by the readiness
+// handler while idle; the server's registry holds a weak_ptr. Touched only on
+// its strand, except `deadline`, which the reaper reads from any thread.
 struct async_conn {
+  static constexpr clock::rep no_deadline = std::numeric_limits<clock::rep>::max();
   explicit async_conn(tcp::socket s, session_config cfg)
-      : sock(std::move(s)), timer(sock.get_executor()), wake(sock.get_executor()),
-        session(std::move(cfg)) {}
+      : sock(std::move(s)), session(std::move(cfg)) {}
   tcp::socket sock;
-  std::optional<asio::ssl::stream<tcp::socket&>> tls;
-  asio::steady_timer timer;  // deadline watchdog of the current read
-  asio::steady_timer wake;   // wakes the coroutine when a delivery answers
+  std::unique_ptr<asio::ssl::stream<tcp::socket&>> tls;
   server_session session;
   std::string wbuf;          // replies being written
   std::string ip;
+  std::unique_ptr<std::string> flat_storage;  // --receive-buffer flat only: kept while idle
+  std::atomic<clock::rep> deadline{no_deadline};  // of the current wait (steady_clock ticks)
+  clock::time_point cmd_deadline{};  // the next command read's deadline (kept across idle)
+  bool started = false;
+  bool first_read = true;
   bool timed_out = false;
   bool reading = false;
+
+  void arm(clock::time_point t) noexcept {
+    deadline.store(t.time_since_epoch().count(), std::memory_order_relaxed);
+    reading = true;
+  }
+  void disarm() noexcept {
+    deadline.store(no_deadline, std::memory_order_relaxed);
+    reading = false;
+  }
+  // On the strand, when the reaper saw the deadline pass: the wait ends with
+  // operation_aborted and the driver answers 421 4.4.2.
+  void expire() {
+    if (!reading || clock::now().time_since_epoch().count() < deadline.load(std::memory_order_relaxed))
+      return;
+    timed_out = true;
+    error_code ig;
+    sock.cancel(ig);
+  }
 };
 
 }  // namespace
@@ -116,7 +148,7 @@ struct server::impl {
   std::mutex mu;                     // guards the members below
   std::map<std::string, std::size_t> per_ip;
   std::size_t active = 0;
-  std::list<std::weak_ptr<async_conn>> async_conns;
+  std::list<std::weak_ptr<async_conn>> async_conns;  // pruned by reap()
   std::condition_variable idle_cv;   // thread model: signalled when active drops to 0
 
   std::atomic<std::uint64_t> accepted{0}, refused{0}, delivered{0}, rejected{0};
@@ -180,7 +212,12 @@ struct server::impl {
   std::error_code bind_all();
   void start_async();
   asio::awaitable<void> accept_loop(tcp::acceptor& acc, bool lmtp);
-  asio::awaitable<void> run_conn(std::shared_ptr<async_conn> c);
+  asio::awaitable<void> run_conn(std::shared_ptr<async_conn> c, std::optional<error_code> woke);
+  void wait_idle(std::shared_ptr<async_conn> c);
+  std::optional<asio::steady_timer> reaper;  // on ctxs[0]; see reap()
+  clock::duration reap_period() const;
+  void tick();
+  bool reap();
   asio::awaitable<bool> flush(async_conn& c);
   asio::awaitable<delivery_result> deliver_async(std::shared_ptr<async_conn> c,
                                                  received_message msg);
@@ -237,6 +274,8 @@ std::error_code server::impl::bind_all() {
 void server::impl::start_async() {
   for (auto& ctx : ctxs) guards.push_back(asio::make_work_guard(*ctx));
   grace_watch = std::thread([this] { watch_grace(); });
+  reaper.emplace(asio::make_strand(*ctxs[0]));
+  tick();
   for (std::size_t i = 0; i < acceptors.size(); ++i)
     asio::co_spawn(acceptors[i]->get_executor(), accept_loop(*acceptors[i], bound[i].lmtp),
                    asio::detached);
@@ -285,11 +324,9 @@ asio::awaitable<void> server::impl::accept_loop(tcp::acceptor& acc, bool lmtp) {
     c->session.set_remote(ip, peer.port());
     {
       std::lock_guard lk(mu);
-      for (auto it = async_conns.begin(); it != async_conns.end();)
-        it = it->expired() ? async_conns.erase(it) : std::next(it);
-      async_conns.push_back(c);
+      async_conns.push_back(c);  // expired entries are pruned by reap()
     }
-    asio::co_spawn(c->sock.get_executor(), run_conn(c), asio::detached);
+    asio::co_spawn(c->sock.get_executor(), run_conn(c, std::nullopt), asio::detached);
   }
 }
 
@@ -308,13 +345,15 @@ asio::awaitable<bool> server::impl::flush(async_conn& c) {
 
 // Runs the deliver hook. An inline answer is taken at once (no post); a later
 // one, from any thread, is posted to the connection's strand, which wakes the
-// coroutine by cancelling its `wake` timer.
+// coroutine by cancelling a timer that exists only while the answer is
+// pending (the connection object carries no timer).
 asio::awaitable<delivery_result> server::impl::deliver_async(std::shared_ptr<async_conn> c,
                                                              received_message msg) {
   struct pending {
     std::mutex m;
     bool inline_phase = true;
     std::optional<delivery_result> result;
+    asio::steady_timer* wake = nullptr;  // touched on the strand only
   };
   auto p = std::make_shared<pending>();
   // Only a weak reference travels with the callback: a copy of it kept alive
@@ -330,35 +369,92 @@ asio::awaitable<delivery_result> server::impl::deliver_async(std::shared_ptr<asy
     lk.unlock();
     auto conn = wc.lock();
     if (!conn) return;  // the connection is gone (server destroyed)
-    asio::post(conn->sock.get_executor(), [p, wc, r = std::move(r)]() mutable {
+    asio::post(conn->sock.get_executor(), [p, r = std::move(r)]() mutable {
       p->result = std::move(r);
-      if (auto c2 = wc.lock()) c2->wake.cancel();
+      if (p->wake) p->wake->cancel();
     });
   });
   {
     std::lock_guard lk(p->m);
     p->inline_phase = false;
   }
-  while (!p->result) {
-    c->wake.expires_at(clock::time_point::max());
-    co_await c->wake.async_wait(tok);
+  if (!p->result) {
+    asio::steady_timer wake(c->sock.get_executor(), clock::time_point::max());
+    struct unhook {
+      pending* p;
+      ~unhook() { p->wake = nullptr; }  // also when the frame is destroyed while waiting
+    } guard{p.get()};
+    p->wake = &wake;
+    while (!p->result) co_await wake.async_wait(tok);
   }
   co_return std::move(*p->result);
 }
 
-asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c) {
+// The non-blocking read after the socket reported readable. A readiness
+// report with nothing to read (EAGAIN) is `spurious`.
+static std::size_t read_ready(async_conn& c, driver_input& in, bool bulk, error_code& ec,
+                              bool& spurious) {
+  std::size_t n = c.sock.read_some(in.prepare(bulk), ec);
+  if (ec == asio::error::would_block || ec == asio::error::try_again) {
+    ec = {};
+    spurious = true;
+  }
+  return n;
+}
+
+enum class read_result { data, again, timeout, closed };
+
+// What a finished wait-and-read means to the loop.
+static read_result after_read(async_conn& c, driver_input& in, error_code ec, std::size_t n,
+                              bool spurious) {
+  c.disarm();
+  if (spurious && !c.timed_out) return read_result::again;
+  if (!ec && !spurious) {
+    in.commit(n);
+    c.first_read = false;
+    return read_result::data;
+  }
+  if (c.timed_out) return read_result::timeout;
+  if (ec == asio::error::operation_aborted && c.session.closing()) return read_result::again;  // stop(): 421 queued
+  return read_result::closed;  // peer closed or reset: an unfinished message is dropped
+}
+
+// An idle connection: no coroutine, no buffer, no body, no reply string; one
+// pending readiness wait whose handler owns the connection and spawns the
+// coroutine again when the peer speaks (or stop()/the reaper cancel the wait).
+void server::impl::wait_idle(std::shared_ptr<async_conn> c) {
+  tcp::socket& sock = c->sock;
+  sock.async_wait(tcp::socket::wait_read, [this, c = std::move(c)](error_code ec) mutable {
+    auto ex = c->sock.get_executor();
+    asio::co_spawn(ex, run_conn(std::move(c), ec), asio::detached);
+  });
+}
+
+asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c,
+                                             std::optional<error_code> woke) {
   server_session& s = c->session;
-  driver_input in(cfg.read_buffer_size, cfg.session.max_command_line);
+  if (cfg.flat_receive_buffer && !c->flat_storage) c->flat_storage = std::make_unique<std::string>();
+  driver_input in(cfg.read_buffer_size, cfg.session.max_command_line, c->flat_storage.get());
   message_body body;
   error_code ig;
-  c->sock.non_blocking(true, ig);
-  if (stopping.load()) s.shutdown();
-  s.start();
-  auto deadline = clock::now() + cfg.greeting_timeout;
+  if (!c->started) {
+    c->started = true;
+    c->sock.non_blocking(true, ig);
+    if (stopping.load()) s.shutdown();
+    s.start();
+    c->cmd_deadline = clock::now() + cfg.greeting_timeout;
+  }
   auto body_deadline = clock::time_point::max();
   unsigned reads_left = cfg.reads_per_event > 1 ? cfg.reads_per_event - 1 : 0;
   bool open = true;
-  bool first_read = true;
+  if (woke) {  // respawned by wait_idle(): the readiness wait has completed
+    error_code ec = *woke;
+    bool spurious = false;
+    std::size_t n = ec ? 0 : read_ready(*c, in, false, ec, spurious);
+    read_result r = after_read(*c, in, ec, n, spurious);
+    if (r == read_result::timeout) s.timeout();
+    if (r == read_result::closed) open = false;
+  }
   while (open) {
     if (!s.shutting_down() && stopping.load(std::memory_order_relaxed)) s.shutdown();
     std::string_view view = in.view();
@@ -367,31 +463,32 @@ asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c) {
     bool again = in.consumed(view, st.consumed, st.kind == step_kind::need_more);
     switch (st.kind) {
       case step_kind::body_data: continue;
-      case step_kind::message_aborted: body.clear(); continue;
+      case step_kind::message_aborted:
+        body.clear();
+        in.drop_flat_body();
+        continue;
       case step_kind::message_complete: {
+        if (in.flat()) body = in.take_flat_body();
         received_message msg{s.take_envelope(), std::move(body)};
         body = message_body{};
         body_deadline = clock::time_point::max();
         delivery_result r = co_await deliver_async(c, std::move(msg));
         count(r);
         s.delivery_done(r);
-        deadline = clock::now() + cfg.command_timeout;
+        c->cmd_deadline = clock::now() + cfg.command_timeout;
         continue;
       }
       case step_kind::start_tls: {
         if (!co_await flush(*c)) open = false;
         in.clear();  // RFC 3207 4.2: discard whatever was pipelined after STARTTLS
         if (!open) break;
-        c->tls.emplace(c->sock, *ssl);
-        c->timer.expires_after(cfg.command_timeout);
-        c->timer.async_wait([c](error_code e) {
-          if (!e) c->sock.cancel();
-        });
+        c->tls = std::make_unique<asio::ssl::stream<tcp::socket&>>(c->sock, *ssl);
+        c->arm(clock::now() + cfg.command_timeout);  // the reaper cancels a stalled handshake
         auto [hec] = co_await c->tls->async_handshake(asio::ssl::stream_base::server, tok);
-        c->timer.cancel();
-        if (hec) open = false;
+        c->disarm();
+        if (hec || c->timed_out) open = false;
         else s.tls_started();
-        deadline = clock::now() + cfg.command_timeout;
+        c->cmd_deadline = clock::now() + cfg.command_timeout;
         continue;
       }
       case step_kind::close:
@@ -408,12 +505,13 @@ asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c) {
     // Deadlines: a command line must arrive whole within command_timeout (bytes
     // trickled in do not extend it); a body read within data_timeout, the whole
     // body within message_timeout.
+    clock::time_point deadline = c->cmd_deadline;
     if (s.in_body()) {
       if (body_deadline == clock::time_point::max()) body_deadline = clock::now() + cfg.message_timeout;
       deadline = std::min(clock::now() + cfg.data_timeout, body_deadline);
     } else {
       body_deadline = clock::time_point::max();
-      if (in.empty() && !first_read) deadline = clock::now() + cfg.command_timeout;
+      if (in.empty() && !c->first_read) deadline = c->cmd_deadline = clock::now() + cfg.command_timeout;
     }
     std::size_t n = 0;
     error_code ec;
@@ -423,7 +521,7 @@ asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c) {
       if (!ec) {
         --reads_left;
         in.commit(n);
-        first_read = false;
+        c->first_read = false;
         continue;
       }
       if (ec != asio::error::would_block) {
@@ -437,14 +535,7 @@ asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c) {
       s.timeout();
       continue;
     }
-    c->timer.expires_at(deadline);
-    c->timer.async_wait([c](error_code e) {
-      if (!e) {
-        c->timed_out = true;
-        c->sock.cancel();
-      }
-    });
-    c->reading = true;
+    c->arm(deadline);
     bool spurious = false;
     if (c->tls) {
       // The SSL layer may hold decrypted or undecrypted bytes the TCP socket
@@ -463,30 +554,22 @@ asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c) {
         if (!got) ec = {};
       }
       if (!got) in.release_if_empty();
-      if (!got) std::tie(ec) = co_await c->sock.async_wait(tcp::socket::wait_read, tok);
-      if (!got && !ec) {
-        n = c->sock.read_some(in.prepare(s.in_body()), ec);
-        if (ec == asio::error::would_block || ec == asio::error::try_again) {
-          ec = {};
-          spurious = true;
-        }
+      if (!got && in.empty() && !s.in_body() && s.output().empty()) {
+        // Idle: give back the reply strings' capacity and let this frame go.
+        std::string().swap(c->wbuf);
+        std::string none;
+        s.take_output(none);
+        wait_idle(std::move(c));
+        co_return;
       }
+      if (!got) std::tie(ec) = co_await c->sock.async_wait(tcp::socket::wait_read, tok);
+      if (!got && !ec) n = read_ready(*c, in, s.in_body(), ec, spurious);
     }
-    c->reading = false;
-    c->timer.cancel();
-    if (spurious && !c->timed_out) continue;
-    if (!ec && !spurious) {
-      in.commit(n);
-      first_read = false;
-      continue;
-    }
-    if (c->timed_out) {
-      s.timeout();
-      continue;
-    }
-    if (ec == asio::error::operation_aborted && s.closing()) continue;  // stop(): 421 queued
-    open = false;  // peer closed or reset: an unfinished message is dropped
+    read_result r = after_read(*c, in, ec, n, spurious);
+    if (r == read_result::timeout) s.timeout();
+    if (r == read_result::closed) open = false;
   }
+  c->disarm();
   c->sock.shutdown(tcp::socket::shutdown_both, ig);
   c->sock.close(ig);
   release(c->ip);
@@ -516,6 +599,47 @@ void server::impl::watch_grace() {
       });
 }
 
+// Deadlines of the async models: one timer per server ticks every
+// reap_period() and scans the registry; a connection whose wait is past its
+// deadline gets expire() posted to its strand. Timeouts are therefore late by
+// at most one period (a quarter of the shortest timeout, 10 ms to 1 s), and
+// a read costs one relaxed store instead of arming a timer. The scan is
+// O(connections) per tick: about 10,000 weak_ptr locks a second at 10,000
+// connections. It also prunes connections that are gone. After stop() it
+// keeps ticking until the last connection has closed.
+clock::duration server::impl::reap_period() const {
+  if (stopping.load()) return std::chrono::milliseconds(10);  // notice the last close soon
+  auto shortest = std::min({cfg.greeting_timeout, cfg.command_timeout, cfg.data_timeout,
+                            cfg.message_timeout});
+  return std::clamp<clock::duration>(shortest / 4, std::chrono::milliseconds(10),
+                                     std::chrono::seconds(1));
+}
+
+void server::impl::tick() {
+  reaper->expires_after(reap_period());
+  reaper->async_wait([this](error_code ec) {
+    if (ec && !stopping.load()) return;  // stop() cancels the wait to shorten the period
+    if (reap()) tick();
+  });
+}
+
+// Returns false when the server is stopping and no connection is left.
+bool server::impl::reap() {
+  const clock::rep now = clock::now().time_since_epoch().count();
+  std::lock_guard lk(mu);
+  for (auto it = async_conns.begin(); it != async_conns.end();) {
+    std::shared_ptr<async_conn> c = it->lock();
+    if (!c) {
+      it = async_conns.erase(it);
+      continue;
+    }
+    if (c->deadline.load(std::memory_order_relaxed) <= now)
+      asio::post(c->sock.get_executor(), [c] { c->expire(); });
+    ++it;
+  }
+  return !(stopping.load() && async_conns.empty());
+}
+
 void server::impl::stop_async() {
   for (auto& acc : acceptors) {
     asio::post(acc->get_executor(), [a = acc.get()] {
@@ -523,6 +647,7 @@ void server::impl::stop_async() {
       a->close(ig);
     });
   }
+  asio::post(reaper->get_executor(), [this] { reaper->cancel(); });
   std::lock_guard lk(mu);
   stop_cv.notify_all();
   for (auto& g : guards) g.reset();

@@ -27,6 +27,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <cstddef>
 #include <cstring>
@@ -260,6 +261,9 @@ class server_test : public ::testing::TestWithParam<smtp::io_model> {
   void start(smtp::server_config cfg = {}, smtp::deliver_fn fn = {}) {
     cfg.model = GetParam();
     cfg.threads = 2;
+    // ctest runs the suite a second time with the flat (copying) receive buffer.
+    if (const char* f = std::getenv("INLET_TEST_FLAT_RECEIVE"); f != nullptr && *f == '1')
+      cfg.flat_receive_buffer = true;
     cfg.session.hostname = "mx.test";
     if (!fn && GetParam() == smtp::io_model::process) {
       drop = std::make_unique<mail_drop>(box);
@@ -495,6 +499,28 @@ TEST_P(server_test, idle_client_times_out_with_421) {
   c.send("NO");  // a partial line does not extend the deadline
   EXPECT_EQ(c.replies(1), "421 4.4.2 mx.test Error: timeout exceeded\r\n");
   EXPECT_TRUE(c.closed_by_peer());
+}
+
+// A connection that says nothing after EHLO is idle (async models: no
+// coroutine, only a readiness wait); the deadline still fires, and a second
+// connection idle as long but then speaking is served normally.
+TEST_P(server_test, silent_after_ehlo_times_out_while_a_talker_is_served) {
+  smtp::server_config cfg;
+  cfg.command_timeout = 600ms;
+  cfg.greeting_timeout = 600ms;
+  start(cfg);
+  client silent(port), talker(port);
+  silent.send("EHLO s\r\n");
+  talker.send("EHLO t\r\n");
+  EXPECT_THAT(silent.replies(2), HasSubstr("250 "));
+  EXPECT_THAT(talker.replies(2), HasSubstr("250 "));
+  std::this_thread::sleep_for(100ms);  // both idle, well inside the deadline
+  talker.send("MAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nDATA\r\nhello\r\n.\r\nQUIT\r\n");
+  EXPECT_THAT(talker.replies(5), HasSubstr("221 "));
+  EXPECT_EQ(silent.replies(1), "421 4.4.2 mx.test Error: timeout exceeded\r\n");
+  EXPECT_TRUE(silent.closed_by_peer());
+  ASSERT_EQ(box.size(), 1u);
+  EXPECT_EQ(box.messages[0].body.to_string(), "hello\r\n");
 }
 
 TEST_P(server_test, many_concurrent_clients) {

@@ -84,6 +84,9 @@ std::optional<int> parse_options(int argc, char** argv, options& o) {
   app.add_option("--threads", o.threads, "I/O threads (0 = one per core)")->capture_default_str();
   app.add_option("--reads-per-event", o.reads_per_event, "async models: reads per wake-up")
       ->capture_default_str()->check(CLI::Range(1u, 1024u));
+  app.add_option("--receive-buffer", o.receive_buffer,
+                 "async models: segment (zero-copy, default) or flat (std::string + copy out, for comparisons)")
+      ->capture_default_str()->check(CLI::IsMember({"segment", "flat"}));
   app.add_option("--max-connections", o.max_connections, "SMTP connections in total (421 4.7.0 past it)")
       ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--max-connections-per-ip", o.max_connections_per_ip, "SMTP connections per client IP")

@@ -67,9 +67,32 @@ class streambuf {
   // ---- DynamicBuffer_v1 style
   // Writable space for n bytes, possibly over several fragments. Throws
   // std::length_error past max_size(), std::bad_alloc when the heap is out.
-  mutable_buffers_type prepare(std::size_t n);
+  mutable_buffers_type prepare(std::size_t n) {
+    // Fast path (inline): the first writable piece holds n bytes, readable
+    // data pins it (no rewind possible) and rd_ has a free slot for commit().
+    if (size_ != 0 && n != 0 && !wr_.empty() && wr_[0].n >= n && rd_.size() < rd_.capacity() &&
+        n <= max_size_ - size_)
+      return {wr_.data(), 1, 0, n, n};
+    return prepare_slow(n);
+  }
   // Moves n bytes (clamped) from the prepared space to the readable data.
-  void commit(std::size_t n) noexcept;
+  void commit(std::size_t n) noexcept {
+    // Fast path (inline): the bytes continue the last readable piece inside
+    // the same fragment and do not use up the first writable piece.
+    if (!wr_.empty() && !rd_.empty() && n < wr_[0].n) {
+      detail::slice& w = wr_[0];
+      detail::slice& b = rd_.back();
+      if (b.f == w.f && b.p + b.n == w.p) {
+        b.n += n;
+        w.p += n;
+        w.n -= n;
+        size_ += n;
+        writable_ -= n;
+        return;
+      }
+    }
+    commit_slow(n);
+  }
   const_buffers_type data() const noexcept { return data(0, size_); }
 
   // ---- DynamicBuffer_v2 style
@@ -87,10 +110,18 @@ class streambuf {
   }
   detail::span_range readable_spans() const noexcept { return {rd_.data(), rd_.size()}; }
   std::size_t find(char c, std::size_t from = 0) const noexcept {
-    return detail::find_byte(rd_.data(), rd_.size(), c, from);
+    return detail::find_byte(rd_.data(), rd_.size(), size_, c, from);
   }
   std::size_t find(std::string_view pattern, std::size_t from = 0) const noexcept {
-    return detail::find_pattern(rd_.data(), rd_.size(), pattern, from);
+    // Fast path (inline): a search resumed after a read usually starts inside
+    // the last readable piece, where it is one contiguous search.
+    if (!rd_.empty() && from <= size_ && from >= size_ - rd_.back().n) {
+      const detail::slice& b = rd_.back();
+      const char* start = b.p + (from - (size_ - b.n));
+      const char* hit = detail::find_in_piece(start, size_ - from, pattern.data(), pattern.size());
+      return hit == nullptr ? npos : from + static_cast<std::size_t>(hit - start);
+    }
+    return detail::find_pattern(rd_.data(), rd_.size(), size_, pattern, from);
   }
   std::string_view peek(std::size_t pos, std::size_t n, std::span<char> scratch,
                         std::error_code& ec) const noexcept;
@@ -118,6 +149,8 @@ class streambuf {
   bool holds_memory() const noexcept { return !rd_.empty() || !wr_.empty(); }
 
  private:
+  mutable_buffers_type prepare_slow(std::size_t n);
+  void commit_slow(std::size_t n) noexcept;
   void rewind_if_possible() noexcept;
   void release_all() noexcept;
   void shrink_one(std::size_t k) noexcept;

@@ -61,6 +61,10 @@ struct server_config {
   std::size_t max_connections = 10000;  ///< 421 4.7.0 past it
   std::size_t max_connections_per_ip = 1000;
   std::size_t read_buffer_size = 64 * 1024;
+  /// Async models: `false` (default) reads into the zero-copy segmented
+  /// buffer; `true` reads into a per-connection std::string and copies each
+  /// message body out (the seed's copying baseline, for comparisons).
+  bool flat_receive_buffer = false;
   std::string tls_cert;                 ///< PEM certificate chain file; enables STARTTLS
                                         ///< (async and stackful models)
   std::string tls_key;                  ///< PEM private key file

@@ -168,10 +168,17 @@ class span_range {
   std::size_t n_;
 };
 
-// Search over a slice array; npos when absent. Implemented in find.cpp.
-std::size_t find_byte(const slice* s, std::size_t count, char c, std::size_t from) noexcept;
-std::size_t find_pattern(const slice* s, std::size_t count, std::string_view pat,
-                         std::size_t from) noexcept;
+// Search over a slice array holding `total` bytes; npos when absent.
+// Implemented in find.cpp. The start piece is located from whichever end of
+// the array is nearer to `from`: a driver that searches again after each read
+// resumes a few bytes before the end, found in O(1) however many pieces.
+std::size_t find_byte(const slice* s, std::size_t count, std::size_t total, char c,
+                      std::size_t from) noexcept;
+std::size_t find_pattern(const slice* s, std::size_t count, std::size_t total,
+                         std::string_view pat, std::size_t from) noexcept;
+// The search inside one contiguous piece (SIMD filter + memcmp): the first
+// occurrence of pat[0..m) in h[0..n), or nullptr; h itself when m == 0.
+const char* find_in_piece(const char* h, std::size_t n, const char* pat, std::size_t m) noexcept;
 // Linearised view / copy-out over a slice array. Implemented in segment.cpp.
 std::string_view peek_slices(const slice* s, std::size_t count, std::size_t total, std::size_t pos,
                              std::size_t n, std::span<char> scratch, std::error_code& ec) noexcept;

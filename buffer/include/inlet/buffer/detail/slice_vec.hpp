@@ -47,6 +47,7 @@ class slice_vec {
   slice& back() noexcept { return data_[size_ - 1]; }
   const slice& back() const noexcept { return data_[size_ - 1]; }
   bool on_heap() const noexcept { return data_ != inline_; }
+  std::size_t capacity() const noexcept { return cap_; }
 
   void push_back(const slice& s) {
     if (size_ == cap_) grow(cap_ * 2);
