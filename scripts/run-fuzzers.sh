@@ -15,6 +15,13 @@ for f in "$BUILD"/bin/fuzz_*; do
   echo "== $name ($SECS s)"
   if ! "$f" -max_total_time="$SECS" -rss_limit_mb=2048 -artifact_prefix="$work/" "$work" ${corpus:+"$corpus"} >"$work/log" 2>&1; then
     echo "FAILED: $name"; tail -40 "$work/log"; status=1
+    # Keep what reproduces it: the crash/leak/timeout inputs and the log.
+    keep="$BUILD/fuzz-artifacts/$name"
+    mkdir -p "$keep"
+    cp "$work"/log "$keep/" 2>/dev/null || true
+    find "$work" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) \
+      -exec cp {} "$keep/" \;
+    echo "kept in $keep (replay: $f $keep/crash-...)"
   else
     tail -1 "$work/log"
   fi
