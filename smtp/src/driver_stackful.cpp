@@ -77,6 +77,7 @@ class stackful_driver final : public model_driver {
  private:
   std::error_code bind();
   void accept_loop(tcp::acceptor& acc, bool lmtp, asio::yield_context y);
+  void take(tcp::socket s, bool lmtp);
   void run(const std::shared_ptr<sconn>& c, asio::yield_context y);
   bool flush(sconn& c, asio::yield_context& y);
   bool read(sconn& c, driver_input& in, bool& would_block, asio::yield_context& y);
@@ -155,6 +156,8 @@ std::error_code stackful_driver::start() {
 }
 
 void stackful_driver::accept_loop(tcp::acceptor& acc, bool lmtp, asio::yield_context y) {
+  error_code nb;
+  if (cfg_.accepts_per_event > 1) acc.non_blocking(true, nb);  // the extra accepts must not block
   for (;;) {
     error_code ec;
     tcp::socket s(asio::make_strand(ctx_));
@@ -163,33 +166,44 @@ void stackful_driver::accept_loop(tcp::acceptor& acc, bool lmtp, asio::yield_con
       if (stopping_.load() || ec == asio::error::operation_aborted || !acc.is_open()) return;
       continue;  // EMFILE and friends: keep serving the others
     }
-    cnt_.accepted.fetch_add(1, std::memory_order_relaxed);
-    error_code ig;
-    auto peer = s.remote_endpoint(ig);
-    std::string ip = peer.address().to_string();
-    if (stopping_.load() || !adm_.admit(ip)) {
-      cnt_.refused.fetch_add(1, std::memory_order_relaxed);
-      std::string r = stopping_.load() ? shutting_down_reply(cfg_) : refusal_reply(cfg_);
-      asio::write(s, asio::buffer(r), ig);
-      s.shutdown(tcp::socket::shutdown_both, ig);
-      s.close(ig);
-      continue;
+    take(std::move(s), lmtp);
+    // Accepts per readiness (as in the coroutine driver).
+    for (unsigned k = 1; k < cfg_.accepts_per_event && !stopping_.load(); ++k) {
+      tcp::socket more(asio::make_strand(ctx_));
+      acc.accept(more, ec);
+      if (ec) break;  // would_block: the listen queue is empty
+      take(std::move(more), lmtp);
     }
-    s.set_option(tcp::no_delay(true), ig);
-    auto c = std::make_shared<sconn>(std::move(s), session_for(cfg_, lmtp, ssl_.has_value()));
-    c->ip = ip;
-    c->session.set_remote(ip, peer.port());
-    {
-      std::lock_guard lk(mu_);
-      for (auto it = conns_.begin(); it != conns_.end();)
-        it = it->expired() ? conns_.erase(it) : std::next(it);
-      conns_.push_back(c);
-    }
-    asio::spawn(
-        c->sock.get_executor(), std::allocator_arg,
-        boost::context::protected_fixedsize_stack(stack_size),
-        [this, c](asio::yield_context cy) { run(c, cy); }, ignore_exception{});
   }
+}
+
+void stackful_driver::take(tcp::socket s, bool lmtp) {
+  cnt_.accepted.fetch_add(1, std::memory_order_relaxed);
+  error_code ig;
+  auto peer = s.remote_endpoint(ig);
+  std::string ip = peer.address().to_string();
+  if (stopping_.load() || !adm_.admit(ip)) {
+    cnt_.refused.fetch_add(1, std::memory_order_relaxed);
+    std::string r = stopping_.load() ? shutting_down_reply(cfg_) : refusal_reply(cfg_);
+    asio::write(s, asio::buffer(r), ig);
+    s.shutdown(tcp::socket::shutdown_both, ig);
+    s.close(ig);
+    return;
+  }
+  s.set_option(tcp::no_delay(true), ig);
+  auto c = std::make_shared<sconn>(std::move(s), session_for(cfg_, lmtp, ssl_.has_value()));
+  c->ip = ip;
+  c->session.set_remote(ip, peer.port());
+  {
+    std::lock_guard lk(mu_);
+    for (auto it = conns_.begin(); it != conns_.end();)
+      it = it->expired() ? conns_.erase(it) : std::next(it);
+    conns_.push_back(c);
+  }
+  asio::spawn(
+      c->sock.get_executor(), std::allocator_arg,
+      boost::context::protected_fixedsize_stack(stack_size),
+      [this, c](asio::yield_context cy) { run(c, cy); }, ignore_exception{});
 }
 
 bool stackful_driver::flush(sconn& c, asio::yield_context& y) {

@@ -212,6 +212,7 @@ struct server::impl {
   std::error_code bind_all();
   void start_async();
   asio::awaitable<void> accept_loop(tcp::acceptor& acc, bool lmtp);
+  void take(tcp::socket s, bool lmtp);
   asio::awaitable<void> run_conn(std::shared_ptr<async_conn> c, std::optional<error_code> woke);
   void wait_idle(std::shared_ptr<async_conn> c);
   std::optional<asio::steady_timer> reaper;  // on ctxs[0]; see reap()
@@ -297,37 +298,54 @@ void server::impl::start_async() {
 }
 
 asio::awaitable<void> server::impl::accept_loop(tcp::acceptor& acc, bool lmtp) {
+  error_code nb;
+  if (cfg.accepts_per_event > 1) acc.non_blocking(true, nb);  // the extra accepts must not block
+  auto next_ctx = [this]() -> asio::io_context& {
+    return *ctxs[rr.fetch_add(1, std::memory_order_relaxed) % ctxs.size()];
+  };
   for (;;) {
-    auto& ctx = *ctxs[rr.fetch_add(1, std::memory_order_relaxed) % ctxs.size()];
-    auto [ec, s] = co_await acc.async_accept(asio::make_strand(ctx), tok);
+    auto [ec, s] = co_await acc.async_accept(asio::make_strand(next_ctx()), tok);
     if (ec) {
       if (stopping.load() || ec == asio::error::operation_aborted || !acc.is_open()) co_return;
       continue;  // EMFILE and friends: keep serving the others
     }
-    accepted.fetch_add(1, std::memory_order_relaxed);
-    error_code ig;
-    auto peer = s.remote_endpoint(ig);
-    std::string ip = peer.address().to_string();
-    if (stopping.load() || !admit(ip)) {
-      refused.fetch_add(1, std::memory_order_relaxed);
-      std::string r = stopping.load()
-                          ? "421 4.3.2 " + cfg.session.hostname + " Service shutting down\r\n"
-                          : refusal();
-      asio::write(s, asio::buffer(r), ig);
-      s.shutdown(tcp::socket::shutdown_both, ig);
-      s.close(ig);
-      continue;
+    take(std::move(s), lmtp);
+    // Accepts per readiness: more connections may wait in the listen queue;
+    // take up to accepts_per_event - 1 of them before going back to the loop.
+    for (unsigned k = 1; k < cfg.accepts_per_event && !stopping.load(); ++k) {
+      tcp::socket more(asio::make_strand(next_ctx()));
+      acc.accept(more, ec);
+      if (ec) break;  // would_block: the queue is empty (or EMFILE: next time)
+      take(std::move(more), lmtp);
     }
-    s.set_option(tcp::no_delay(true), ig);
-    auto c = std::make_shared<async_conn>(tcp::socket(std::move(s)), session_cfg(lmtp));
-    c->ip = ip;
-    c->session.set_remote(ip, peer.port());
-    {
-      std::lock_guard lk(mu);
-      async_conns.push_back(c);  // expired entries are pruned by reap()
-    }
-    asio::co_spawn(c->sock.get_executor(), run_conn(c, std::nullopt), asio::detached);
   }
+}
+
+// A freshly accepted connection: limits, then its coroutine.
+void server::impl::take(tcp::socket s, bool lmtp) {
+  accepted.fetch_add(1, std::memory_order_relaxed);
+  error_code ig;
+  auto peer = s.remote_endpoint(ig);
+  std::string ip = peer.address().to_string();
+  if (stopping.load() || !admit(ip)) {
+    refused.fetch_add(1, std::memory_order_relaxed);
+    std::string r = stopping.load()
+                        ? "421 4.3.2 " + cfg.session.hostname + " Service shutting down\r\n"
+                        : refusal();
+    asio::write(s, asio::buffer(r), ig);
+    s.shutdown(tcp::socket::shutdown_both, ig);
+    s.close(ig);
+    return;
+  }
+  s.set_option(tcp::no_delay(true), ig);
+  auto c = std::make_shared<async_conn>(tcp::socket(std::move(s)), session_cfg(lmtp));
+  c->ip = ip;
+  c->session.set_remote(ip, peer.port());
+  {
+    std::lock_guard lk(mu);
+    async_conns.push_back(c);  // expired entries are pruned by reap()
+  }
+  asio::co_spawn(c->sock.get_executor(), run_conn(c, std::nullopt), asio::detached);
 }
 
 // Writes the queued replies. They are moved out of the session first: stop()

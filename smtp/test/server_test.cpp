@@ -465,6 +465,35 @@ TEST_P(server_test, graceful_stop) {
   EXPECT_FALSE(late.ok());
 }
 
+// Connections that arrive together are taken several per listener wake-up
+// (accepts_per_event; the thread and process models accept one at a time and
+// must give the same answers): each is served, and the limits still hold for
+// the ones taken in a burst.
+TEST_P(server_test, accepts_per_event_takes_a_burst_within_the_limits) {
+  smtp::server_config cfg;
+  cfg.accepts_per_event = 8;
+  cfg.max_connections_per_ip = 6;
+  start(cfg);
+  std::vector<std::unique_ptr<client>> burst;
+  for (int i = 0; i < 9; ++i) burst.push_back(std::make_unique<client>(port));  // queue up at once
+  int refused = 0;
+  std::vector<client*> greeted;
+  for (auto& c : burst) {
+    std::string r = c->replies(1);
+    if (r.starts_with("220 ")) greeted.push_back(c.get());
+    if (r == "421 4.7.0 mx.test Error: too many connections\r\n") ++refused;
+  }
+  EXPECT_EQ(greeted.size(), 6u);
+  EXPECT_EQ(refused, 3);
+  int served = 0;
+  for (client* c : greeted) {
+    c->send(txn + "burst\r\n.\r\nQUIT\r\n");
+    if (c->replies(6).find("221 ") != std::string::npos) ++served;
+  }
+  EXPECT_EQ(served, 6);
+  EXPECT_EQ(box.size(), 6u);
+}
+
 TEST_P(server_test, connection_limit_per_ip) {
   smtp::server_config cfg;
   cfg.max_connections_per_ip = 2;

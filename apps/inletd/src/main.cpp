@@ -39,6 +39,7 @@ inlet::smtp::server_config smtp_config(const inletd::options& o) {
   c.session.domains = o.domains;
   c.threads = o.threads;
   c.reads_per_event = o.reads_per_event;
+  c.accepts_per_event = o.accepts_per_event;
   c.flat_receive_buffer = o.receive_buffer == "flat";
   c.max_connections = o.max_connections;
   c.max_connections_per_ip = o.max_connections_per_ip;

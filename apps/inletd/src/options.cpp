@@ -84,6 +84,9 @@ std::optional<int> parse_options(int argc, char** argv, options& o) {
   app.add_option("--threads", o.threads, "I/O threads (0 = one per core)")->capture_default_str();
   app.add_option("--reads-per-event", o.reads_per_event, "async models: reads per wake-up")
       ->capture_default_str()->check(CLI::Range(1u, 1024u));
+  app.add_option("--accepts-per-event", o.accepts_per_event,
+                 "coro, async and stackful models: connections accepted per listener wake-up")
+      ->capture_default_str()->check(CLI::Range(1u, 1024u));
   app.add_option("--receive-buffer", o.receive_buffer,
                  "async models: segment (zero-copy, default) or flat (std::string + copy out, for comparisons)")
       ->capture_default_str()->check(CLI::IsMember({"segment", "flat"}));

@@ -28,6 +28,7 @@ struct options {
   std::string io_model = "coro";
   unsigned threads = 0;
   unsigned reads_per_event = 1;
+  unsigned accepts_per_event = 1;
   std::string receive_buffer = "segment";  ///< "segment" (zero-copy) or "flat" (copying baseline)
   std::size_t max_connections = 10000;
   std::size_t max_connections_per_ip = 1000;

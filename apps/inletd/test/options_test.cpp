@@ -46,7 +46,8 @@ TEST(Options, FlagsFillTheStruct) {
                       "127.0.0.1:24", "--store", "sink", "--max-messages", "5",
                       "--max-message-size", "1000", "--hostname", "mx.example", "--domain",
                       "a.example", "--domain", "b.example", "--io-model", "thread",
-                      "--filter-action", "reject", "--filter-threshold", "2.5"},
+                      "--filter-action", "reject", "--filter-threshold", "2.5",
+                      "--accepts-per-event", "16"},
                      o)
                    .has_value());
   EXPECT_EQ(o.smtp.host, "127.0.0.2");
@@ -62,12 +63,13 @@ TEST(Options, FlagsFillTheStruct) {
   EXPECT_EQ(o.io_model, "thread");
   EXPECT_EQ(o.filter_action, "reject");
   EXPECT_DOUBLE_EQ(o.filter_threshold, 2.5);
+  EXPECT_EQ(o.accepts_per_event, 16u);
 }
 
 TEST(Options, BadValuesAreRefusedWithAnExitCode) {
   for (std::vector<std::string> bad :
        {std::vector<std::string>{"--smtp", "nonsense"}, {"--max-messages", "0"},
-        {"--filter-action", "delete"}, {"--unknown-flag"}, {"--max-command-line", "10"},
+        {"--filter-action", "delete"}, {"--unknown-flag"}, {"--accepts-per-event", "0"}, {"--max-command-line", "10"},
         {"--tls-cert", "does-not-exist.pem", "--tls-key", "does-not-exist.pem"}}) {
     inletd::options o;
     auto rc = parse(bad, o);

@@ -49,6 +49,7 @@ struct server_config {
   io_model model = io_model::coro;
   unsigned threads = 0;                 ///< 0 = std::thread::hardware_concurrency()
   unsigned reads_per_event = 1;         ///< async models: reads per wake-up (>= 1)
+  unsigned accepts_per_event = 1;       ///< coro/async/stackful: accepts per listener wake-up (>= 1)
   std::chrono::milliseconds greeting_timeout{std::chrono::minutes(5)};  ///< first command
   std::chrono::milliseconds command_timeout{std::chrono::minutes(5)};   ///< per command line
   std::chrono::milliseconds data_timeout{std::chrono::minutes(3)};      ///< per body read
