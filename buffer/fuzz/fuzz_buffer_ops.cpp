@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       case 0:
       case 1: {  // prepare + write + commit part
         std::size_t n = in.num(20000);
+        if (model.size() + n > sb.max_size()) {  // past the bound: length_error, nothing changes
+          bool threw = false;
+          try {
+            (void)sb.prepare(n);
+          } catch (const std::length_error&) {
+            threw = true;
+          }
+          CHECK(threw);
+          break;
+        }
         auto bufs = sb.prepare(n);
         CHECK(asio::buffer_size(bufs) == n);
         std::string bytes(n, '\0');
