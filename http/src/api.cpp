@@ -61,6 +61,17 @@ json::object summary_object(const store::stored_message& m) {
   };
 }
 
+// The "IDs" member of a request body (absent, null or an array of strings) into `out`;
+// false when an element is not a string.
+bool ids_of(const json::value* ids_v, std::vector<std::string>& out) {
+  if (!ids_v || !ids_v->is_array()) return true;
+  for (const auto& e : ids_v->get_array()) {
+    if (!e.is_string()) return false;
+    out.emplace_back(e.get_string());
+  }
+  return true;
+}
+
 enum class param { absent, found, malformed };
 
 // Splits "a=1&b=2" and finds `key` (the first occurrence wins).
@@ -247,13 +258,7 @@ response api::delete_messages(const request& req) const {
   if (!o || (ids_v && !ids_v->is_array() && !ids_v->is_null()))
     return error(400, "body must be {\"IDs\": [\"...\"]}", req.version(), req.keep_alive());
   std::vector<std::string> ids;
-  if (ids_v && ids_v->is_array()) {
-    for (const auto& e : ids_v->get_array()) {
-      if (!e.is_string())
-        return error(400, "IDs must be strings", req.version(), req.keep_alive());
-      ids.emplace_back(e.get_string());
-    }
-  }
+  if (!ids_of(ids_v, ids)) return error(400, "IDs must be strings", req.version(), req.keep_alive());
   if (ids.empty())
     store_.clear();
   else
@@ -271,13 +276,7 @@ response api::set_read(const request& req) const {
     return error(400, "body must be {\"IDs\": [\"...\"], \"Read\": true|false}", req.version(),
                  req.keep_alive());
   std::vector<std::string> ids;
-  if (ids_v && ids_v->is_array()) {
-    for (const auto& e : ids_v->get_array()) {
-      if (!e.is_string())
-        return error(400, "IDs must be strings", req.version(), req.keep_alive());
-      ids.emplace_back(e.get_string());
-    }
-  }
+  if (!ids_of(ids_v, ids)) return error(400, "IDs must be strings", req.version(), req.keep_alive());
   store_.set_read(ids, read_v->get_bool());  // no IDs: every message
   return make_response(req, 200, "text/plain", "ok");
 }

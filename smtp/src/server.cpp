@@ -151,8 +151,7 @@ struct server::impl {
   std::list<std::weak_ptr<async_conn>> async_conns;  // pruned by reap()
   std::condition_variable idle_cv;   // thread model: signalled when active drops to 0
 
-  std::atomic<std::uint64_t> accepted{0}, refused{0}, delivered{0}, rejected{0};
-  std::atomic<std::uint64_t> queue_seq{0};
+  detail::driver_counters cnt;  // accepted, refused, delivered, rejected, queue ids
   std::unique_ptr<detail::model_driver> ext;  // stackful, process: a driver in its own file
   std::thread grace_watch;                    // async models: enforces cfg.shutdown_grace
   std::condition_variable stop_cv;            // wakes grace_watch at stop()
@@ -185,29 +184,11 @@ struct server::impl {
     return "421 4.7.0 " + cfg.session.hostname + " Error: too many connections\r\n";
   }
 
-  // Calls the deliver hook; `done` runs exactly once with the result.
+  // The deliver hook and the counters, shared with the drivers in their own files.
   void call_deliver(received_message&& msg, delivery_callback done) {
-    if (!deliver) {
-      char id[24];
-      std::snprintf(id, sizeof id, "%016llX",
-                    static_cast<unsigned long long>(queue_seq.fetch_add(1) + 1));
-      done(delivery_result{delivery_status::accepted(id), {}});
-      return;
-    }
-    auto once = std::make_shared<std::atomic<bool>>(false);
-    auto guarded = [once, done](delivery_result r) {
-      if (!once->exchange(true)) done(std::move(r));
-    };
-    try {
-      deliver(std::move(msg), guarded);
-    } catch (...) {
-      guarded(delivery_result{
-          delivery_status::rejected(451, "4.3.0", "Error: local delivery failure"), {}});
-    }
+    detail::call_deliver(deliver, cnt, std::move(msg), std::move(done));
   }
-  void count(const delivery_result& r) {
-    (r.status.ok() ? delivered : rejected).fetch_add(1, std::memory_order_relaxed);
-  }
+  void count(const delivery_result& r) { detail::count(cnt, r); }
 
   std::error_code bind_all();
   void start_async();
@@ -323,12 +304,12 @@ asio::awaitable<void> server::impl::accept_loop(tcp::acceptor& acc, bool lmtp) {
 
 // A freshly accepted connection: limits, then its coroutine.
 void server::impl::take(tcp::socket s, bool lmtp) {
-  accepted.fetch_add(1, std::memory_order_relaxed);
+  cnt.accepted.fetch_add(1, std::memory_order_relaxed);
   error_code ig;
   auto peer = s.remote_endpoint(ig);
   std::string ip = peer.address().to_string();
   if (stopping.load() || !admit(ip)) {
-    refused.fetch_add(1, std::memory_order_relaxed);
+    cnt.refused.fetch_add(1, std::memory_order_relaxed);
     std::string r = stopping.load()
                         ? "421 4.3.2 " + cfg.session.hostname + " Service shutting down\r\n"
                         : refusal();
@@ -707,12 +688,12 @@ void server::impl::thread_accept_loop(tcp::acceptor& acc, bool lmtp) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));  // EMFILE: back off
       continue;
     }
-    accepted.fetch_add(1, std::memory_order_relaxed);
+    cnt.accepted.fetch_add(1, std::memory_order_relaxed);
     error_code ig;
     auto peer = s.remote_endpoint(ig);
     std::string ip = peer.address().to_string();
     if (stopping.load() || !admit(ip)) {
-      refused.fetch_add(1, std::memory_order_relaxed);
+      cnt.refused.fetch_add(1, std::memory_order_relaxed);
       asio::write(s, asio::buffer(refusal()), ig);
       s.close(ig);
       continue;
@@ -735,18 +716,7 @@ void server::impl::thread_conn(int fd, bool lmtp, std::string ip, std::uint16_t 
     server_session s(session_cfg(lmtp));
     s.set_remote(ip, port);
     detail::blocking_env env{cfg, stopping, [this](received_message&& msg) {
-      std::mutex m;
-      std::condition_variable cv;
-      std::optional<delivery_result> res;
-      call_deliver(std::move(msg), [&](delivery_result r) {
-        std::lock_guard lk(m);
-        res = std::move(r);
-        cv.notify_one();
-      });
-      std::unique_lock lk(m);
-      cv.wait(lk, [&] { return res.has_value(); });
-      count(*res);
-      return std::move(*res);
+      return detail::deliver_sync(deliver, cnt, std::move(msg));
     }};
     detail::run_blocking_session(fd, s, env);
     ::shutdown(fd, SHUT_RDWR);
@@ -822,10 +792,10 @@ void server::wait() {
 server_stats server::stats() const {
   if (impl_->ext) return impl_->ext->stats();
   server_stats s;
-  s.connections_accepted = impl_->accepted.load();
-  s.connections_refused = impl_->refused.load();
-  s.messages_delivered = impl_->delivered.load();
-  s.messages_rejected = impl_->rejected.load();
+  s.connections_accepted = impl_->cnt.accepted.load();
+  s.connections_refused = impl_->cnt.refused.load();
+  s.messages_delivered = impl_->cnt.delivered.load();
+  s.messages_rejected = impl_->cnt.rejected.load();
   std::lock_guard lk(impl_->mu);
   s.active_connections = impl_->active;
   return s;
