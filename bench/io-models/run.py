@@ -16,9 +16,9 @@ new models (stackful, process, ...) need no edit here. A model may name its own 
 MODEL@BINARY (BINARY is a path, or a name in --bin-dir), e.g. `--models coro,coro@inletd-uring`;
 `--bin inletd,inletd-uring` runs every model on each binary; `uring:M` is short for
 `M@inletd-uring`. process needs --store sink (the default here); its server CPU and RSS
-columns are the parent's only (the children are not summed). inletd has no buffer or parse-mode switch yet: every row is "copying
-buffer, parse after receive"; --buffer-flag/--parse-flag (empty by default) are templates for
-when such switches exist.
+columns are the parent's only (the children are not summed). The buffer axis is inletd's
+--receive-buffer: `--buffers segment,flat --buffer-flag '--receive-buffer {}'`. inletd has no
+parse-mode switch yet (--parse-flag is its template; every row parses after receive).
 """
 import argparse
 import os
@@ -41,7 +41,7 @@ def main():
     ap.add_argument("--models", default=DEFAULT_MODELS)
     ap.add_argument("--buffers", default="copy")
     ap.add_argument("--parses", default="after")
-    ap.add_argument("--buffer-flag", default="", help="template, e.g. '--buffer {}' (none in inletd yet)")
+    ap.add_argument("--buffer-flag", default="", help="template, e.g. '--receive-buffer {}' (with --buffers segment,flat)")
     ap.add_argument("--parse-flag", default="", help="template, e.g. '--parse {}' (none in inletd yet)")
     ap.add_argument("--store", default="sink")
     ap.add_argument("--server-threads", type=int, default=2)
