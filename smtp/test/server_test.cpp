@@ -256,6 +256,12 @@ class server_test : public ::testing::TestWithParam<smtp::io_model> {
     // deferred, at TSan's next safe point, so the child's SIGTERM arrives late.
     if (GetParam() == smtp::io_model::process)
       GTEST_SKIP() << "process model: fork + threads and deferred signals are not supported by TSan";
+    // Stackful: TSan's unwinder follows frame pointers off the top of a
+    // Boost.Context fiber stack into its guard page and crashes inside TSan
+    // (SEGV in the stack depot, seen here); Debian's Boost 1.81 is not built
+    // with TSan fiber annotations, so TSan cannot follow the switches anyway.
+    if (GetParam() == smtp::io_model::stackful)
+      GTEST_SKIP() << "stackful model: TSan cannot unwind or track Boost.Context fiber stacks";
 #endif
   }
   void start(smtp::server_config cfg = {}, smtp::deliver_fn fn = {}) {

@@ -70,7 +70,16 @@ std::string read_reply(Stream& s, asio::streambuf& b) {
 
 // STARTTLS runs in the coroutine drivers (coro and the async-* topologies) and
 // in the stackful one; the blocking models do not offer it.
-class tls : public ::testing::TestWithParam<smtp::io_model> {};
+class tls : public ::testing::TestWithParam<smtp::io_model> {
+ protected:
+  void SetUp() override {
+#if defined(__SANITIZE_THREAD__)
+    // As in server_test: TSan cannot unwind or track Boost.Context fiber stacks.
+    if (GetParam() == smtp::io_model::stackful)
+      GTEST_SKIP() << "stackful model: TSan cannot unwind or track Boost.Context fiber stacks";
+#endif
+  }
+};
 
 TEST_P(tls, starttls_discards_pipelined_commands_and_delivers) {
   auto dir = std::filesystem::temp_directory_path() /
