@@ -5,7 +5,7 @@ CMAKE_ARGS ?=
 SMTP       ?= 127.0.0.1:1025
 HTTP       ?= 127.0.0.1:8025
 
-.PHONY: all deps configure build run test test-asan test-tsan fuzz clean format
+.PHONY: all deps configure build run test test-uring test-asan test-tsan fuzz clean format
 
 all: build
 
@@ -30,7 +30,12 @@ run: build
 	exec $(BUILD)/bin/inletd --smtp $(SMTP) --listen $(HTTP) --store memory
 
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900 -LE uring
+
+# The io_uring build's suites (label uring), apart while it has a known intermittent
+# hang at shutdown under load (docs/smtp.md, "io_uring").
+test-uring: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300 -L uring
 
 # ASan + UBSan build of the whole suite (benchmarks run as smoke tests too).
 test-asan: deps
@@ -38,7 +43,7 @@ test-asan: deps
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1" -DINLET_SANITIZE=address,undefined $(CMAKE_ARGS)
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --output-on-failure -j $(JOBS) --timeout 900 -LE bench-smoke
+	  ctest --output-on-failure -j $(JOBS) --timeout 900 -LE "bench-smoke|uring"
 
 # TSan build, for the pool and the multi-threaded parts (label "tsan").
 test-tsan: deps
