@@ -10,6 +10,7 @@
 // parses and filters there), hence the generous size.
 #include "driver_buffer.hpp"
 #include "driver_common.hpp"
+#include "tls_context.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -106,19 +107,7 @@ class stackful_driver final : public model_driver {
 };
 
 std::error_code stackful_driver::bind() {
-  if (!cfg_.tls_cert.empty()) {
-    try {
-      ssl_.emplace(asio::ssl::context::tls_server);
-      ssl_->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
-                        asio::ssl::context::no_sslv3);
-      ssl_->use_certificate_chain_file(cfg_.tls_cert);
-      ssl_->use_private_key_file(cfg_.tls_key.empty() ? cfg_.tls_cert : cfg_.tls_key,
-                                 asio::ssl::context::pem);
-    } catch (const boost::system::system_error&) {
-      ssl_.reset();
-      return make_error_code(errc::bad_config);
-    }
-  }
+  if (auto ec = make_tls_context(cfg_, ssl_)) return ec;
   for (const auto& l : cfg_.listen) {
     error_code ec;
     auto addr = asio::ip::make_address(l.address, ec);

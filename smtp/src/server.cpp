@@ -6,6 +6,7 @@
 
 #include "driver_buffer.hpp"
 #include "driver_common.hpp"
+#include "tls_context.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -215,19 +216,7 @@ struct server::impl {
 // ---------------------------------------------------------------- binding
 
 std::error_code server::impl::bind_all() {
-  if (!cfg.tls_cert.empty()) {
-    try {
-      ssl.emplace(asio::ssl::context::tls_server);
-      ssl->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
-                       asio::ssl::context::no_sslv3);
-      ssl->use_certificate_chain_file(cfg.tls_cert);
-      ssl->use_private_key_file(cfg.tls_key.empty() ? cfg.tls_cert : cfg.tls_key,
-                                asio::ssl::context::pem);
-    } catch (const boost::system::system_error&) {
-      ssl.reset();
-      return make_error_code(errc::bad_config);
-    }
-  }
+  if (auto ec = detail::make_tls_context(cfg, ssl)) return ec;
   unsigned n = cfg.threads ? cfg.threads : std::max(1u, std::thread::hardware_concurrency());
   std::size_t nctx = 1;
   if (cfg.model == io_model::async_nn || cfg.model == io_model::async_n2n) nctx = n;
