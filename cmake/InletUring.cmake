@@ -22,6 +22,9 @@ if(NOT TARGET inlet_uring_asio)
   add_library(inlet::uring_asio ALIAS inlet_uring_asio)
   target_compile_definitions(inlet_uring_asio INTERFACE BOOST_ASIO_HAS_IO_URING BOOST_ASIO_DISABLE_EPOLL)
   target_link_libraries(inlet_uring_asio INTERFACE PkgConfig::LIBURING)
+  # Asio < 1.27 leaves user_data of some io_uring entries stale; see the header.
+  target_compile_options(inlet_uring_asio INTERFACE
+    "SHELL:-include ${CMAKE_CURRENT_LIST_DIR}/asio_uring_sqe.h")
 endif()
 
 function(inlet_uring_clone lib)

@@ -1,6 +1,8 @@
 // Shared bookkeeping of the drivers in their own files. See driver_common.hpp.
 #include "driver_common.hpp"
 
+#include <boost/asio/write.hpp>
+
 #include <cstdio>
 #include <optional>
 
@@ -79,6 +81,43 @@ std::size_t admission::active() const {
 bool admission::wait_idle_until(clock::time_point deadline) {
   std::unique_lock lk(mu_);
   return idle_.wait_until(lk, deadline, [&] { return active_ == 0; });
+}
+
+void admission::wait_idle() {
+  std::unique_lock lk(mu_);
+  idle_.wait(lk, [&] { return active_ == 0; });
+}
+
+std::error_code open_listeners(const server_config& cfg,
+                               const std::function<boost::asio::any_io_executor()>& make_executor,
+                               std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>>& out,
+                               std::vector<listen_endpoint>& bound) {
+  namespace asio = boost::asio;
+  using tcp = asio::ip::tcp;
+  for (const auto& l : cfg.listen) {
+    boost::system::error_code ec;
+    auto addr = asio::ip::make_address(l.address, ec);
+    if (ec) return std::make_error_code(std::errc::invalid_argument);
+    auto acc = std::make_unique<tcp::acceptor>(make_executor());
+    tcp::endpoint ep(addr, l.port);
+    acc->open(ep.protocol(), ec);
+    if (!ec) acc->set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acc->bind(ep, ec);
+    if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) return std::error_code(ec.value(), std::system_category());
+    auto local = acc->local_endpoint(ec);
+    bound.push_back(listen_endpoint{local.address().to_string(), local.port(), l.lmtp});
+    out.push_back(std::move(acc));
+  }
+  return {};
+}
+
+void refuse(boost::asio::ip::tcp::socket& s, const server_config& cfg, bool stopping) {
+  boost::system::error_code ig;
+  std::string r = stopping ? shutting_down_reply(cfg) : refusal_reply(cfg);
+  boost::asio::write(s, boost::asio::buffer(r), ig);
+  s.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ig);
+  s.close(ig);
 }
 
 std::string refusal_reply(const server_config& cfg) {

@@ -11,6 +11,9 @@
 
 #include <inlet/smtp/server.hpp>
 
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -67,6 +70,8 @@ class admission {
   std::size_t active() const;
   /// Blocks until no connection is active (true) or `deadline` passed (false).
   bool wait_idle_until(clock::time_point deadline);
+  /// Blocks until no connection is active.
+  void wait_idle();
 
  private:
   mutable std::mutex mu_;
@@ -78,6 +83,19 @@ class admission {
 
 std::string refusal_reply(const server_config& cfg);       ///< 421 4.7.0 too many connections
 std::string shutting_down_reply(const server_config& cfg); ///< 421 4.3.2
+/// Opens, binds and listens on every endpoint of cfg.listen, each acceptor
+/// with an executor from `make_executor()` (a strand of the accepting
+/// context). Appends the acceptors and their bound endpoints (port 0 resolved).
+std::error_code open_listeners(const server_config& cfg,
+                               const std::function<boost::asio::any_io_executor()>& make_executor,
+                               std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>>& out,
+                               std::vector<listen_endpoint>& bound);
+
+/// A connection the server does not take: 421 4.3.2 while stopping, else
+/// 421 4.7.0 (past the connection limits); then shutdown and close. The
+/// write is a best-effort blocking send of one short line.
+void refuse(boost::asio::ip::tcp::socket& s, const server_config& cfg, bool stopping);
+
 /// The session config of one connection of `cfg`'s server.
 session_config session_for(const server_config& cfg, bool lmtp, bool tls_offered);
 

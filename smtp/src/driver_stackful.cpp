@@ -108,22 +108,8 @@ class stackful_driver final : public model_driver {
 
 std::error_code stackful_driver::bind() {
   if (auto ec = make_tls_context(cfg_, ssl_)) return ec;
-  for (const auto& l : cfg_.listen) {
-    error_code ec;
-    auto addr = asio::ip::make_address(l.address, ec);
-    if (ec) return std::make_error_code(std::errc::invalid_argument);
-    auto acc = std::make_unique<tcp::acceptor>(asio::make_strand(ctx_));
-    tcp::endpoint ep(addr, l.port);
-    acc->open(ep.protocol(), ec);
-    if (!ec) acc->set_option(tcp::acceptor::reuse_address(true), ec);
-    if (!ec) acc->bind(ep, ec);
-    if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) return std::error_code(ec.value(), std::system_category());
-    auto local = acc->local_endpoint(ec);
-    bound_.push_back(listen_endpoint{local.address().to_string(), local.port(), l.lmtp});
-    acceptors_.push_back(std::move(acc));
-  }
-  return {};
+  return open_listeners(cfg_, [this] { return asio::any_io_executor(asio::make_strand(ctx_)); },
+                        acceptors_, bound_);
 }
 
 std::error_code stackful_driver::start() {
@@ -173,10 +159,7 @@ void stackful_driver::take(tcp::socket s, bool lmtp) {
   std::string ip = peer.address().to_string();
   if (stopping_.load() || !adm_.admit(ip)) {
     cnt_.refused.fetch_add(1, std::memory_order_relaxed);
-    std::string r = stopping_.load() ? shutting_down_reply(cfg_) : refusal_reply(cfg_);
-    asio::write(s, asio::buffer(r), ig);
-    s.shutdown(tcp::socket::shutdown_both, ig);
-    s.close(ig);
+    refuse(s, cfg_, stopping_.load());
     return;
   }
   s.set_option(tcp::no_delay(true), ig);
@@ -410,16 +393,18 @@ void stackful_driver::stop() {
       error_code ig;
       a->close(ig);
     });
-  {
-    std::lock_guard lk(mu_);
-    stop_cv_.notify_all();
-    guard_.reset();
-  }
+  // Post first, then drop the guard: a posted handler is work, so the context
+  // cannot run out of work (and return from run()) with one still queued.
   post_to_each([](sconn& c) {
     c.session.shutdown();
     error_code ig;
     if (c.session.closing() && c.reading) c.sock.cancel(ig);
   });
+  {
+    std::lock_guard lk(mu_);
+    stop_cv_.notify_all();
+    guard_.reset();
+  }
 }
 
 // Sleeps until stop(); then gives the connections cfg.shutdown_grace to

@@ -129,7 +129,9 @@ struct async_conn {
 }  // namespace
 
 struct server::impl {
-  impl(server_config c, deliver_fn d) : cfg(std::move(c)), deliver(std::move(d)) {}
+  impl(server_config c, deliver_fn d)
+      : cfg(std::move(c)), deliver(std::move(d)),
+        adm(cfg.max_connections, cfg.max_connections_per_ip) {}
 
   server_config cfg;
   deliver_fn deliver;
@@ -146,11 +148,9 @@ struct server::impl {
   std::atomic<bool> started{false};
   std::atomic<std::size_t> rr{0};
 
-  std::mutex mu;                     // guards the members below
-  std::map<std::string, std::size_t> per_ip;
-  std::size_t active = 0;
+  detail::admission adm;             // total and per-IP connection limits
+  std::mutex mu;                     // guards async_conns; stop_cv waits on it
   std::list<std::weak_ptr<async_conn>> async_conns;  // pruned by reap()
-  std::condition_variable idle_cv;   // thread model: signalled when active drops to 0
 
   detail::driver_counters cnt;  // accepted, refused, delivered, rejected, queue ids
   std::unique_ptr<detail::model_driver> ext;  // stackful, process: a driver in its own file
@@ -162,27 +162,6 @@ struct server::impl {
     s.lmtp = lmtp;
     s.starttls = ssl.has_value() && cfg.model != io_model::thread;  // thread: blocking loop, no TLS
     return s;
-  }
-
-  // Connection admission: total and per-IP limits.
-  bool admit(const std::string& ip) {
-    std::lock_guard lk(mu);
-    if (active >= cfg.max_connections) return false;
-    auto& n = per_ip[ip];
-    if (n >= cfg.max_connections_per_ip) return false;
-    ++n;
-    ++active;
-    return true;
-  }
-  void release(const std::string& ip) {
-    std::lock_guard lk(mu);
-    auto it = per_ip.find(ip);
-    if (it != per_ip.end() && --it->second == 0) per_ip.erase(it);
-    if (--active == 0) idle_cv.notify_all();
-  }
-
-  std::string refusal() const {
-    return "421 4.7.0 " + cfg.session.hostname + " Error: too many connections\r\n";
   }
 
   // The deliver hook and the counters, shared with the drivers in their own files.
@@ -206,6 +185,8 @@ struct server::impl {
                                                  received_message msg);
   void stop_async();
   void watch_grace();
+  template <class F>
+  void post_to_each(F f);
   // thread model
   void start_threads();
   void stop_threads();
@@ -222,22 +203,8 @@ std::error_code server::impl::bind_all() {
   if (cfg.model == io_model::async_nn || cfg.model == io_model::async_n2n) nctx = n;
   for (std::size_t i = 0; i < nctx; ++i)
     ctxs.push_back(std::make_unique<asio::io_context>());  // hint 1 would not wake on cross-thread posts
-  for (const auto& l : cfg.listen) {
-    error_code ec;
-    auto addr = asio::ip::make_address(l.address, ec);
-    if (ec) return std::make_error_code(std::errc::invalid_argument);
-    auto acc = std::make_unique<tcp::acceptor>(asio::make_strand(*ctxs[0]));
-    tcp::endpoint ep(addr, l.port);
-    acc->open(ep.protocol(), ec);
-    if (!ec) acc->set_option(tcp::acceptor::reuse_address(true), ec);
-    if (!ec) acc->bind(ep, ec);
-    if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) return std::error_code(ec.value(), std::system_category());
-    auto local = acc->local_endpoint(ec);
-    bound.push_back(listen_endpoint{local.address().to_string(), local.port(), l.lmtp});
-    acceptors.push_back(std::move(acc));
-  }
-  return {};
+  return detail::open_listeners(
+      cfg, [this] { return asio::any_io_executor(asio::make_strand(*ctxs[0])); }, acceptors, bound);
 }
 
 // ---------------------------------------------------------------- async models
@@ -297,14 +264,9 @@ void server::impl::take(tcp::socket s, bool lmtp) {
   error_code ig;
   auto peer = s.remote_endpoint(ig);
   std::string ip = peer.address().to_string();
-  if (stopping.load() || !admit(ip)) {
+  if (stopping.load() || !adm.admit(ip)) {
     cnt.refused.fetch_add(1, std::memory_order_relaxed);
-    std::string r = stopping.load()
-                        ? "421 4.3.2 " + cfg.session.hostname + " Service shutting down\r\n"
-                        : refusal();
-    asio::write(s, asio::buffer(r), ig);
-    s.shutdown(tcp::socket::shutdown_both, ig);
-    s.close(ig);
+    detail::refuse(s, cfg, stopping.load());
     return;
   }
   s.set_option(tcp::no_delay(true), ig);
@@ -560,7 +522,7 @@ asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c,
   c->disarm();
   c->sock.shutdown(tcp::socket::shutdown_both, ig);
   c->sock.close(ig);
-  release(c->ip);
+  adm.release(c->ip);
 }
 
 // Shutdown grace (async models): started with the server, it sleeps until
@@ -568,23 +530,29 @@ asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c,
 // shutdown_now() (421 4.3.2) and its pending I/O is cancelled; a connection
 // still open 2 s after that (a client not reading our 421) is closed.
 void server::impl::watch_grace() {
-  std::unique_lock lk(mu);
-  stop_cv.wait(lk, [&] { return stopping.load(); });
-  if (idle_cv.wait_for(lk, cfg.shutdown_grace, [&] { return active == 0; })) return;
+  {
+    std::unique_lock lk(mu);
+    stop_cv.wait(lk, [&] { return stopping.load(); });
+  }
+  if (adm.wait_idle_until(clock::now() + cfg.shutdown_grace)) return;
+  post_to_each([](async_conn& c) {
+    c.session.shutdown_now();
+    error_code ig;
+    c.sock.cancel(ig);
+  });
+  if (adm.wait_idle_until(clock::now() + std::chrono::seconds(2))) return;
+  post_to_each([](async_conn& c) {
+    error_code ig;
+    c.sock.shutdown(tcp::socket::shutdown_both, ig);  // io_uring: close alone leaves its ops pending
+    c.sock.close(ig);
+  });
+}
+
+template <class F>
+void server::impl::post_to_each(F f) {
+  std::lock_guard lk(mu);
   for (auto& w : async_conns)
-    if (auto c = w.lock())
-      asio::post(c->sock.get_executor(), [c] {
-        c->session.shutdown_now();
-        error_code ig;
-        c->sock.cancel(ig);
-      });
-  if (idle_cv.wait_for(lk, std::chrono::seconds(2), [&] { return active == 0; })) return;
-  for (auto& w : async_conns)
-    if (auto c = w.lock())
-      asio::post(c->sock.get_executor(), [c] {
-        error_code ig;
-        c->sock.close(ig);
-      });
+    if (auto c = w.lock()) asio::post(c->sock.get_executor(), [c, f] { f(*c); });
 }
 
 // Deadlines of the async models: one timer per server ticks every
@@ -607,7 +575,13 @@ void server::impl::tick() {
   reaper->expires_after(reap_period());
   reaper->async_wait([this](error_code ec) {
     if (ec && !stopping.load()) return;  // stop() cancels the wait to shorten the period
-    if (reap()) tick();
+    if (reap()) return tick();
+    // Stopping and every connection is gone: only now may the io_contexts run
+    // out of work. Releasing the guards earlier (in stop()) let a context whose
+    // connections had all just finished return from run() while a handler that
+    // stop() had posted to one of them was still queued there: the handler held
+    // the connection, the reaper waited for it, and wait() never returned.
+    for (auto& g : guards) g.reset();
   });
 }
 
@@ -636,17 +610,17 @@ void server::impl::stop_async() {
     });
   }
   asio::post(reaper->get_executor(), [this] { reaper->cancel(); });
-  std::lock_guard lk(mu);
-  stop_cv.notify_all();
-  for (auto& g : guards) g.reset();
-  for (auto& w : async_conns) {
-    if (auto c = w.lock()) {
-      asio::post(c->sock.get_executor(), [c] {
-        c->session.shutdown();
-        if (c->session.closing() && c->reading) c->sock.cancel();
-      });
-    }
+  {
+    std::lock_guard lk(mu);
+    stop_cv.notify_all();
   }
+  // The work guards stay until the reaper has seen the last connection go
+  // (tick()), so every handler posted here runs.
+  post_to_each([](async_conn& c) {
+    c.session.shutdown();
+    error_code ig;
+    if (c.session.closing() && c.reading) c.sock.cancel(ig);
+  });
 }
 
 
@@ -681,10 +655,9 @@ void server::impl::thread_accept_loop(tcp::acceptor& acc, bool lmtp) {
     error_code ig;
     auto peer = s.remote_endpoint(ig);
     std::string ip = peer.address().to_string();
-    if (stopping.load() || !admit(ip)) {
+    if (stopping.load() || !adm.admit(ip)) {
       cnt.refused.fetch_add(1, std::memory_order_relaxed);
-      asio::write(s, asio::buffer(refusal()), ig);
-      s.close(ig);
+      detail::refuse(s, cfg, stopping.load());
       continue;
     }
     s.set_option(tcp::no_delay(true), ig);
@@ -693,7 +666,7 @@ void server::impl::thread_accept_loop(tcp::acceptor& acc, bool lmtp) {
       std::thread(&impl::thread_conn, this, fd, lmtp, std::move(ip), peer.port()).detach();
     } catch (const std::system_error&) {
       ::close(fd);
-      release(ip);
+      adm.release(ip);
     }
   }
 }
@@ -711,7 +684,7 @@ void server::impl::thread_conn(int fd, bool lmtp, std::string ip, std::uint16_t 
     ::shutdown(fd, SHUT_RDWR);
     ::close(fd);
   }
-  release(ip);  // last touch of *this: wait() may return right after
+  adm.release(ip);  // last touch of *this: wait() may return right after
 }
 
 // ---------------------------------------------------------------- server
@@ -773,8 +746,7 @@ void server::wait() {
       error_code ig;
       acc->close(ig);
     }
-    std::unique_lock lk(impl_->mu);
-    impl_->idle_cv.wait(lk, [&] { return impl_->active == 0; });
+    impl_->adm.wait_idle();
   }
 }
 
@@ -785,8 +757,7 @@ server_stats server::stats() const {
   s.connections_refused = impl_->cnt.refused.load();
   s.messages_delivered = impl_->cnt.delivered.load();
   s.messages_rejected = impl_->cnt.rejected.load();
-  std::lock_guard lk(impl_->mu);
-  s.active_connections = impl_->active;
+  s.active_connections = impl_->adm.active();
   return s;
 }
 
