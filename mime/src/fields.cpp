@@ -4,6 +4,7 @@
 #include "ascii.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <cstdio>
 #include <map>
 
@@ -18,6 +19,10 @@ std::string valid_utf8(std::string_view s) { return to_utf8(s, "utf-8"); }
 
 // Replaces every line break with nothing (folds keep their whitespace).
 std::string unfold_raw(std::string_view raw) {
+  // Most fields are one line: two vectorised scans, then one copy.
+  if (std::memchr(raw.data(), '\n', raw.size()) == nullptr &&
+      std::memchr(raw.data(), '\r', raw.size()) == nullptr)
+    return std::string(raw);
   std::string out;
   out.reserve(raw.size());
   for (char c : raw)
@@ -377,6 +382,35 @@ std::optional<int> zone_name(std::string_view w) {
   return std::nullopt;
 }
 
+// At most 9 decimal digits, already checked to be digits.
+int small_int(std::string_view digits) noexcept {
+  int v = 0;
+  for (char c : digits) v = v * 10 + (c - '0');
+  return v;
+}
+
+// What sscanf(t, "%d:%d:%d") does for a token without whitespace: the number of
+// integers read (each with an optional sign, at most 9 digits) before the first
+// mismatch.
+int scan_hms(std::string_view t, int& a, int& b, int& c) noexcept {
+  int* out[3] = {&a, &b, &c};
+  std::size_t i = 0;
+  for (int k = 0; k < 3; ++k) {
+    if (k > 0) {
+      if (i >= t.size() || t[i] != ':') return k;
+      ++i;
+    }
+    bool neg = false;
+    if (i < t.size() && (t[i] == '+' || t[i] == '-')) neg = t[i++] == '-';
+    std::size_t b0 = i;
+    int v = 0;
+    while (i < t.size() && t[i] >= '0' && t[i] <= '9' && i - b0 < 9) v = v * 10 + (t[i++] - '0');
+    if (i == b0) return k;
+    *out[k] = neg ? -v : v;
+  }
+  return 3;
+}
+
 }  // namespace
 
 std::optional<std::chrono::sys_seconds> parse_date(std::string_view raw) {
@@ -416,7 +450,7 @@ std::optional<std::chrono::sys_seconds> parse_date(std::string_view raw) {
   for (std::string_view t : toks) {
     if (t.find(':') != std::string_view::npos && hh < 0) {
       int a = -1, b = -1, c = 0;
-      int n = std::sscanf(std::string(t).c_str(), "%d:%d:%d", &a, &b, &c);
+      int n = scan_hms(t, a, b, c);
       if (n < 2) return std::nullopt;
       hh = a;
       mm = b;
@@ -424,7 +458,7 @@ std::optional<std::chrono::sys_seconds> parse_date(std::string_view raw) {
       continue;
     }
     if ((t[0] == '+' || t[0] == '-') && t.size() == 5 && all_digits(t.substr(1))) {
-      int v = std::stoi(std::string(t.substr(1)));
+      int v = small_int(t.substr(1));
       zone = (v / 100) * 60 + v % 100;
       if (t[0] == '-') zone = -zone;
       have_zone = true;
@@ -432,7 +466,7 @@ std::optional<std::chrono::sys_seconds> parse_date(std::string_view raw) {
     }
     if (hh >= 0 && !have_zone && t.size() == 4 && all_digits(t) && year >= 0) {
       // Unsigned offset after the time ("23:37:59 0530"): read as positive, as Python does.
-      int v = std::stoi(std::string(t));
+      int v = small_int(t);
       if (v % 100 < 60 && v / 100 <= 14) {
         zone = (v / 100) * 60 + v % 100;
         have_zone = true;
@@ -446,7 +480,7 @@ std::optional<std::chrono::sys_seconds> parse_date(std::string_view raw) {
     }
     if (all_digits(t)) {
       if (t.size() > 4) continue;
-      int v = std::stoi(std::string(t));
+      int v = small_int(t);
       if (day < 0 && t.size() <= 2 && v >= 1 && v <= 31) day = v;
       else if (year < 0) {
         year = v;

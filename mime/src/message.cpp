@@ -64,11 +64,27 @@ std::optional<std::string> disposition(const parsed_message& m, std::uint32_t p)
   return f->value;
 }
 
+namespace {
+// Whether the raw field value could carry a parameter called `name` or
+// `filename` (plain, RFC 2231 `name*`, `name*0*`): every such spelling contains
+// "name", and folding or comments cannot split a token. When it does not, the
+// field's parameters need not be parsed at all; most text parts have none.
+bool may_name(const parsed_message& m, const header_field* h) {
+  std::string scratch;
+  std::string_view v = m.view(h->value, scratch);
+  for (std::size_t i = 0; i + 4 <= v.size(); ++i)
+    if ((v[i] | 0x20) == 'n' && iequals(v.substr(i, 4), "name")) return true;
+  return false;
+}
+}  // namespace
+
 std::optional<std::string> filename(const parsed_message& m, std::uint32_t p) {
-  if (auto d = field(m, p, "content-disposition", false))
-    if (const mime_parameter* fn = d->find("filename")) return fn->value;
-  if (auto t = field(m, p, "content-type", true))
-    if (const mime_parameter* n = t->find("name")) return n->value;
+  if (const header_field* h = m.find(p, "content-disposition"); h && may_name(m, h))
+    if (auto d = field(m, p, "content-disposition", false))
+      if (const mime_parameter* fn = d->find("filename")) return fn->value;
+  if (const header_field* h = m.find(p, "content-type"); h && may_name(m, h))
+    if (auto t = field(m, p, "content-type", true))
+      if (const mime_parameter* n = t->find("name")) return n->value;
   return std::nullopt;
 }
 
@@ -138,22 +154,46 @@ struct snippet_builder {
   bool space = false;
   bool full() const { return chars >= limit; }
   void add(std::string_view s) {
-    for (char c : s) {
-      const bool cont = (static_cast<unsigned char>(c) & 0xC0) == 0x80;
-      if (!cont && full()) return;
-      if (detail::is_ws(c) || c == '\f' || c == '\v') {
-        space = !out.empty();
+    std::size_t i = 0;
+    while (i < s.size()) {
+      const char c = s[i];
+      if (c > ' ' && c < 0x7F) {  // a run of printable ASCII goes in whole
+        if (full()) return;
+        if (space) {
+          out.push_back(' ');
+          ++chars;
+          space = false;
+          if (full()) return;
+        }
+        std::size_t j = i + 1;
+        const std::size_t room = limit - chars;
+        while (j < s.size() && j - i < room && s[j] > ' ' && s[j] < 0x7F) ++j;
+        out.append(s.data() + i, j - i);
+        chars += j - i;
+        i = j;
         continue;
       }
-      if (space) {
-        out.push_back(' ');
-        ++chars;
-        space = false;
-        if (full()) return;
-      }
-      out.push_back(c);
-      if (!cont) ++chars;
+      if (!add_one(c)) return;
+      ++i;
     }
+  }
+  // One byte of anything else; false once the snippet is full.
+  bool add_one(char c) {
+    const bool cont = (static_cast<unsigned char>(c) & 0xC0) == 0x80;
+    if (!cont && full()) return false;
+    if (detail::is_ws(c) || c == '\f' || c == '\v') {
+      space = !out.empty();
+      return true;
+    }
+    if (space) {
+      out.push_back(' ');
+      ++chars;
+      space = false;
+      if (full()) return false;
+    }
+    out.push_back(c);
+    if (!cont) ++chars;
+    return true;
   }
   void finish() {  // drop a cut UTF-8 sequence
     std::size_t k = out.size();

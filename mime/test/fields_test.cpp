@@ -73,6 +73,10 @@ TEST(dates, rfc5322_and_obsolete) {
   EXPECT_EQ(iso("Tue, 06 Aug 2002 06:50:21 PM -0400"), "2002-08-06T22:50:21Z");
   EXPECT_EQ(iso("Tue, 06 Aug 2002 12:10:00 AM +0000"), "2002-08-06T00:10:00Z");
   EXPECT_EQ(iso("Fri, 02 Aug 2002 23:37:59 0530"), "2002-08-02T18:07:59Z");
+  EXPECT_EQ(iso("1 Jan 2000 9:5:7 +0000"), "2000-01-01T09:05:07Z");
+  EXPECT_EQ(iso("1 Jan 2000 10: +0000"), "null");           // one number before the colon
+  EXPECT_EQ(iso("1 Jan 2000 1234567890:00 +0000"), "null");  // hour out of range
+  EXPECT_EQ(iso("1 Jan 2000 10:61 +0000"), "null");
   EXPECT_EQ(iso("not a date"), "null");
   EXPECT_EQ(iso("31 Feb 2002 10:00:00 +0000"), "null");
   EXPECT_EQ(iso(""), "null");

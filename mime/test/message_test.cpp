@@ -67,6 +67,32 @@ TEST(summary, html_only_snippet_and_koi8) {
   });
 }
 
+// filename() skips parsing a field's parameters when "name" appears nowhere in it;
+// every spelling of a name/filename parameter must still be found.
+TEST(summary, text_parts_named_in_any_spelling_are_attachments) {
+  const char* fields[] = {
+      "Content-Type: text/plain; NAME=\"a.txt\"",
+      "Content-Type: text/plain;\r\n name*=utf-8''a.txt",
+      "Content-Type: text/plain; charset=us-ascii;\r\n\tName*0=\"a\"; name*1=\".txt\"",
+      "Content-Type: text/plain\r\nContent-Disposition: inline; FileName=\"a.txt\"",
+      "Content-Type: text/plain\r\nContent-Disposition: inline;\r\n filename*0*=utf-8''a; filename*1=.txt",
+  };
+  for (const char* f : fields) {
+    const std::string in = std::string(f) + "\r\n\r\nbody\r\n";
+    parsed_message m = parse(in);
+    EXPECT_TRUE(is_attachment(m, 0)) << f;
+    EXPECT_EQ(filename(m, 0).value_or("?"), "a.txt") << f;
+  }
+  for (const char* f : {"Content-Type: text/plain; charset=utf-8; format=flowed",
+                        "Content-Type: text/plain\r\nContent-Disposition: inline",
+                        "Content-Type: text/plain; x-unnamed=1"}) {
+    const std::string in = std::string(f) + "\r\n\r\nbody\r\n";
+    parsed_message m = parse(in);
+    EXPECT_FALSE(is_attachment(m, 0)) << f;
+    EXPECT_FALSE(filename(m, 0).has_value()) << f;
+  }
+}
+
 TEST(summary, snippet_is_cut_on_characters) {
   std::string body(300, 'x');
   body[198] = '\xC3';
@@ -120,7 +146,7 @@ TEST(summary, snippet_of_a_long_part_equals_the_full_decode) {
       std::string full;
       decode_text(m, 0, [&](std::string_view t) { full.append(t); });
       ASSERT_GT(full.size(), 19000u);
-      for (std::size_t chars : {std::size_t{1}, std::size_t{40}, std::size_t{200}, std::size_t{100000}}) {
+      for (std::size_t chars : {1, 2, 7, 39, 40, 41, 199, 200, 100000}) {
         const summary s = summarize(m, chars);
         // The reference: the same whitespace folding over the full decode.
         std::string want;
