@@ -20,6 +20,7 @@ std::string valid_utf8(std::string_view s) { return to_utf8(s, "utf-8"); }
 // Replaces every line break with nothing (folds keep their whitespace).
 std::string unfold_raw(std::string_view raw) {
   // Most fields are one line: two vectorised scans, then one copy.
+  if (raw.empty()) return {};  // (memchr must not see the null data() of an empty view)
   if (std::memchr(raw.data(), '\n', raw.size()) == nullptr &&
       std::memchr(raw.data(), '\r', raw.size()) == nullptr)
     return std::string(raw);
