@@ -112,7 +112,7 @@ void segment::append(const segment& o) {
     append(std::move(copy));
     return;
   }
-  s_.reserve(s_.size() + o.s_.size());
+  s_.reserve_more(o.s_.size());
   for (std::size_t i = 0; i < o.s_.size(); ++i) push_shared(o.s_[i]);
 }
 
@@ -122,7 +122,7 @@ void segment::append(segment&& o) {
     append(std::move(copy));
     return;
   }
-  s_.reserve(s_.size() + o.s_.size());  // push_owned cannot throw after this
+  s_.reserve_more(o.s_.size());  // push_owned cannot throw after this
   for (std::size_t i = 0; i < o.s_.size(); ++i) push_owned(o.s_[i]);
   o.s_.clear();
   o.s_.shrink_to_fit();

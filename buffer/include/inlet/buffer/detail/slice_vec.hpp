@@ -5,6 +5,7 @@
 #include <inlet/buffer/detail/fragment.hpp>
 
 #include <cstddef>
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <utility>
@@ -77,6 +78,11 @@ class slice_vec {
   }
   void reserve(std::size_t n) {
     if (n > cap_) grow(n);
+  }
+  /// Room for `extra` more slices, growing geometrically: appending pieces one
+  /// at a time (a body built from many reads) stays amortised O(1) per piece.
+  void reserve_more(std::size_t extra) {
+    if (size_ + extra > cap_) grow(std::max(size_ + extra, cap_ * 2));
   }
 
  private:
