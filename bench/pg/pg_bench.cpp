@@ -184,15 +184,50 @@ awaitable<void> one(pg::connection& c, const pgbench::shape& s, long i, bool typ
   }
 }
 
+// The statements of one client as a user's coroutine would issue them: the shape's
+// kind is decided once, then one co_await per statement (no nested coroutine frame
+// and no shape-name compare per statement, which the libpq loops do not pay either).
+// `next()` gives the next statement index, or -1 when done.
+template <class Row, class Next>
+awaitable<void> loop(pg::connection& c, const pgbench::shape& s, bool typed, Next next) {
+  const std::string_view sql = s.sql;
+  long i;
+  if (s.name == "insert1000") {
+    while ((i = next()) >= 0)
+      co_await c.async_execute(pg::sql(sql, static_cast<std::int32_t>(i), "row " + std::to_string(i)));
+  } else if (typed && s.params) {
+    while (next() >= 0) {
+      std::vector<Row> rows;
+      co_await c.async_query(pg::sql(sql, std::int32_t{-1}, true), pg::into(rows));
+      sink += rows.size();
+    }
+  } else if (typed) {
+    while (next() >= 0) {
+      std::vector<Row> rows;
+      co_await c.async_query(pg::sql(sql), pg::into(rows));
+      sink += rows.size();
+    }
+  } else if (s.params) {
+    while (next() >= 0) {
+      pg::result r = co_await c.async_query(pg::sql(sql, std::int32_t{-1}, true));
+      sink += touch(r.native());
+    }
+  } else {
+    while (next() >= 0) {
+      pg::result r = co_await c.async_query(pg::sql(sql));
+      sink += touch(r.native());
+    }
+  }
+}
+
 template <class Row>
 void inlet_run(asio::io_context& io, pg::connection& c, const pgbench::shape& s, long ops, int depth, bool typed) {
   const long total = ops * s.batch;
   long next = 0;
   int workers = std::max(1, depth);
   for (int w = 0; w < workers; ++w) {
-    asio::co_spawn(io, [&]() -> awaitable<void> {
-      while (next < total) co_await one<Row>(c, s, next++, typed);
-    }, [](std::exception_ptr e) { if (e) std::rethrow_exception(e); });
+    asio::co_spawn(io, loop<Row>(c, s, typed, [&] { return next < total ? next++ : -1L; }),
+                   [](std::exception_ptr e) { if (e) std::rethrow_exception(e); });
   }
   io.run();
   io.restart();
@@ -257,7 +292,8 @@ pgbench::shape single_statements(const pgbench::shape& s) {
 
 template <class Row>
 awaitable<void> multi_one_client(pg::connection& c, const pgbench::shape& s, long count, bool typed) {
-  for (long i = 0; i < count; ++i) co_await one<Row>(c, s, i, typed);
+  long i = 0;
+  co_await loop<Row>(c, s, typed, [&i, count] { return i < count ? i++ : -1L; });
 }
 
 template <class Row>
@@ -560,12 +596,16 @@ int main(int argc, char** argv) {
       if (!res.count(s.name)) continue;
       auto& m = res[s.name];
       for (const auto& cl : clients) {
-        if (!m.count(cl) || !m.count("libpq_sync") || !m.count("libpq_pipe")) continue;
+        if (!m.count(cl)) continue;
         auto& v = m[cl];
-        std::vector<double> ops, cpu, r_sync, r_pipe, c_pipe;
+        // Ratios need the references of the same round (absent with --client).
+        const bool refs = m.count("libpq_sync") && m.count("libpq_pipe");
+        std::vector<double> ops, cpu, r_sync{0}, r_pipe{0}, c_pipe{0};
+        if (refs) r_sync.clear(), r_pipe.clear(), c_pipe.clear();
         for (std::size_t i = 0; i < v.size(); ++i) {
           ops.push_back(v[i].ops_per_s);
           cpu.push_back(v[i].cpu_us_per_op);
+          if (!refs) continue;
           r_sync.push_back(v[i].ops_per_s / m["libpq_sync"][i].ops_per_s);
           r_pipe.push_back(v[i].ops_per_s / m["libpq_pipe"][i].ops_per_s);
           c_pipe.push_back(v[i].cpu_us_per_op / m["libpq_pipe"][i].cpu_us_per_op);
