@@ -47,12 +47,32 @@ void fill_diag(diagnostics& d, const PGresult* r) {
 class conn_impl : public std::enable_shared_from_this<conn_impl> {
  public:
   conn_impl(asio::any_io_executor ex, connection_options o)
-      : ex_(std::move(ex)), opts_(o), sock_(ex_), cache_(o.statement_cache_size) {}
+      : ex_(std::move(ex)), opts_(o), sock_(ex_), cache_(o.statement_cache_size) {
+    using io_ex = asio::io_context::executor_type;
+    if ((own_io_ = ex_.target<io_ex>())) own_kind_ = own::io;
+    else if ((own_strand_any_ = ex_.target<asio::strand<asio::any_io_executor>>())) own_kind_ = own::strand_any;
+    else if ((own_strand_io_ = ex_.target<asio::strand<io_ex>>())) own_kind_ = own::strand_io;
+  }
   ~conn_impl() { close(); }
 
   enum class state { closed, connecting, open, broken };
 
-  asio::any_io_executor ex_;
+  asio::any_io_executor ex_;  // never reassigned: the typed pointers below point into it
+  // What ex_ holds, found once (running_in() asks any_io_executor for its target type
+  // on every call, which costs ~25 instructions per query twice over; callgrind).
+  enum class own : unsigned char { other, io, strand_any, strand_io };
+  own own_kind_ = own::other;
+  const asio::io_context::executor_type* own_io_ = nullptr;
+  const asio::strand<asio::any_io_executor>* own_strand_any_ = nullptr;
+  const asio::strand<asio::io_context::executor_type>* own_strand_io_ = nullptr;
+  bool in_own_executor() const noexcept {
+    switch (own_kind_) {
+      case own::io: return own_io_->running_in_this_thread();
+      case own::strand_any: return own_strand_any_->running_in_this_thread();
+      case own::strand_io: return own_strand_io_->running_in_this_thread();
+      default: return false;
+    }
+  }
   connection_options opts_;
   PGconn* pg_ = nullptr;
   asio::posix::stream_descriptor sock_;
@@ -73,13 +93,13 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   void release(request_base* r) {
     if (--r->refs == 0) r->destroy();
   }
-  void finish(request_base* r, std::error_code ec, bool immediate) {
+  void finish(request_base* r, std::error_code ec, completion_from w) {
     if (r->timer) r->timer->t.cancel();
     if (r->finished) return;
     r->finished = true;
     ++stats_.queries;
     if (ec) ++stats_.errors;
-    r->deliver(*this, ec, immediate);
+    r->deliver(*this, ec, w);
   }
   void detach_socket() {
     if (sock_.is_open()) {
@@ -95,12 +115,12 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
     if (connect_req_) {
       auto* r = connect_req_;
       connect_req_ = nullptr;
-      finish(r, ec, false);
+      finish(r, ec, completion_from::any_thread);
       release(r);
     }
     while (head_) {
       auto* r = pop();
-      finish(r, ec, false);
+      finish(r, ec, completion_from::any_thread);
       release(r);
     }
   }
@@ -135,7 +155,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
     if (!pg_ || PQstatus(pg_) == CONNECTION_BAD) {
       diag_.clear();
       diag_.client_message = pg_ ? PQerrorMessage(pg_) : "out of memory";
-      finish(r, errc::connection_error, true);
+      finish(r, errc::connection_error, completion_from::initiation);
       release(r);
       return;
     }
@@ -175,7 +195,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
     diag_.clear();
     auto* r = connect_req_;
     connect_req_ = nullptr;
-    finish(r, {}, false);
+    finish(r, {}, completion_from::own_executor);
     release(r);
   }
 
@@ -315,7 +335,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
       std::string text;
       std::string_view sql() const noexcept override { return text; }
       void bind(param_buffer&, std::error_code&) const override {}
-      void deliver(conn_impl&, std::error_code, bool) override {}
+      void deliver(conn_impl&, std::error_code, completion_from) override {}
       void destroy() noexcept override { delete this; }
     };
     auto* r = new internal;
@@ -332,13 +352,13 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   void start(request_base* r) {
     if (r->bat && r->bat->empty() && state_ == state::open) {  // nothing to send
       r->bat->out_ = batch_result{};
-      finish(r, {}, true);
+      finish(r, {}, completion_from::initiation);
       release(r);
       return;
     }
     const bool was_idle = head_ == nullptr;
     if (auto ec = send(r)) {
-      finish(r, ec, true);
+      finish(r, ec, completion_from::initiation);
       release(r);
       return;
     }
@@ -368,7 +388,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   void abandon(request_base* r, std::error_code ec) {
     if (r->finished) return;
     if (r == head_ && pg_) send_cancel();  // before finish: the handler may run inline
-    finish(r, ec, false);
+    finish(r, ec, completion_from::any_thread);
   }
   void send_cancel() {
     PGcancel* pc = PQgetCancel(pg_);
@@ -468,7 +488,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
     if (st == PGRES_PIPELINE_SYNC) {
       PQclear(res);
       pop();
-      finish(r, r->ec, false);
+      finish(r, r->ec, completion_from::own_executor);
       release(r);
       return;
     }
@@ -600,14 +620,14 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
       if (n < 0) continue;  // EINTR
       if (p.revents & (POLLIN | POLLHUP | POLLERR)) read_once();
     }
-    if (!op.finished) finish(&op, errc::connection_error, false);
+    if (!op.finished) finish(&op, errc::connection_error, completion_from::any_thread);
     ec = timed_out ? std::error_code(errc::timeout) : op.ec;
     if (op.refs > 1) op.refs = 1;
   }
 };
 
 void start_request(const conn_ptr& c, request_base* r) {
-  if (running_in(c->ex_)) c->start(r);
+  if (c->in_own_executor()) c->start(r);
   else asio::dispatch(c->ex_, [c, r] { c->start(r); });
 }
 bool running_in(const asio::any_io_executor& ex) noexcept {
