@@ -3,6 +3,8 @@
 #include "inlet/pg/connection.hpp"
 
 #include <poll.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <openssl/ssl.h>
@@ -82,6 +84,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   std::size_t count_ = 0;
   std::uint64_t seq_ = 0;
   bool reading_ = false, writing_ = false, flush_posted_ = false;
+  bool cork_ok_ = false, corked_ = false;  // TCP socket (set in setup_open); TCP_CORK is on
   param_buffer pb_;
   std::string key_, sql_;
   stmt_cache cache_;
@@ -183,6 +186,11 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   }
   bool setup_open() {
     if (PQsetnonblocking(pg_, 1) != 0 || PQenterPipelineMode(pg_) != 1) return false;
+    sockaddr_storage sa{};
+    socklen_t len = sizeof sa;
+    cork_ok_ = ::getsockname(PQsocket(pg_), reinterpret_cast<sockaddr*>(&sa), &len) == 0 &&
+               (sa.ss_family == AF_INET || sa.ss_family == AF_INET6);
+    corked_ = false;
     state_ = state::open;
     return true;
   }
@@ -356,18 +364,38 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
       release(r);
       return;
     }
-    const bool was_idle = head_ == nullptr;
+    // A lone request goes out at once. Requests issued while others are in flight
+    // (or behind a lone one in the same turn of the event loop) are corked and leave
+    // together at the turn's posted flush: libpq 15's PQpipelineSync always writes, so
+    // without the cork every request would be its own send and its own TCP segment.
+    const bool lone = head_ == nullptr && !flush_posted_;
+    if (!lone) cork();
     if (auto ec = send(r)) {
       finish(r, ec, completion_from::initiation);
       release(r);
+      if (corked_) schedule_flush();
       return;
     }
     arm_timeout(r);
-    // A lone request goes out at once; requests issued behind it in the same turn of
-    // the event loop share one posted flush (one write for the whole burst).
-    if (was_idle && !flush_posted_) do_flush();
+    if (lone) do_flush();
     else schedule_flush();
     arm_read();
+  }
+
+  /// TCP_CORK on libpq's socket until the posted flush (uncork_): the requests of one
+  /// turn leave in one segment train instead of one transmit (and on loopback one
+  /// wake-up of the server) per request. Not for Unix sockets (cork_ok_ is false).
+  void cork() {
+    if (!cork_ok_ || corked_) return;
+    int one = 1;
+    corked_ = ::setsockopt(PQsocket(pg_), IPPROTO_TCP, TCP_CORK, &one, sizeof one) == 0;
+    if (!corked_) cork_ok_ = false;
+  }
+  void uncork() {
+    if (!corked_) return;
+    corked_ = false;
+    int zero = 0;
+    ::setsockopt(PQsocket(pg_), IPPROTO_TCP, TCP_CORK, &zero, sizeof zero);
   }
 
   void arm_timeout(request_base* r) {
@@ -414,6 +442,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   void do_flush() {
     if (state_ != state::open) return;
     int r = PQflush(pg_);
+    uncork();  // what libpq could not write yet follows when the socket is writable
     if (r < 0) return fail_all(errc::connection_error, PQerrorMessage(pg_));
     if (r == 1) arm_write();
   }
