@@ -11,13 +11,14 @@ import json, statistics, sys
 
 # Known clients, in table order; anything else is appended.
 ORDER = ["libpq_sync", "libpq_pipe", "inlet_seq_raw", "inlet_seq_typed", "inlet_pipe_raw", "inlet_pipe_typed",
-         "inlet_pool_typed", "asyncpg_seq", "psycopg_seq", "psycopg_pipe", "pqxx_seq", "tokio_pg_seq",
+         "inlet_batch", "inlet_pool_typed", "asyncpg_seq", "psycopg_seq", "psycopg_pipe", "pqxx_seq", "tokio_pg_seq",
          "tokio_pg_pipe", "pgx_seq", "pgx_batch"]
 OURS = ("libpq_", "inlet_")
 # Not the same work: these commit a whole batch of INSERTs at one Sync (one implicit
 # transaction) where every other client commits each INSERT. Shown, flagged, and left out
 # of "best peer".
-NOT_SAME = {("insert1000", "asyncpg_seq"), ("insert1000", "pgx_batch"), ("insert1000", "psycopg_pipe")}
+NOT_SAME = {("insert1000", "asyncpg_seq"), ("insert1000", "pgx_batch"), ("insert1000", "psycopg_pipe"),
+            ("insert1000", "inlet_batch")}
 
 
 def load(files):
@@ -110,8 +111,9 @@ def goals(samples, shapes):
         mode = "pipe" if conns == 1 else "seq"  # at N connections each inlet connection is sequential
         print(f"\n### Goals, {conns} connection{'s' if conns > 1 else ''}\n")
         print(f"| shape | our best typed | best peer | ours vs best peer | best peer, a Sync per statement | "
-              f"ours vs it | inlet_{mode}_raw CPU/op vs libpq_pipe | inlet_{mode}_typed CPU/op vs libpq_pipe |")
-        print("|---|---|---|---:|---|---:|---:|---:|")
+              f"ours vs it | inlet_{mode}_raw CPU/op vs libpq_pipe | inlet_{mode}_typed CPU/op vs libpq_pipe | "
+              f"inlet_batch vs best peer with one Sync per batch |")
+        print("|---|---|---|---:|---|---:|---:|---:|---:|")
         for s in shapes:
             get = lambda c: samples.get((conns, s, c), {})
             typed = [c for c in ("inlet_pipe_typed", "inlet_seq_typed", "inlet_pool_typed") if get(c)]
@@ -121,20 +123,25 @@ def goals(samples, shapes):
             med = lambda c: statistics.median(x[0] for x in get(c).values())
             ours = max(typed, key=med)
 
-            def versus(group):
-                if not group:
+            def versus(group, mine=None):
+                mine = mine or ours
+                if not group or not get(mine):
                     return "-", "-"
                 best = max(group, key=med)
-                ratio = stat([get(ours)[r][0] / max(get(p)[r][0] for p in group if r in get(p))
-                              for r in get(ours) if any(r in get(p) for p in group)])
+                ratio = stat([get(mine)[r][0] / max(get(p)[r][0] for p in group if r in get(p))
+                              for r in get(mine) if any(r in get(p) for p in group)])
                 return f"{best} {med(best):.0f}", fmt(ratio)
 
             b_all, r_all = versus(peers)
             b_sync, r_sync = versus([p for p in peers if p not in ONE_SYNC_PER_BATCH])
+            # like with like: our explicit batch against the peers' batches (same Syncs)
+            batchers = [c for n, s2, c in samples if n == conns and s2 == s and c in ONE_SYNC_PER_BATCH]
+            b_batch, r_batch = versus(batchers, "inlet_batch")
             pipe = get("libpq_pipe")
             cpu = lambda c: fmt(stat([get(c)[r][1] / pipe[r][1] for r in get(c) if r in pipe]))
             print(f"| {s} | {ours} {med(ours):.0f} | {b_all} | {r_all} | {b_sync} | {r_sync} | "
-                  f"{cpu('inlet_' + mode + '_raw')} | {cpu('inlet_' + mode + '_typed')} |")
+                  f"{cpu('inlet_' + mode + '_raw')} | {cpu('inlet_' + mode + '_typed')} | "
+                  f"{r_batch} ({b_batch}) |")
 
 
 if __name__ == "__main__":

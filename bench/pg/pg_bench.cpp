@@ -184,15 +184,50 @@ awaitable<void> one(pg::connection& c, const pgbench::shape& s, long i, bool typ
   }
 }
 
+// The statements of one client as a user's coroutine would issue them: the shape's
+// kind is decided once, then one co_await per statement (no nested coroutine frame
+// and no shape-name compare per statement, which the libpq loops do not pay either).
+// `next()` gives the next statement index, or -1 when done.
+template <class Row, class Next>
+awaitable<void> loop(pg::connection& c, const pgbench::shape& s, bool typed, Next next) {
+  const std::string_view sql = s.sql;
+  long i;
+  if (s.name == "insert1000") {
+    while ((i = next()) >= 0)
+      co_await c.async_execute(pg::sql(sql, static_cast<std::int32_t>(i), "row " + std::to_string(i)));
+  } else if (typed && s.params) {
+    while (next() >= 0) {
+      std::vector<Row> rows;
+      co_await c.async_query(pg::sql(sql, std::int32_t{-1}, true), pg::into(rows));
+      sink += rows.size();
+    }
+  } else if (typed) {
+    while (next() >= 0) {
+      std::vector<Row> rows;
+      co_await c.async_query(pg::sql(sql), pg::into(rows));
+      sink += rows.size();
+    }
+  } else if (s.params) {
+    while (next() >= 0) {
+      pg::result r = co_await c.async_query(pg::sql(sql, std::int32_t{-1}, true));
+      sink += touch(r.native());
+    }
+  } else {
+    while (next() >= 0) {
+      pg::result r = co_await c.async_query(pg::sql(sql));
+      sink += touch(r.native());
+    }
+  }
+}
+
 template <class Row>
 void inlet_run(asio::io_context& io, pg::connection& c, const pgbench::shape& s, long ops, int depth, bool typed) {
   const long total = ops * s.batch;
   long next = 0;
   int workers = std::max(1, depth);
   for (int w = 0; w < workers; ++w) {
-    asio::co_spawn(io, [&]() -> awaitable<void> {
-      while (next < total) co_await one<Row>(c, s, next++, typed);
-    }, [](std::exception_ptr e) { if (e) std::rethrow_exception(e); });
+    asio::co_spawn(io, loop<Row>(c, s, typed, [&] { return next < total ? next++ : -1L; }),
+                   [](std::exception_ptr e) { if (e) std::rethrow_exception(e); });
   }
   io.run();
   io.restart();
@@ -207,23 +242,45 @@ void inlet_any(asio::io_context& io, pg::connection& c, const pgbench::shape& s,
   else inlet_run<std::int32_t>(io, c, s, ops, depth, typed);
 }
 
-// inlet::pg explicit batch (insert1000 only): the 1000 INSERTs of one operation as one
-// pg::batch, i.e. one Sync and one implicit transaction, the same work as asyncpg's
-// executemany (not as the other clients' 1000 Syncs).
-void inlet_batch_run(asio::io_context& io, pg::connection& c, const pgbench::shape& s, long ops) {
+// inlet::pg explicit batches, the same work as pgx_batch: the shape's statements in
+// pg::batch'es of `depth` (one Sync per batch, one batch in flight), every result decoded
+// into typed rows as the *_typed clients do (INSERTs: the affected-row counts). For
+// insert1000 a batch of INSERTs is one implicit transaction: not the same commit work as
+// one Sync per statement (flagged in merge.py, as pgx_batch).
+template <class Row>
+void inlet_batch_run(asio::io_context& io, pg::connection& c, const pgbench::shape& s, long ops, int depth) {
   asio::co_spawn(io, [&]() -> awaitable<void> {
-    for (long i = 0; i < ops; ++i) {
+    const std::string_view sql = s.sql;
+    const bool insert = s.name == "insert1000";
+    const long total = ops * s.batch;
+    for (long i = 0; i < total;) {
       pg::batch b;
-      for (int k = 0; k < s.batch; ++k) {
-        long n = i * s.batch + k;
-        b.add(s.sql, static_cast<std::int32_t>(n), "row " + std::to_string(n));
+      for (int k = 0; k < depth && i < total; ++k, ++i) {
+        if (insert) b.add(sql, static_cast<std::int32_t>(i), "row " + std::to_string(i));
+        else if (s.params) b.add(sql, std::int32_t{-1}, true);
+        else b.add(sql);
       }
       auto r = co_await c.async_execute(std::move(b));
-      sink += r.size();
+      for (std::size_t k = 0; k < r.size(); ++k) {
+        if (insert) {
+          sink += r.affected_rows(k);
+          continue;
+        }
+        std::vector<Row> rows;
+        if (auto ec = r.results[k].template read_all<Row>(rows)) throw pg::error(ec, c.last_diagnostics());
+        sink += rows.size();
+      }
     }
   }, [](std::exception_ptr e) { if (e) std::rethrow_exception(e); });
   io.run();
   io.restart();
+}
+
+void inlet_batch_any(asio::io_context& io, pg::connection& c, const pgbench::shape& s, long ops, int depth) {
+  if (s.name == "pg_type") inlet_batch_run<pg_type_row>(io, c, s, ops, depth);
+  else if (s.name == "bytea100") inlet_batch_run<std::vector<std::byte>>(io, c, s, ops, depth);
+  else if (s.name == "intarr100") inlet_batch_run<std::vector<std::int32_t>>(io, c, s, ops, depth);
+  else inlet_batch_run<std::int32_t>(io, c, s, ops, depth);  // select1, series1000, insert1000
 }
 
 long base_ops(const std::string& n) {
@@ -257,7 +314,8 @@ pgbench::shape single_statements(const pgbench::shape& s) {
 
 template <class Row>
 awaitable<void> multi_one_client(pg::connection& c, const pgbench::shape& s, long count, bool typed) {
-  for (long i = 0; i < count; ++i) co_await one<Row>(c, s, i, typed);
+  long i = 0;
+  co_await loop<Row>(c, s, typed, [&i, count] { return i < count ? i++ : -1L; });
 }
 
 template <class Row>
@@ -526,7 +584,6 @@ int main(int argc, char** argv) {
         // One fresh connection per client and shape, warmed (prepared) outside the timing.
         for (const auto& cl : clients) {
           if (!only_client.empty() && cl != only_client) continue;
-          if (cl == "inlet_batch" && s.name != "insert1000") continue;
           sample smp{};
           std::fprintf(stderr, "round %d %s %s\n", round, s.name.c_str(), cl.c_str());
           if (cl.rfind("libpq", 0) == 0) {
@@ -542,7 +599,7 @@ int main(int argc, char** argv) {
             bool typed = cl.find("typed") != std::string::npos;
             int d = cl.find("pipe") != std::string::npos ? depth : 1;
             inlet_any(io, c, s, 1, 1, typed);
-            if (cl == "inlet_batch") smp = measure(ops, [&] { inlet_batch_run(io, c, s, ops); });
+            if (cl == "inlet_batch") smp = measure(ops, [&] { inlet_batch_any(io, c, s, ops, depth); });
             else smp = measure(ops, [&] { inlet_any(io, c, s, ops, d, typed); });
           }
           res[s.name][cl].push_back(smp);
@@ -560,12 +617,16 @@ int main(int argc, char** argv) {
       if (!res.count(s.name)) continue;
       auto& m = res[s.name];
       for (const auto& cl : clients) {
-        if (!m.count(cl) || !m.count("libpq_sync") || !m.count("libpq_pipe")) continue;
+        if (!m.count(cl)) continue;
         auto& v = m[cl];
-        std::vector<double> ops, cpu, r_sync, r_pipe, c_pipe;
+        // Ratios need the references of the same round (absent with --client).
+        const bool refs = m.count("libpq_sync") && m.count("libpq_pipe");
+        std::vector<double> ops, cpu, r_sync{0}, r_pipe{0}, c_pipe{0};
+        if (refs) r_sync.clear(), r_pipe.clear(), c_pipe.clear();
         for (std::size_t i = 0; i < v.size(); ++i) {
           ops.push_back(v[i].ops_per_s);
           cpu.push_back(v[i].cpu_us_per_op);
+          if (!refs) continue;
           r_sync.push_back(v[i].ops_per_s / m["libpq_sync"][i].ops_per_s);
           r_pipe.push_back(v[i].ops_per_s / m["libpq_pipe"][i].ops_per_s);
           c_pipe.push_back(v[i].cpu_us_per_op / m["libpq_pipe"][i].cpu_us_per_op);

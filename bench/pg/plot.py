@@ -14,10 +14,10 @@ data = json.load(open(sys.argv[1]))["results"]
 conns_list = sorted({r["conns"] for r in data})
 # Table order of merge.py; colours by family: libpq greys, inlet greens, each peer its own hue.
 ORDER = ["libpq_sync", "libpq_pipe", "inlet_seq_raw", "inlet_seq_typed", "inlet_pipe_raw", "inlet_pipe_typed",
-         "inlet_pool_typed", "asyncpg_seq", "psycopg_seq", "psycopg_pipe", "pqxx_seq", "tokio_pg_seq",
+         "inlet_batch", "inlet_pool_typed", "asyncpg_seq", "psycopg_seq", "psycopg_pipe", "pqxx_seq", "tokio_pg_seq",
          "tokio_pg_pipe", "pgx_seq", "pgx_batch"]
 COLOUR = {"libpq_sync": "#bbbbbb", "libpq_pipe": "#555555", "inlet_seq_raw": "#c7e9c0", "inlet_seq_typed": "#74c476",
-          "inlet_pipe_raw": "#31a354", "inlet_pipe_typed": "#006d2c", "inlet_pool_typed": "#a1d99b",
+          "inlet_pipe_raw": "#31a354", "inlet_pipe_typed": "#006d2c", "inlet_batch": "#00441b", "inlet_pool_typed": "#a1d99b",
           "asyncpg_seq": "#3182bd", "psycopg_seq": "#fdae6b", "psycopg_pipe": "#e6550d", "pqxx_seq": "#9e9ac8",
           "tokio_pg_seq": "#fc9272", "tokio_pg_pipe": "#de2d26", "pgx_seq": "#9ecae1", "pgx_batch": "#08519c"}
 shapes = []

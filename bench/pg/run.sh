@@ -11,6 +11,12 @@
 # Environment: BUILD (default build/, must be configured), PEERS (default
 # "asyncpg psycopg pqxx tokio pgx"), OUT_JSON (default docs/benchmarks/data/pg.json),
 # PLOT (default docs/benchmarks/pg.png; empty: no plot).
+# MALLOC_TUNABLES (default "glibc.malloc.trim_threshold=33554432"; empty: glibc's defaults)
+# is exported as GLIBC_TUNABLES to every program alike (Go's allocator ignores it). With
+# glibc's default 128 KiB trim threshold, freeing a 100 KB result at the top of the heap
+# returns the memory with brk() and the next result takes it back (page faults): ~34 brk
+# calls per bytea100 query in whichever client's heap happens to be laid out that way, a
+# 2-4x CPU swing between runs (docs/benchmarks/pg.md, "The bytea100 anomaly").
 # A peer that fails to build or install is skipped with the reason printed; the run goes on.
 # Versions are pinned (pip ==, Cargo.lock, go.sum) so that a rerun measures the same drivers.
 # Bounded: every program runs a fixed count of operations per shape (x SCALE) and each
@@ -26,6 +32,7 @@ CLIENTS=${4:-10}
 PEERS=${PEERS:-asyncpg psycopg pqxx tokio pgx}
 OUT_JSON=${OUT_JSON:-$ROOT/docs/benchmarks/data/pg.json}
 PLOT=${PLOT-$ROOT/docs/benchmarks/pg.png}
+MALLOC_TUNABLES=${MALLOC_TUNABLES-glibc.malloc.trim_threshold=33554432}
 mkdir -p "$BUILD/bin"
 cmake --build "$BUILD" --target pg_bench >/dev/null
 
@@ -73,8 +80,10 @@ OUT=$BUILD/pgbench-run
 rm -rf "$OUT"
 mkdir -p "$OUT"
 printf '%s\n' "${PROGS[@]}" > "$OUT/progs"
-export ROUNDS SCALE DEPTH CLIENTS OUT BUILD
+export ROUNDS SCALE DEPTH CLIENTS OUT BUILD MALLOC_TUNABLES
+echo "run.sh: GLIBC_TUNABLES=$MALLOC_TUNABLES for every client" >&2
 "$ROOT/scripts/with-postgres.sh" bash -c '
+  if [ -n "$MALLOC_TUNABLES" ]; then export GLIBC_TUNABLES=$MALLOC_TUNABLES; fi
   set -euo pipefail
   run() {  # run LOG COMMAND...: bounded, a failing peer is reported and skipped
     if ! timeout 600 "${@:2}" 2>"$1"; then echo "run.sh: ${2##*/} failed (see $1)" >&2; fi

@@ -3,6 +3,8 @@
 #include "inlet/pg/connection.hpp"
 
 #include <poll.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <openssl/ssl.h>
@@ -47,12 +49,32 @@ void fill_diag(diagnostics& d, const PGresult* r) {
 class conn_impl : public std::enable_shared_from_this<conn_impl> {
  public:
   conn_impl(asio::any_io_executor ex, connection_options o)
-      : ex_(std::move(ex)), opts_(o), sock_(ex_), cache_(o.statement_cache_size) {}
+      : ex_(std::move(ex)), opts_(o), sock_(ex_), cache_(o.statement_cache_size) {
+    using io_ex = asio::io_context::executor_type;
+    if ((own_io_ = ex_.target<io_ex>())) own_kind_ = own::io;
+    else if ((own_strand_any_ = ex_.target<asio::strand<asio::any_io_executor>>())) own_kind_ = own::strand_any;
+    else if ((own_strand_io_ = ex_.target<asio::strand<io_ex>>())) own_kind_ = own::strand_io;
+  }
   ~conn_impl() { close(); }
 
   enum class state { closed, connecting, open, broken };
 
-  asio::any_io_executor ex_;
+  asio::any_io_executor ex_;  // never reassigned: the typed pointers below point into it
+  // What ex_ holds, found once (running_in() asks any_io_executor for its target type
+  // on every call, which costs ~25 instructions per query twice over; callgrind).
+  enum class own : unsigned char { other, io, strand_any, strand_io };
+  own own_kind_ = own::other;
+  const asio::io_context::executor_type* own_io_ = nullptr;
+  const asio::strand<asio::any_io_executor>* own_strand_any_ = nullptr;
+  const asio::strand<asio::io_context::executor_type>* own_strand_io_ = nullptr;
+  bool in_own_executor() const noexcept {
+    switch (own_kind_) {
+      case own::io: return own_io_->running_in_this_thread();
+      case own::strand_any: return own_strand_any_->running_in_this_thread();
+      case own::strand_io: return own_strand_io_->running_in_this_thread();
+      default: return false;
+    }
+  }
   connection_options opts_;
   PGconn* pg_ = nullptr;
   asio::posix::stream_descriptor sock_;
@@ -62,6 +84,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   std::size_t count_ = 0;
   std::uint64_t seq_ = 0;
   bool reading_ = false, writing_ = false, flush_posted_ = false;
+  bool cork_ok_ = false, corked_ = false;  // TCP socket (set in setup_open); TCP_CORK is on
   param_buffer pb_;
   std::string key_, sql_;
   stmt_cache cache_;
@@ -73,13 +96,13 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   void release(request_base* r) {
     if (--r->refs == 0) r->destroy();
   }
-  void finish(request_base* r, std::error_code ec, bool immediate) {
+  void finish(request_base* r, std::error_code ec, completion_from w) {
     if (r->timer) r->timer->t.cancel();
     if (r->finished) return;
     r->finished = true;
     ++stats_.queries;
     if (ec) ++stats_.errors;
-    r->deliver(*this, ec, immediate);
+    r->deliver(*this, ec, w);
   }
   void detach_socket() {
     if (sock_.is_open()) {
@@ -95,12 +118,12 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
     if (connect_req_) {
       auto* r = connect_req_;
       connect_req_ = nullptr;
-      finish(r, ec, false);
+      finish(r, ec, completion_from::any_thread);
       release(r);
     }
     while (head_) {
       auto* r = pop();
-      finish(r, ec, false);
+      finish(r, ec, completion_from::any_thread);
       release(r);
     }
   }
@@ -135,7 +158,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
     if (!pg_ || PQstatus(pg_) == CONNECTION_BAD) {
       diag_.clear();
       diag_.client_message = pg_ ? PQerrorMessage(pg_) : "out of memory";
-      finish(r, errc::connection_error, true);
+      finish(r, errc::connection_error, completion_from::initiation);
       release(r);
       return;
     }
@@ -163,6 +186,11 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   }
   bool setup_open() {
     if (PQsetnonblocking(pg_, 1) != 0 || PQenterPipelineMode(pg_) != 1) return false;
+    sockaddr_storage sa{};
+    socklen_t len = sizeof sa;
+    cork_ok_ = ::getsockname(PQsocket(pg_), reinterpret_cast<sockaddr*>(&sa), &len) == 0 &&
+               (sa.ss_family == AF_INET || sa.ss_family == AF_INET6);
+    corked_ = false;
     state_ = state::open;
     return true;
   }
@@ -175,7 +203,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
     diag_.clear();
     auto* r = connect_req_;
     connect_req_ = nullptr;
-    finish(r, {}, false);
+    finish(r, {}, completion_from::own_executor);
     release(r);
   }
 
@@ -315,7 +343,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
       std::string text;
       std::string_view sql() const noexcept override { return text; }
       void bind(param_buffer&, std::error_code&) const override {}
-      void deliver(conn_impl&, std::error_code, bool) override {}
+      void deliver(conn_impl&, std::error_code, completion_from) override {}
       void destroy() noexcept override { delete this; }
     };
     auto* r = new internal;
@@ -332,22 +360,42 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   void start(request_base* r) {
     if (r->bat && r->bat->empty() && state_ == state::open) {  // nothing to send
       r->bat->out_ = batch_result{};
-      finish(r, {}, true);
+      finish(r, {}, completion_from::initiation);
       release(r);
       return;
     }
-    const bool was_idle = head_ == nullptr;
+    // A lone request goes out at once. Requests issued while others are in flight
+    // (or behind a lone one in the same turn of the event loop) are corked and leave
+    // together at the turn's posted flush: libpq 15's PQpipelineSync always writes, so
+    // without the cork every request would be its own send and its own TCP segment.
+    const bool lone = head_ == nullptr && !flush_posted_;
+    if (!lone) cork();
     if (auto ec = send(r)) {
-      finish(r, ec, true);
+      finish(r, ec, completion_from::initiation);
       release(r);
+      if (corked_) schedule_flush();
       return;
     }
     arm_timeout(r);
-    // A lone request goes out at once; requests issued behind it in the same turn of
-    // the event loop share one posted flush (one write for the whole burst).
-    if (was_idle && !flush_posted_) do_flush();
+    if (lone) do_flush();
     else schedule_flush();
     arm_read();
+  }
+
+  /// TCP_CORK on libpq's socket until the posted flush (uncork_): the requests of one
+  /// turn leave in one segment train instead of one transmit (and on loopback one
+  /// wake-up of the server) per request. Not for Unix sockets (cork_ok_ is false).
+  void cork() {
+    if (!cork_ok_ || corked_) return;
+    int one = 1;
+    corked_ = ::setsockopt(PQsocket(pg_), IPPROTO_TCP, TCP_CORK, &one, sizeof one) == 0;
+    if (!corked_) cork_ok_ = false;
+  }
+  void uncork() {
+    if (!corked_) return;
+    corked_ = false;
+    int zero = 0;
+    ::setsockopt(PQsocket(pg_), IPPROTO_TCP, TCP_CORK, &zero, sizeof zero);
   }
 
   void arm_timeout(request_base* r) {
@@ -368,7 +416,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   void abandon(request_base* r, std::error_code ec) {
     if (r->finished) return;
     if (r == head_ && pg_) send_cancel();  // before finish: the handler may run inline
-    finish(r, ec, false);
+    finish(r, ec, completion_from::any_thread);
   }
   void send_cancel() {
     PGcancel* pc = PQgetCancel(pg_);
@@ -394,6 +442,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   void do_flush() {
     if (state_ != state::open) return;
     int r = PQflush(pg_);
+    uncork();  // what libpq could not write yet follows when the socket is writable
     if (r < 0) return fail_all(errc::connection_error, PQerrorMessage(pg_));
     if (r == 1) arm_write();
   }
@@ -468,7 +517,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
     if (st == PGRES_PIPELINE_SYNC) {
       PQclear(res);
       pop();
-      finish(r, r->ec, false);
+      finish(r, r->ec, completion_from::own_executor);
       release(r);
       return;
     }
@@ -600,14 +649,14 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
       if (n < 0) continue;  // EINTR
       if (p.revents & (POLLIN | POLLHUP | POLLERR)) read_once();
     }
-    if (!op.finished) finish(&op, errc::connection_error, false);
+    if (!op.finished) finish(&op, errc::connection_error, completion_from::any_thread);
     ec = timed_out ? std::error_code(errc::timeout) : op.ec;
     if (op.refs > 1) op.refs = 1;
   }
 };
 
 void start_request(const conn_ptr& c, request_base* r) {
-  if (running_in(c->ex_)) c->start(r);
+  if (c->in_own_executor()) c->start(r);
   else asio::dispatch(c->ex_, [c, r] { c->start(r); });
 }
 bool running_in(const asio::any_io_executor& ex) noexcept {

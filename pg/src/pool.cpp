@@ -43,14 +43,15 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   // reader stops when the FIFO empties): destroy it here. Otherwise destroy it on its
   // strand. (Posting every drop raced, under TSan, on the strand executor's shared
   // state between the posting thread's executor copy and the strand thread.)
+  /// Destroys a connection on its own strand, also an idle one: the strand may still be
+  /// finishing the handler that completed the connection's last request (it re-checks
+  /// the connection's state after handing the result on), so destroying it on the
+  /// calling thread raced with that tail (TSan, LoadFromFourThreadsAndIoContexts: pool
+  /// close() on the main thread while the pool's threads ran).
   static void drop(entry_ptr e) {
     if (!e) return;
-    if (e->conn.in_flight() == 0) {
-      e.reset();
-      return;
-    }
-    auto* conn = &e->conn;
-    asio::post(conn->get_executor(), [e = std::move(e)]() mutable { e.reset(); });
+    auto ex = e->conn.get_executor();
+    asio::post(ex, [e = std::move(e)]() mutable { e.reset(); });
   }
 
   bool reusable(const pool_entry& e, clock::time_point now) const {

@@ -62,13 +62,14 @@ void start_request(const conn_ptr& c, request_base* r);
 void start_connect(const conn_ptr& c, std::string dsn, request_base* r);
 void abandon_request(const conn_ptr& c, request_base* r, std::error_code ec);
 const asio::any_io_executor& executor_of(const conn_impl& c) noexcept;
-/// An op keeps its handler's executor busy (outstanding work) unless that is the
-/// connection's own executor, which the connection's pending socket wait keeps busy
-/// for as long as the op is queued.
+/// True when a handler's executor is the connection's own. Decided once per op at
+/// initiation: such an op takes no outstanding-work guard (the connection's pending
+/// socket wait keeps that executor busy while the op is queued), and its completion,
+/// which always runs on the connection's executor, calls the handler inline.
 template <class Ex>
-bool needs_work_guard(const Ex& ex, const conn_impl& c) noexcept {
-  if constexpr (std::is_same_v<Ex, asio::any_io_executor>) return !(ex == executor_of(c));
-  else return true;
+bool same_executor(const Ex& ex, const conn_impl& c) noexcept {
+  if constexpr (std::is_same_v<Ex, asio::any_io_executor>) return ex == executor_of(c);
+  else return false;
 }
 /// True when the calling thread may run ex's handlers inline (what asio::dispatch checks
 /// before it runs a function inline): an io_context executor or a strand of one. Lets
@@ -242,6 +243,7 @@ class connection {
     Q q;
     Sink sink;
     std::optional<work_t> work;
+    bool same_ex = false;  // the handler's executor is the connection's (same_executor)
 
     op_t(Handler h, Q qq, Sink s) : handler(std::move(h)), q(std::move(qq)), sink(std::move(s)) {
       if constexpr (is_batch<Q>::value) this->bat = &q;
@@ -253,12 +255,16 @@ class connection {
     void bind(detail::param_buffer& pb, std::error_code& e) const override {
       if constexpr (!is_batch<Q>::value) q.bind(pb, e);
     }
-    void deliver(detail::conn_impl& c, std::error_code e, bool immediate) override {
+    void deliver(detail::conn_impl& c, std::error_code e, detail::completion_from w) override {
       auto slot = asio::get_associated_cancellation_slot(handler);
       if (slot.is_connected()) slot.clear();
+      if (w == detail::completion_from::own_executor && same_ex) {  // the handler's executor is running us
+        std::apply(std::move(handler), sink.args(c, *this, e));
+        return;
+      }
       auto ex = asio::get_associated_executor(handler, detail::executor_of(c));
       auto fn = [h = std::move(handler), a = sink.args(c, *this, e)]() mutable { std::apply(std::move(h), std::move(a)); };
-      if (immediate) asio::post(ex, std::move(fn));
+      if (w == detail::completion_from::initiation) asio::post(ex, std::move(fn));
       else if (detail::running_in_this_thread(ex)) fn();  // what dispatch would do, minus its wrapper
       else asio::dispatch(ex, std::move(fn));
       work.reset();
@@ -290,8 +296,8 @@ class connection {
           using H = decltype(h);
           auto ex = asio::get_associated_executor(h, detail::executor_of(*impl));
           auto* op = op_t<H, Sink, Q>::make(std::move(h), std::move(q), std::move(sink));
-          if (detail::needs_work_guard(ex, *impl))
-            op->work.emplace(asio::prefer(ex, asio::execution::outstanding_work.tracked));
+          op->same_ex = detail::same_executor(ex, *impl);
+          if (!op->same_ex) op->work.emplace(asio::prefer(ex, asio::execution::outstanding_work.tracked));
           auto slot = asio::get_associated_cancellation_slot(op->handler);
           if (slot.is_connected()) {
             slot.assign([impl, op](asio::cancellation_type) {
@@ -318,7 +324,7 @@ class connection {
     void bind(detail::param_buffer& pb, std::error_code& e) const override {
       if constexpr (!is_batch<Q>::value) q.bind(pb, e);
     }
-    void deliver(detail::conn_impl&, std::error_code e, bool) override { ec = e; }
+    void deliver(detail::conn_impl&, std::error_code e, detail::completion_from) override { ec = e; }
     void destroy() noexcept override {}
   };
   void run_sync(detail::request_base& op, std::error_code& ec);

@@ -41,6 +41,12 @@ struct param_buffer {
   /// Builds the pointer arrays once every value is in `data`.
   void finish() {
     std::size_t n = offsets.size();
+    if (n == 0) {  // no parameters: nothing to point at
+      values.clear();
+      lengths.clear();
+      formats.clear();
+      return;
+    }
     values.resize(n);
     lengths.resize(n);
     formats.assign(n, 1);

@@ -16,6 +16,9 @@ namespace inlet::pg::detail {
 class conn_impl;
 struct timer_slot;  // per-request timeout timer (src/connection.cpp)
 
+/// Where a completion is delivered from (request_base::deliver).
+enum class completion_from : unsigned char { initiation, own_executor, any_thread };
+
 struct request_base {
   request_base* next = nullptr;  // intrusive FIFO of the pipeline
   int refs = 1;                  // queue + pending timer
@@ -32,9 +35,10 @@ struct request_base {
   virtual ~request_base() = default;
   virtual std::string_view sql() const noexcept = 0;
   virtual void bind(param_buffer& pb, std::error_code& e) const = 0;
-  /// Called once, on the connection's executor. `immediate`: inside the initiating
-  /// call, so the handler must be posted, not dispatched.
-  virtual void deliver(conn_impl& c, std::error_code e, bool immediate) = 0;
+  /// Called once. `w` says where from: inside the initiating call (the handler must be
+  /// posted), from the connection's own executor (the router: a handler on that same
+  /// executor runs inline), or from anywhere (close(), cancellation: dispatch).
+  virtual void deliver(conn_impl& c, std::error_code e, completion_from w) = 0;
   virtual void destroy() noexcept = 0;
 };
 
