@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer binary in BUILD/bin for a few seconds each over its corpus.
 #   scripts/run-fuzzers.sh BUILD [SECONDS]
+# With FUZZ_RUNS=N set, each target instead runs exactly N inputs from seed 1: the
+# same inputs on every machine (CI uses this, so a run is reproducible).
 set -euo pipefail
 BUILD=${1:-build-fuzz}
 SECS=${2:-10}
@@ -12,8 +14,9 @@ for f in "$BUILD"/bin/fuzz_*; do
   name=$(basename "$f")
   corpus=$(find "$ROOT" -path "$ROOT/build*" -prune -o -type d -path "*/fuzz/corpus/$name" -print | head -1)
   work=$(mktemp -d)
-  echo "== $name ($SECS s)"
-  if ! "$f" -max_total_time="$SECS" -rss_limit_mb=2048 -artifact_prefix="$work/" "$work" ${corpus:+"$corpus"} >"$work/log" 2>&1; then
+  if [ -n "${FUZZ_RUNS:-}" ]; then echo "== $name ($FUZZ_RUNS runs, seed 1)"; else echo "== $name ($SECS s)"; fi
+  if [ -n "${FUZZ_RUNS:-}" ]; then limit=(-runs="$FUZZ_RUNS" -seed=1); else limit=(-max_total_time="$SECS"); fi
+  if ! "$f" "${limit[@]}" -rss_limit_mb=2048 -artifact_prefix="$work/" "$work" ${corpus:+"$corpus"} >"$work/log" 2>&1; then
     echo "FAILED: $name"; tail -40 "$work/log"; status=1
     # Keep what reproduces it: the crash/leak/timeout inputs and the log.
     keep="$BUILD/fuzz-artifacts/$name"
