@@ -60,6 +60,8 @@ def main():
     ap.add_argument("--count", type=int, default=500000)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--load-threads", type=int, default=1)
+    ap.add_argument("--load-args", default="", help="extra inlet-load flags, e.g. '--size-mean 1000000 "
+                    "--size-sigma 0 --synthetic-count 8' (large messages)")
     ap.add_argument("--pin", action="store_true", help="taskset: server CPU 0, client CPU 1")
     ap.add_argument("--json", default=os.path.join(root, "docs/benchmarks/data/inletd-io-models.json"))
     ap.add_argument("--png", default="", help="PNG path (needs matplotlib); none by default")
@@ -129,7 +131,7 @@ def main():
                     continue
                 try:
                     args = ["-c", str(c), "-j", str(a.load_threads),
-                            "--sources", str(max(1, c // 4000 + 1))]
+                            "--sources", str(max(1, c // 4000 + 1))] + a.load_args.split()
                     r = harness.measure(srv, lambda: harness.inlet_load(a.inlet_load, srv.port, args, a.count,
                                                                         a.seconds, ccpu, srv.pid))
                 finally:
