@@ -92,6 +92,9 @@ class body_collector {
   received_message complete(envelope env, std::uint64_t session_body_size);
   /// message_aborted, or the message is dropped: forget the body.
   void abort() noexcept;
+  /// True while part of a body is held (BDAT chunks before the LAST one): a
+  /// driver must keep this collector (the async models do not go idle).
+  bool holding() const noexcept { return fed_ > 0 || obs_ != nullptr; }
 
  private:
   void begin();

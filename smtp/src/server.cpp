@@ -537,7 +537,9 @@ asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c,
         if (!got) ec = {};
       }
       if (!got) in.release_if_empty();
-      if (!got && in.empty() && !s.in_body() && s.output().empty()) {
+      // Not idle while BDAT chunks of an unfinished message are held: the body
+      // lives in this frame (and, flat, in `in`), so it waits here instead.
+      if (!got && in.empty() && !s.in_body() && s.output().empty() && !body.holding()) {
         // Idle: give back the reply strings' capacity and let this frame go.
         std::string().swap(c->wbuf);
         std::string none;
