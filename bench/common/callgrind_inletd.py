@@ -93,6 +93,8 @@ def main():
     ap.add_argument("--inletd-args", default="")
     ap.add_argument("--load-args", default="", help="extra inlet-load flags, e.g. --bdat")
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--show", default="", help="regex: also print (and keep in the JSON) every function "
+                    "matching it, inclusive and exclusive instructions per message")
     ap.add_argument("--json")
     a = ap.parse_args()
     a.inletd = os.path.join(a.bin_dir, "inletd")
@@ -124,6 +126,13 @@ def main():
     for g in groups:
         print(f"| {g['component']} | {g['instructions_per_message']:,.0f} | "
               f"{100 * g['instructions_per_message'] / total:.1f} % |")
+    shown = {}
+    if a.show:
+        rx = re.compile(a.show)
+        print(f"\nfunctions matching {a.show!r}: inclusive / exclusive instructions per message")
+        for k in sorted((k for k in inc if rx.search(k)), key=lambda k: -inc[k]):
+            shown[k] = {"inclusive": inc[k], "exclusive": exc.get(k, 0.0)}
+            print(f"{inc[k]:12,.0f} {exc.get(k, 0.0):12,.0f}  {k[:150]}")
     print(f"\ntop {a.top} functions, exclusive instructions per message:")
     for k, v in sorted(exc.items(), key=lambda kv: -kv[1])[:a.top]:
         print(f"{v:12,.0f}  {k[:150]}")
@@ -133,7 +142,7 @@ def main():
     if a.json:
         harness.write_json(a.json, {"store": a.store, "counts": [n1, n2], "connections": a.connections,
                                     "size": a.size, "load_args": a.load_args, "per_message": total,
-                                    "groups": groups,
+                                    "groups": groups, "shown": shown,
                                     "top_exclusive": sorted(exc.items(), key=lambda kv: -kv[1])[:60],
                                     "top_inclusive": sorted(inc.items(), key=lambda kv: -kv[1])[:60]})
 

@@ -17,8 +17,10 @@ MODEL@BINARY (BINARY is a path, or a name in --bin-dir), e.g. `--models coro,cor
 `--bin inletd,inletd-uring` runs every model on each binary; `uring:M` is short for
 `M@inletd-uring`. process needs --store sink (the default here); its server CPU and RSS
 columns are the parent's only (the children are not summed). The buffer axis is inletd's
---receive-buffer: `--buffers segment,flat --buffer-flag '--receive-buffer {}'`. inletd has no
-parse-mode switch yet (--parse-flag is its template; every row parses after receive).
+--receive-buffer (`--buffers segment,flat`, template --buffer-flag), the parse axis its
+--parse (`--parses after,streaming`, template --parse-flag). With more than one parse mode,
+each row also gets a same-round ratio to the same model and buffer with the first parse mode
+listed ("parse ratio").
 """
 import argparse
 import os
@@ -39,10 +41,10 @@ def main():
     ap.add_argument("--inletd", help="default BIN_DIR/inletd")
     ap.add_argument("--inlet-load", help="default BIN_DIR/inlet-load")
     ap.add_argument("--models", default=DEFAULT_MODELS)
-    ap.add_argument("--buffers", default="copy")
-    ap.add_argument("--parses", default="after")
-    ap.add_argument("--buffer-flag", default="", help="template, e.g. '--receive-buffer {}' (with --buffers segment,flat)")
-    ap.add_argument("--parse-flag", default="", help="template, e.g. '--parse {}' (none in inletd yet)")
+    ap.add_argument("--buffers", default="segment", help="comma list: segment, flat")
+    ap.add_argument("--parses", default="after", help="comma list: after, streaming")
+    ap.add_argument("--buffer-flag", default="--receive-buffer {}", help="template of the buffer axis's flag")
+    ap.add_argument("--parse-flag", default="--parse {}", help="template of the parse axis's flag")
     ap.add_argument("--store", default="sink")
     ap.add_argument("--server-threads", type=int, default=2)
     ap.add_argument("--connections", default="50,1000,10000")
@@ -58,6 +60,8 @@ def main():
     ap.add_argument("--count", type=int, default=500000)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--load-threads", type=int, default=1)
+    ap.add_argument("--load-args", default="", help="extra inlet-load flags, e.g. '--size-mean 1000000 "
+                    "--size-sigma 0 --synthetic-count 8' (large messages)")
     ap.add_argument("--pin", action="store_true", help="taskset: server CPU 0, client CPU 1")
     ap.add_argument("--json", default=os.path.join(root, "docs/benchmarks/data/inletd-io-models.json"))
     ap.add_argument("--png", default="", help="PNG path (needs matplotlib); none by default")
@@ -127,7 +131,7 @@ def main():
                     continue
                 try:
                     args = ["-c", str(c), "-j", str(a.load_threads),
-                            "--sources", str(max(1, c // 4000 + 1))]
+                            "--sources", str(max(1, c // 4000 + 1))] + a.load_args.split()
                     r = harness.measure(srv, lambda: harness.inlet_load(a.inlet_load, srv.port, args, a.count,
                                                                         a.seconds, ccpu, srv.pid))
                 finally:
@@ -172,6 +176,17 @@ def base_label(runs, exp, label):
     return labels[0] if labels else label
 
 
+def parse_ref(runs, exp, label):
+    """models: the label of the same model and buffer with the first parse mode listed (or None)."""
+    if exp != "models" or label.count("/") < 2:
+        return None
+    stem = label.rsplit("/", 1)[0]
+    for x in dict.fromkeys(r["label"] for r in runs if r["experiment"] == exp):
+        if x.rsplit("/", 1)[0] == stem:
+            return x
+    return None
+
+
 def summarize(runs):
     rows = []
     keys = list(dict.fromkeys((r["experiment"], r["label"], r["connections"]) for r in runs))
@@ -189,7 +204,17 @@ def summarize(runs):
             if b and b["msgs_per_s"]:
                 ratios.append(r["msgs_per_s"] / b["msgs_per_s"])
         rm, rlo, rhi = harness.median_spread(ratios)
-        rows.append({"experiment": exp, "label": label, "connections": c, "msgs_per_s": m, "min": lo, "max": hi,
+        # models: same-round ratio to the same model and buffer with the first parse mode.
+        pref = parse_ref(runs, exp, label)
+        pratios = []
+        for r in mine:
+            b = next((x for x in runs if (x["experiment"], x["label"], x["connections"], x["round"]) ==
+                      (exp, pref, c, r["round"])), None) if pref else None
+            if b and b["msgs_per_s"]:
+                pratios.append(r["msgs_per_s"] / b["msgs_per_s"])
+        pm, plo, phi = harness.median_spread(pratios)
+        rows.append({"parse_ref": pref, "parse_ratio": pm, "parse_ratio_min": plo, "parse_ratio_max": phi,
+                     "cpu_us_per_msg": med("server_cpu_us_per_msg"),"experiment": exp, "label": label, "connections": c, "msgs_per_s": m, "min": lo, "max": hi,
                      "ref": ref, "ratio": rm, "ratio_min": rlo, "ratio_max": rhi,
                      "cpu_percent": med("server_cpu_percent"), "rss_mb": (med("server_rss_max_bytes") or 0) / 1048576,
                      "p50_us": med("p50_us"), "p99_us": med("p99_us"), "failed": med("failed")})
@@ -204,12 +229,16 @@ def markdown(out):
         if not rows:
             continue
         lines += [f"### {exp}", "", "| configuration | connections | msg/s median (min-max) | same-round ratio "
-                  "(min-max) | to | server CPU % | server RSS MiB | p50 ms | p99 ms |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+                  "(min-max) | to | parse ratio (min-max) | server CPU % | server CPU µs/msg | server RSS MiB "
+                  "| p50 ms | p99 ms |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in rows:
+            pr = "-" if not r.get("parse_ref") or r.get("parse_ref") == r["label"] else (
+                f"{f(r.get('parse_ratio'), 2)} ({f(r.get('parse_ratio_min'), 2)}-{f(r.get('parse_ratio_max'), 2)})")
             lines.append(f"| {r['label']} | {r['connections']:,} | {f(r['msgs_per_s'])} ({f(r['min'])}-{f(r['max'])}) | "
                          f"{f(r.get('ratio'), 2)} ({f(r.get('ratio_min'), 2)}-{f(r.get('ratio_max'), 2)}) | "
-                         f"{r.get('ref', '')} | {f(r['cpu_percent'])} | {f(r['rss_mb'], 1)} | "
+                         f"{r.get('ref', '')} | {pr} | {f(r['cpu_percent'])} | {f(r.get('cpu_us_per_msg'))} | "
+                         f"{f(r['rss_mb'], 1)} | "
                          f"{f((r['p50_us'] or 0) / 1000, 2)} | {f((r['p99_us'] or 0) / 1000, 2)} |")
         lines.append("")
     if out["rejected"]:

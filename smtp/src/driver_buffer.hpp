@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 namespace inlet::smtp::detail {
 
@@ -104,15 +105,45 @@ class driver_input {
     return s;
   }
 
+  /// Flat mode, body observed (server_config::body_observer): copies a body
+  /// piece out like piece() does, but into blocks that never move, and returns
+  /// the copy. A body observer keeps views of what it was given (a streaming
+  /// parser does), and the one growing std::string of piece() would move those
+  /// bytes when it reallocates. Blocks: 16 KiB, then twice the last one (or the
+  /// piece's size); the body is one block unless it outgrows the first.
+  std::string_view copy_flat_stable(std::string_view p) {
+    if (blocks_.empty() || blocks_.back()->capacity() - blocks_.back()->size() < p.size()) {
+      std::size_t cap = blocks_.empty() ? std::size_t{16384} : 2 * blocks_.back()->capacity();
+      auto b = std::make_unique<std::string>();
+      b->reserve(std::max(cap, p.size()));
+      blocks_.push_back(std::move(b));
+    }
+    std::string& b = *blocks_.back();
+    std::size_t at = b.size();
+    b.append(p);  // within capacity: no reallocation, earlier views stay valid
+    return {b.data() + at, p.size()};
+  }
+
   /// Flat mode: the message body copied so far, as a segment owning the
-  /// string (empty in segment mode, where the pieces are the body).
+  /// string(s) (empty in segment mode, where the pieces are the body).
   buffer::segment take_flat_body() {
-    if (!body_copy_) return {};
-    std::string* str = body_copy_.release();
-    return buffer::segment::wrap(str->data(), str->size(), [str] { delete str; });
+    buffer::segment body;
+    if (body_copy_) {
+      std::string* str = body_copy_.release();
+      body = buffer::segment::wrap(str->data(), str->size(), [str] { delete str; });
+    }
+    for (auto& b : blocks_) {
+      std::string* str = b.release();
+      body.append(buffer::segment::wrap(str->data(), str->size(), [str] { delete str; }));
+    }
+    blocks_.clear();
+    return body;
   }
   /// Flat mode: drop a body copied so far (message aborted).
-  void drop_flat_body() noexcept { body_copy_.reset(); }
+  void drop_flat_body() noexcept {
+    body_copy_.reset();
+    blocks_.clear();
+  }
 
   /// Drops every readable byte (RFC 3207 4.2: input pipelined after STARTTLS).
   void clear() noexcept {
@@ -159,6 +190,7 @@ class driver_input {
   std::size_t flat_size_ = 0;
   buffer::detail::slice flat_space_{nullptr, nullptr, 0};  // flat mode: prepared space
   std::unique_ptr<std::string> body_copy_;    // flat mode: the body copied so far
+  std::vector<std::unique_ptr<std::string>> blocks_;  // flat mode, observed: copy_flat_stable()
   std::size_t read_size_;
   std::size_t scratch_size_;
   std::unique_ptr<char[]> scratch_;

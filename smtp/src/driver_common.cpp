@@ -53,6 +53,51 @@ delivery_result deliver_sync(const deliver_fn& hook, driver_counters& c, receive
   return std::move(*w->res);
 }
 
+void body_collector::begin() {
+  if (!factory_) return;
+  obs_ = (*factory_)();
+  if (obs_) obs_->begin();
+}
+
+void body_collector::add(std::string_view data, std::uint64_t session_body_size) {
+  if (fed_ + data.size() != session_body_size) abort();  // an unfinished body was dropped
+  if (fed_ == 0 && factory_) begin();
+  fed_ += data.size();
+  if (in_.flat()) {
+    if (!obs_) {
+      in_.piece(data);  // the baseline's copy: one growing string
+      return;
+    }
+    obs_->data(in_.copy_flat_stable(data));
+    return;
+  }
+  buffer::segment s = in_.piece(data);  // a slice, no copy
+  if (obs_)
+    for (std::string_view piece : s.spans()) obs_->data(piece);
+  body_.append(std::move(s));
+}
+
+received_message body_collector::complete(envelope env, std::uint64_t session_body_size) {
+  if (fed_ != session_body_size) abort();  // e.g. RSET, then BDAT 0 LAST
+  if (fed_ == 0 && factory_) begin();  // an empty body is observed too
+  received_message msg{std::move(env), in_.flat() ? in_.take_flat_body() : std::move(body_)};
+  body_ = message_body{};
+  if (obs_) obs_->end();
+  msg.observer = std::move(obs_);
+  fed_ = 0;
+  return msg;
+}
+
+void body_collector::abort() noexcept {
+  if (obs_) {
+    obs_->abort();
+    obs_.reset();
+  }
+  body_.clear();
+  in_.drop_flat_body();
+  fed_ = 0;
+}
+
 bool admission::admit(const std::string& ip) {
   std::lock_guard lk(mu_);
   if (active_ >= max_) return false;

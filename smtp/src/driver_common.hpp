@@ -11,6 +11,8 @@
 
 #include <inlet/smtp/server.hpp>
 
+#include "driver_buffer.hpp"
+
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
@@ -60,6 +62,51 @@ void call_deliver(const deliver_fn& hook, driver_counters& c, received_message&&
 void count(driver_counters& c, const delivery_result& r);
 /// Calls the hook and blocks until its callback ran (blocking models).
 delivery_result deliver_sync(const deliver_fn& hook, driver_counters& c, received_message&& msg);
+
+/// The body of the message being received, as every driver collects it: the
+/// pieces of body_data steps (a slice of the receive buffer, or a copy in flat
+/// mode), and the application's body_observer told about each, in order.
+///
+/// Design: one per connection loop (a local of the driver's loop, so a dropped
+/// connection drops it). The observer is made from the factory when a body
+/// starts (its first piece, or message_complete for an empty body) and leaves
+/// with the received_message, or is aborted: on message_aborted, when the
+/// loop ends (connection lost, server stopped), and when a new body starts
+/// while the old one was never finished. That last case is how the session
+/// drops a BDAT body without a step (RSET between chunks, or a new MAIL): a
+/// session counts the body octets of the current message (body_size()), and
+/// every body_data piece is counted there first, so a piece that does not
+/// add up to body_size() belongs to a new message. Without a factory the
+/// observer branches are never taken (a null check per piece).
+///
+/// Not thread-safe; the driver's loop only.
+class body_collector {
+ public:
+  body_collector(const body_observer_factory& f, driver_input& in)
+      : factory_(f ? &f : nullptr), in_(in) {}
+  ~body_collector() { abort(); }
+  body_collector(const body_collector&) = delete;
+  body_collector& operator=(const body_collector&) = delete;
+
+  /// A body_data step: `data` (a view into in's current view) must be taken
+  /// before in.consumed(). `session_body_size` = server_session::body_size().
+  void add(std::string_view data, std::uint64_t session_body_size);
+  /// message_complete: the body (and its observer, end() called).
+  received_message complete(envelope env, std::uint64_t session_body_size);
+  /// message_aborted, or the message is dropped: forget the body.
+  void abort() noexcept;
+  /// True while part of a body is held (BDAT chunks before the LAST one): a
+  /// driver must keep this collector (the async models do not go idle).
+  bool holding() const noexcept { return fed_ > 0 || obs_ != nullptr; }
+
+ private:
+  void begin();
+  const body_observer_factory* factory_;
+  driver_input& in_;
+  message_body body_;
+  body_observer_ptr obs_;
+  std::uint64_t fed_ = 0;  // body octets taken for the current message
+};
 
 /// Total and per-client-IP connection limits. Thread-safe.
 class admission {

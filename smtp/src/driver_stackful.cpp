@@ -284,7 +284,7 @@ void stackful_driver::run(const std::shared_ptr<sconn>& c, asio::yield_context y
   } guard{*this, *c};
   server_session& s = c->session;
   driver_input in(cfg_.read_buffer_size, cfg_.session.max_command_line);
-  message_body body;
+  body_collector body(cfg_.body_observer, in);  // after `in`: dropped before it
   error_code ig;
   c->sock.non_blocking(true, ig);
   if (stopping_.load()) s.shutdown();
@@ -298,14 +298,13 @@ void stackful_driver::run(const std::shared_ptr<sconn>& c, asio::yield_context y
     if (!s.shutting_down() && stopping_.load(std::memory_order_relaxed)) s.shutdown();
     std::string_view view = in.view();
     step st = s.consume(view);
-    if (st.kind == step_kind::body_data) body.append(in.piece(st.data));  // no copy
+    if (st.kind == step_kind::body_data) body.add(st.data, s.body_size());  // no copy
     bool again = in.consumed(view, st.consumed, st.kind == step_kind::need_more);
     switch (st.kind) {
       case step_kind::body_data: continue;
-      case step_kind::message_aborted: body.clear(); continue;
+      case step_kind::message_aborted: body.abort(); continue;
       case step_kind::message_complete: {
-        received_message msg{s.take_envelope(), std::move(body)};
-        body = message_body{};
+        received_message msg = body.complete(s.take_envelope(), s.body_size());
         body_deadline = clock::time_point::max();
         delivery_result r = deliver(c, std::move(msg), y);
         count(cnt_, r);

@@ -60,7 +60,7 @@ struct stop_watch {
 void run_blocking_session(int fd, server_session& s, const blocking_env& env) {
   const server_config& cfg = env.cfg;
   driver_input in(cfg.read_buffer_size, cfg.session.max_command_line);
-  message_body body;
+  body_collector body(cfg.body_observer, in);  // after `in`: dropped before it
   stop_watch stop{env};
   stop.check(fd, s);
   s.start();
@@ -71,14 +71,13 @@ void run_blocking_session(int fd, server_session& s, const blocking_env& env) {
     stop.check(fd, s);
     std::string_view view = in.view();
     step st = s.consume(view);
-    if (st.kind == step_kind::body_data) body.append(in.piece(st.data));  // no copy
+    if (st.kind == step_kind::body_data) body.add(st.data, s.body_size());  // no copy
     bool again = in.consumed(view, st.consumed, st.kind == step_kind::need_more);
     switch (st.kind) {
       case step_kind::body_data: continue;
-      case step_kind::message_aborted: body.clear(); continue;
+      case step_kind::message_aborted: body.abort(); continue;
       case step_kind::message_complete: {
-        received_message msg{s.take_envelope(), std::move(body)};
-        body = message_body{};
+        received_message msg = body.complete(s.take_envelope(), s.body_size());
         s.delivery_done(env.deliver(std::move(msg)));
         continue;
       }

@@ -385,7 +385,7 @@ asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c,
   server_session& s = c->session;
   if (cfg.flat_receive_buffer && !c->flat_storage) c->flat_storage = std::make_unique<std::string>();
   driver_input in(cfg.read_buffer_size, cfg.session.max_command_line, c->flat_storage.get());
-  message_body body;
+  detail::body_collector body(cfg.body_observer, in);  // after `in`: dropped before it
   error_code ig;
   if (!c->started) {
     c->started = true;
@@ -409,18 +409,13 @@ asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c,
     if (!s.shutting_down() && stopping.load(std::memory_order_relaxed)) s.shutdown();
     std::string_view view = in.view();
     step st = s.consume(view);
-    if (st.kind == step_kind::body_data) body.append(in.piece(st.data));  // no copy
+    if (st.kind == step_kind::body_data) body.add(st.data, s.body_size());  // no copy
     bool again = in.consumed(view, st.consumed, st.kind == step_kind::need_more);
     switch (st.kind) {
       case step_kind::body_data: continue;
-      case step_kind::message_aborted:
-        body.clear();
-        in.drop_flat_body();
-        continue;
+      case step_kind::message_aborted: body.abort(); continue;
       case step_kind::message_complete: {
-        if (in.flat()) body = in.take_flat_body();
-        received_message msg{s.take_envelope(), std::move(body)};
-        body = message_body{};
+        received_message msg = body.complete(s.take_envelope(), s.body_size());
         body_deadline = clock::time_point::max();
         delivery_result r = co_await deliver_async(c, std::move(msg));
         count(r);
@@ -504,7 +499,9 @@ asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c,
         if (!got) ec = {};
       }
       if (!got) in.release_if_empty();
-      if (!got && in.empty() && !s.in_body() && s.output().empty()) {
+      // Not idle while BDAT chunks of an unfinished message are held: the body
+      // lives in this frame (and, flat, in `in`), so it waits here instead.
+      if (!got && in.empty() && !s.in_body() && s.output().empty() && !body.holding()) {
         // Idle: give back the reply strings' capacity and let this frame go.
         std::string().swap(c->wbuf);
         std::string none;

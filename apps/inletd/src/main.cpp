@@ -5,6 +5,7 @@
 #include "message_view.hpp"
 #include "options.hpp"
 #include "pipeline.hpp"
+#include "streaming_parse.hpp"
 
 #include <inlet/http/server.hpp>
 #include <inlet/smtp/server.hpp>
@@ -41,6 +42,7 @@ inlet::smtp::server_config smtp_config(const inletd::options& o) {
   c.reads_per_event = o.reads_per_event;
   c.accepts_per_event = o.accepts_per_event;
   c.flat_receive_buffer = o.receive_buffer == "flat";
+  if (o.parse == "streaming") c.body_observer = inletd::parse_observer::make;
   c.max_connections = o.max_connections;
   c.max_connections_per_ip = o.max_connections_per_ip;
   c.command_timeout = std::chrono::seconds(o.timeout_seconds);
@@ -167,9 +169,9 @@ int main(int argc, char** argv) {
   for (const auto& ep : smtp.local_endpoints())
     std::printf("inletd: %s listening on %s\n", ep.lmtp ? "lmtp" : "smtp",
                 endpoint_text(ep.address, ep.port).c_str());
-  std::printf("inletd: http listening on %s (store: %s, io model: %s, %s)\n",
+  std::printf("inletd: http listening on %s (store: %s, io model: %s, %s, parse: %s)\n",
               endpoint_text(http.address(), http.port()).c_str(), opt.store.c_str(),
-              opt.io_model.c_str(), reactor);
+              opt.io_model.c_str(), reactor, opt.parse.c_str());
   std::fflush(stdout);
 
   for (;;) {

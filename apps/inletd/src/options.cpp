@@ -90,6 +90,10 @@ std::optional<int> parse_options(int argc, char** argv, options& o) {
   app.add_option("--receive-buffer", o.receive_buffer,
                  "async models: segment (zero-copy, default) or flat (std::string + copy out, for comparisons)")
       ->capture_default_str()->check(CLI::IsMember({"segment", "flat"}));
+  app.add_option("--parse", o.parse,
+                 "after (default: parse each message once it is complete) or streaming (parse while "
+                 "receiving: every io model)")
+      ->capture_default_str()->check(CLI::IsMember({"after", "streaming"}));
   app.add_option("--max-connections", o.max_connections, "SMTP connections in total (421 4.7.0 past it)")
       ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--max-connections-per-ip", o.max_connections_per_ip, "SMTP connections per client IP")

@@ -30,6 +30,7 @@ struct options {
   unsigned reads_per_event = 1;
   unsigned accepts_per_event = 1;
   std::string receive_buffer = "segment";  ///< "segment" (zero-copy) or "flat" (copying baseline)
+  std::string parse = "after";  ///< "after" (parse the complete message) or "streaming" (while receiving)
   std::size_t max_connections = 10000;
   std::size_t max_connections_per_ip = 1000;
   std::size_t max_command_line = 512;

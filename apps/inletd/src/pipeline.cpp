@@ -2,6 +2,7 @@
 
 #include "filter_stage.hpp"
 #include "message_view.hpp"
+#include "streaming_parse.hpp"
 
 #include <inlet/mime/segment.hpp>
 
@@ -50,15 +51,30 @@ void pipeline::deliver(sm::received_message&& m, sm::delivery_callback done) {
   if (filter_) scan.emplace(filter_->registry().make_scan());
 
   st::new_message msg;
+  // --parse streaming: the driver parsed the body while it arrived; that parse
+  // views the body's fragments, so it is analyzed before the body is flattened
+  // and dropped. The filter scan runs here too, on the decoded parts (see
+  // docs/configuration.md, --parse).
+  const inlet::mime::parsed_message* streamed = streamed_parse(m);
   if (store_) {
     msg.envelope = to_store_envelope(m.envelope);
-    msg.raw = flatten(m.body);
-    m.body.clear();  // give the connection's fragments back now
-    analyze(thread_parser().parse(msg.raw), msg.summary, scan ? &*scan : nullptr);
+    if (streamed) {
+      analyze(*streamed, msg.summary, scan ? &*scan : nullptr);
+      m.observer.reset();  // the parser back to the pool before its pieces go
+      msg.raw = flatten(m.body);
+      m.body.clear();  // give the connection's fragments back now
+    } else {
+      msg.raw = flatten(m.body);
+      m.body.clear();  // give the connection's fragments back now
+      analyze(thread_parser().parse(msg.raw), msg.summary, scan ? &*scan : nullptr);
+    }
   } else {
-    // sink: parse the received fragments in place, never copy the body. The
-    // summary is computed (same work as with a store) and dropped.
-    analyze(inlet::mime::parse(thread_parser(), m.body), msg.summary, scan ? &*scan : nullptr);
+    // sink: parse the received fragments in place (or take the streamed parse),
+    // never copy the body. The summary is computed (same work as with a store)
+    // and dropped.
+    analyze(streamed ? *streamed : inlet::mime::parse(thread_parser(), m.body), msg.summary,
+            scan ? &*scan : nullptr);
+    m.observer.reset();
   }
 
   if (scan) {

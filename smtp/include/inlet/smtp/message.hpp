@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,9 +43,53 @@ struct envelope {
   std::uint16_t remote_port = 0;       ///< peer port, set by the driver
 };
 
+/// Watches one message body while it is being received, e.g. a streaming parser
+/// (server_config::body_observer). The driver creates one from the factory when a
+/// body starts and tells it, in this order:
+///   begin()        once, before any data (also for an empty body);
+///   data(piece)    every body piece in order, after dot-unstuffing: exactly the
+///                  bytes appended to received_message::body. A piece stays valid,
+///                  at the same address, as long as that body segment (or a segment
+///                  sharing its fragments) lives;
+///   end()          the body is complete; the observer then travels with the
+///                  received_message (received_message::observer) to the deliver hook;
+///   abort()        instead of end(): the message was dropped (size or line limit,
+///                  RSET between BDAT chunks, connection lost, server stopped).
+///                  The pieces may be gone already; the observer is disposed of
+///                  right after.
+/// Calls come from the connection's I/O thread (or strand), one at a time. The
+/// observer is disposed of with dispose() (default: delete), on whichever thread
+/// drops the received_message; an application may pool observers there.
+class body_observer {
+ public:
+  virtual void begin() = 0;
+  virtual void data(std::string_view piece) = 0;
+  virtual void end() = 0;
+  virtual void abort() noexcept = 0;
+  /// Releases this observer (after end() or abort()). Default: delete this.
+  virtual void dispose() noexcept { delete this; }
+
+ protected:
+  virtual ~body_observer() = default;
+};
+
+struct body_observer_disposer {
+  void operator()(body_observer* o) const noexcept { o->dispose(); }
+};
+using body_observer_ptr = std::unique_ptr<body_observer, body_observer_disposer>;
+
+/// Makes the observer of one message body. Called on the I/O threads (in the
+/// process model: in the connection's child), concurrently: must be thread-safe.
+/// May return null (this message is not observed).
+using body_observer_factory = std::function<body_observer_ptr()>;
+
 struct received_message {
   smtp::envelope envelope;
   message_body body;  ///< exactly the bytes received, after dot-unstuffing (zero-copy)
+  /// The observer that watched `body` arrive (end() was called), when the server
+  /// has a body_observer factory; null otherwise. It may hold views into `body`:
+  /// drop it before (or with) the body.
+  body_observer_ptr observer = {};
 };
 
 /// One SMTP reply status chosen by the application for a delivery.

@@ -66,6 +66,10 @@ struct server_config {
   /// buffer; `true` reads into a per-connection std::string and copies each
   /// message body out (the seed's copying baseline, for comparisons).
   bool flat_receive_buffer = false;
+  /// Optional: an observer for each message body, fed while it is received
+  /// (message.hpp, body_observer); every I/O model supports it. Empty (default):
+  /// no observer, no cost.
+  body_observer_factory body_observer;
   std::string tls_cert;                 ///< PEM certificate chain file; enables STARTTLS
                                         ///< (async and stackful models)
   std::string tls_key;                  ///< PEM private key file
