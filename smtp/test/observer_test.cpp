@@ -9,6 +9,8 @@
 // disposed observers live in one MAP_SHARED page for the same reason.
 #include <inlet/smtp/server.hpp>
 
+#include "test_client.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -32,57 +34,8 @@ using ::testing::HasSubstr;
 
 namespace {
 
-// Blocking client with bounded waits (every read gives up after 10 s).
-class client {
- public:
-  explicit client(std::uint16_t port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ok_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  }
-  ~client() { close(); }
-  void close() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  bool ok() const { return ok_; }
-  void send(std::string_view s) {
-    while (!s.empty()) {
-      ssize_t n = ::send(fd_, s.data(), s.size(), MSG_NOSIGNAL);
-      if (n <= 0) return;
-      s.remove_prefix(static_cast<std::size_t>(n));
-    }
-  }
-  // Reads until `n` complete replies (final lines "ddd ") arrived, or EOF/timeout.
-  std::string replies(int n) {
-    std::string got;
-    int finals = 0;
-    while (finals < n) {
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, 10000) <= 0) break;
-      char buf[4096];
-      ssize_t k = ::recv(fd_, buf, sizeof buf, 0);
-      if (k <= 0) break;
-      buf_.append(buf, static_cast<std::size_t>(k));
-      std::size_t e;
-      while ((e = buf_.find("\r\n")) != std::string::npos) {
-        std::string line = buf_.substr(0, e + 2);
-        buf_.erase(0, e + 2);
-        got += line;
-        if (line.size() >= 4 && line[3] == ' ') ++finals;
-      }
-    }
-    return got;
-  }
+using client = inlet::smtp::test::client;
 
- private:
-  int fd_ = -1;
-  bool ok_ = false;
-  std::string buf_;
-};
 
 // Observer events, shared with forked children (process model).
 struct counts {
