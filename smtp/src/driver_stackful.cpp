@@ -51,6 +51,8 @@ struct sconn {
   std::string ip;
   bool timed_out = false;
   bool reading = false;
+  unsigned write_gen = 0;      // flush(): which write the timer is watching
+  bool write_expired = false;  // flush(): the peer did not take our replies in time
 };
 
 // A fiber's exception must not escape into io_context::run(); the connection
@@ -80,7 +82,7 @@ class stackful_driver final : public model_driver {
   void accept_loop(tcp::acceptor& acc, bool lmtp, asio::yield_context y);
   void take(tcp::socket s, bool lmtp);
   void run(const std::shared_ptr<sconn>& c, asio::yield_context y);
-  bool flush(sconn& c, asio::yield_context& y);
+  bool flush(const std::shared_ptr<sconn>& c, asio::yield_context& y);
   bool read(sconn& c, driver_input& in, bool& would_block, asio::yield_context& y);
   delivery_result deliver(const std::shared_ptr<sconn>& c, received_message msg,
                           asio::yield_context& y);
@@ -178,13 +180,29 @@ void stackful_driver::take(tcp::socket s, bool lmtp) {
       [this, c](asio::yield_context cy) { run(c, cy); }, ignore_exception{});
 }
 
-bool stackful_driver::flush(sconn& c, asio::yield_context& y) {
+bool stackful_driver::flush(const std::shared_ptr<sconn>& cp, asio::yield_context& y) {
+  sconn& c = *cp;
   if (c.session.output().empty()) return true;
   c.session.take_output(c.wbuf);  // stop() may queue a 421 while we write
   error_code ec;
+  // A peer that stops reading gets the command timeout for our write, then is
+  // closed (as in the coroutine driver). The timer is free: reads arm it only
+  // after a flush. `write_gen` tells a stale expiry (one that fired as the
+  // write completed) from this write's.
+  const unsigned gen = ++c.write_gen;
+  c.write_expired = false;
+  c.timer.expires_after(cfg_.command_timeout);
+  c.timer.async_wait([cp, gen](error_code e) {
+    if (e || cp->write_gen != gen) return;
+    cp->write_expired = true;
+    error_code ig;
+    cp->sock.cancel(ig);
+  });
   if (c.tls) asio::async_write(*c.tls, asio::buffer(c.wbuf), y[ec]);
   else asio::async_write(c.sock, asio::buffer(c.wbuf), y[ec]);
-  return !ec;
+  ++c.write_gen;  // this write is over: a late expiry is ignored
+  c.timer.cancel();
+  return !ec && !c.write_expired;
 }
 
 // The delivery answer: taken at once when the hook answers inline; a later
@@ -313,7 +331,7 @@ void stackful_driver::run(const std::shared_ptr<sconn>& c, asio::yield_context y
         continue;
       }
       case step_kind::start_tls: {
-        if (!flush(*c, y)) return;
+        if (!flush(c, y)) return;
         in.clear();  // RFC 3207 4.2: discard whatever was pipelined after STARTTLS
         c->tls.emplace(c->sock, *ssl_);
         c->timer.expires_after(cfg_.command_timeout);
@@ -329,12 +347,12 @@ void stackful_driver::run(const std::shared_ptr<sconn>& c, asio::yield_context y
         deadline = clock::now() + cfg_.command_timeout;
         continue;
       }
-      case step_kind::close: flush(*c, y); return;
+      case step_kind::close: flush(c, y); return;
       case step_kind::need_more:
         if (again) continue;  // the next readable span follows
         break;
     }
-    if (!flush(*c, y)) return;
+    if (!flush(c, y)) return;
     if (s.closing()) continue;  // stop() ran while we were writing: 421 is queued
     // Deadlines as the coro driver: a command line whole within
     // command_timeout; a body read within data_timeout, the body within

@@ -62,6 +62,13 @@ void run_blocking_session(int fd, server_session& s, const blocking_env& env) {
   driver_input in(cfg.read_buffer_size, cfg.session.max_command_line);
   body_collector body(cfg.body_observer, in);  // after `in`: dropped before it
   stop_watch stop{env};
+  {
+    // A peer that stops reading our replies: send() gives up after the command
+    // timeout and the session ends (the async drivers do the same).
+    auto secs = std::chrono::duration_cast<std::chrono::microseconds>(cfg.command_timeout).count();
+    timeval tv{static_cast<time_t>(secs / 1000000), static_cast<suseconds_t>(secs % 1000000)};
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  }
   stop.check(fd, s);
   s.start();
   auto deadline = clock::now() + cfg.greeting_timeout;

@@ -106,19 +106,25 @@ struct async_conn {
   bool first_read = true;
   bool timed_out = false;
   bool reading = false;
+  bool writing = false;  // a reply write with a deadline (a peer that stops reading)
 
   void arm(clock::time_point t) noexcept {
     deadline.store(t.time_since_epoch().count(), std::memory_order_relaxed);
     reading = true;
   }
+  void arm_write(clock::time_point t) noexcept {
+    deadline.store(t.time_since_epoch().count(), std::memory_order_relaxed);
+    writing = true;
+  }
   void disarm() noexcept {
     deadline.store(no_deadline, std::memory_order_relaxed);
-    reading = false;
+    reading = writing = false;
   }
   // On the strand, when the reaper saw the deadline pass: the wait ends with
-  // operation_aborted and the driver answers 421 4.4.2.
+  // operation_aborted and the driver answers 421 4.4.2 (a read) or closes (a write).
   void expire() {
-    if (!reading || clock::now().time_since_epoch().count() < deadline.load(std::memory_order_relaxed))
+    if (!(reading || writing) ||
+        clock::now().time_since_epoch().count() < deadline.load(std::memory_order_relaxed))
       return;
     timed_out = true;
     error_code ig;
@@ -281,16 +287,21 @@ void server::impl::take(tcp::socket s, bool lmtp) {
 }
 
 // Writes the queued replies. They are moved out of the session first: stop()
-// may queue a 421 while the write is in flight.
+// may queue a 421 while the write is in flight. A peer that stops reading (it
+// pipelines and never takes our replies) must not hold the connection forever:
+// the write has the command timeout, enforced by the reaper like a read; past
+// it the connection is closed (no reply could reach that peer anyway).
 asio::awaitable<bool> server::impl::flush(async_conn& c) {
   if (c.session.output().empty()) co_return true;
   c.session.take_output(c.wbuf);
   error_code ec;
+  c.arm_write(clock::now() + cfg.command_timeout);
   if (c.tls)
     std::tie(ec, std::ignore) = co_await asio::async_write(*c.tls, asio::buffer(c.wbuf), tok);
   else
     std::tie(ec, std::ignore) = co_await asio::async_write(c.sock, asio::buffer(c.wbuf), tok);
-  co_return !ec;
+  c.disarm();
+  co_return !ec && !c.timed_out;
 }
 
 // Runs the deliver hook. An inline answer is taken at once (no post); a later

@@ -355,6 +355,43 @@ TEST_P(server_test, stop_while_connections_are_ending) {
   }
 }
 
+// A client that pipelines and never reads our replies must not hold a
+// connection forever: once the server's reply writes stall, they have the
+// command timeout, then the connection is closed (every model). The client
+// sends non-blocking, bounded in bytes and time, until the server is gone.
+TEST_P(server_test, a_client_that_never_reads_replies_is_closed) {
+  smtp::server_config cfg;
+  cfg.command_timeout = 1s;
+  start(cfg);
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  int small = 4096;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  std::string noops;
+  for (int i = 0; i < 4096; ++i) noops += "NOOP\r\n";
+  bool closed = false;
+  std::size_t sent = 0;
+  const auto until = std::chrono::steady_clock::now() + 60s;
+  while (!closed && sent < (std::size_t{256} << 20) && std::chrono::steady_clock::now() < until) {
+    ssize_t n = ::send(fd, noops.data(), noops.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      sent += static_cast<std::size_t>(n);
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      pollfd p{fd, POLLOUT, 0};
+      ::poll(&p, 1, 100);  // the server stopped reading: wait for it to give up
+    } else {
+      closed = true;  // EPIPE / ECONNRESET: the server closed the connection
+    }
+  }
+  ::close(fd);
+  EXPECT_TRUE(closed) << "sent " << sent << " bytes and the connection stayed open";
+}
+
 TEST_P(server_test, disconnect_in_the_middle_of_data_stores_nothing) {
   start();
   {
