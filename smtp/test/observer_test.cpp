@@ -336,33 +336,44 @@ TEST(observer_config, no_factory_no_observer) {
   EXPECT_EQ(with_observer.load(), 0);
 }
 
+// A coroutine-model server without an observer that keeps every body it is
+// handed (the regressions below check what was delivered).
+struct body_keeper {
+  std::mutex mu;
+  std::vector<std::string> bodies;
+  smtp::server srv;
+  explicit body_keeper(bool flat)
+      : srv(config(flat), [this](smtp::received_message&& m, smtp::delivery_callback cb) {
+          {
+            std::lock_guard lk(mu);
+            bodies.push_back(m.body.to_string());
+          }
+          cb({smtp::delivery_status::accepted("Q"), {}});
+        }) {}
+  static smtp::server_config config(bool flat) {
+    smtp::server_config cfg;
+    cfg.threads = 1;
+    cfg.flat_receive_buffer = flat;
+    cfg.session.hostname = "mx.test";
+    return cfg;
+  }
+};
+
 // The same rule without an observer: before the body collector, the chunks of a
 // transaction dropped by RSET between BDAT chunks were prepended to the next
 // message's body ("helloxyz" delivered for "xyz").
 TEST(observer_config, rset_between_bdat_chunks_without_observer) {
   for (bool flat : {false, true}) {
-    smtp::server_config cfg;
-    cfg.threads = 1;
-    cfg.flat_receive_buffer = flat;
-    cfg.session.hostname = "mx.test";
-    std::mutex mu;
-    std::vector<std::string> bodies;
-    smtp::server srv(cfg, [&](smtp::received_message&& m, smtp::delivery_callback cb) {
-      {
-        std::lock_guard lk(mu);
-        bodies.push_back(m.body.to_string());
-      }
-      cb({smtp::delivery_status::accepted("Q"), {}});
-    });
-    ASSERT_FALSE(srv.start());
-    client c(srv.local_endpoints()[0].port);
+    body_keeper k(flat);
+    ASSERT_FALSE(k.srv.start());
+    client c(k.srv.local_endpoints()[0].port);
     c.send("EHLO c\r\nMAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nBDAT 5\r\nhelloRSET\r\n"
            "MAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nBDAT 3 LAST\r\nxyzQUIT\r\n");
     EXPECT_THAT(c.replies(10), HasSubstr("221"));
-    srv.stop();
-    srv.wait();
-    std::lock_guard lk(mu);
-    EXPECT_EQ(bodies, std::vector<std::string>{"xyz"}) << (flat ? "flat" : "segment");
+    k.srv.stop();
+    k.srv.wait();
+    std::lock_guard lk(k.mu);
+    EXPECT_EQ(k.bodies, std::vector<std::string>{"xyz"}) << (flat ? "flat" : "segment");
   }
 }
 
@@ -387,28 +398,16 @@ TEST_P(observer_test, bdat_chunks_with_a_pause_between_them) {
 // received before a pause ("!" delivered for "hello!").
 TEST(observer_config, bdat_pause_without_observer) {
   for (bool flat : {false, true}) {
-    smtp::server_config cfg;
-    cfg.threads = 1;
-    cfg.flat_receive_buffer = flat;
-    cfg.session.hostname = "mx.test";
-    std::mutex mu;
-    std::vector<std::string> bodies;
-    smtp::server srv(cfg, [&](smtp::received_message&& m, smtp::delivery_callback cb) {
-      {
-        std::lock_guard lk(mu);
-        bodies.push_back(m.body.to_string());
-      }
-      cb({smtp::delivery_status::accepted("Q"), {}});
-    });
-    ASSERT_FALSE(srv.start());
-    client c(srv.local_endpoints()[0].port);
+    body_keeper k(flat);
+    ASSERT_FALSE(k.srv.start());
+    client c(k.srv.local_endpoints()[0].port);
     c.send("EHLO c\r\nMAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nBDAT 5\r\nhello");
     EXPECT_THAT(c.replies(5), HasSubstr("5 octets received"));
     c.send("BDAT 1 LAST\r\n!QUIT\r\n");
     EXPECT_THAT(c.replies(2), HasSubstr("221"));
-    srv.stop();
-    srv.wait();
-    std::lock_guard lk(mu);
-    EXPECT_EQ(bodies, std::vector<std::string>{"hello!"}) << (flat ? "flat" : "segment");
+    k.srv.stop();
+    k.srv.wait();
+    std::lock_guard lk(k.mu);
+    EXPECT_EQ(k.bodies, std::vector<std::string>{"hello!"}) << (flat ? "flat" : "segment");
   }
 }
