@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 #include <charconv>
 #include <ctime>
+#include <initializer_list>
 
 namespace inlet::http {
 namespace bh = boost::beast::http;
@@ -68,6 +69,36 @@ bool ids_of(const json::value* ids_v, std::vector<std::string>& out) {
   for (const auto& e : ids_v->get_array()) {
     if (!e.is_string()) return false;
     out.emplace_back(e.get_string());
+  }
+  return true;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; };
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
+// The members of a JSON request body, matched to `keys` case-insensitively as Mailpit's
+// decoder matches them (`{"ids": [...]}` is `{"IDs": [...]}`). Fails (nothing changes)
+// when the body is not an object, names a key twice, or names a key not in `keys`: a
+// body that does not say exactly what to act on must never widen to "every message".
+bool body_members(const json::value& v, std::initializer_list<std::string_view> keys,
+                  std::vector<const json::value*>& out) {
+  const json::object* o = v.if_object();
+  if (!o) return false;
+  out.assign(keys.size(), nullptr);
+  for (const auto& kv : *o) {
+    std::size_t i = 0;
+    for (auto k : keys) {
+      if (iequals(kv.key(), k)) break;
+      ++i;
+    }
+    if (i == keys.size() || out[i]) return false;
+    out[i] = &kv.value();
   }
   return true;
 }
@@ -247,18 +278,17 @@ response api::list_messages(const request& req, std::string_view query,
 response api::delete_messages(const request& req) const {
   const auto& body = req.body();
   bool blank = body.find_first_not_of(" \t\r\n") == std::string::npos;
-  if (blank) {
+  if (blank) {  // Mailpit: no body deletes every message
     store_.clear();
     return make_response(req, 200, "text/plain", "ok");
   }
   std::error_code ec;
   json::value v = json::parse(body, ec);
-  const json::object* o = ec ? nullptr : v.if_object();
-  const json::value* ids_v = o ? o->if_contains("IDs") : nullptr;
-  if (!o || (ids_v && !ids_v->is_array() && !ids_v->is_null()))
+  std::vector<const json::value*> m;
+  if (ec || !body_members(v, {"IDs"}, m) || (m[0] && !m[0]->is_array() && !m[0]->is_null()))
     return error(400, "body must be {\"IDs\": [\"...\"]}", req.version(), req.keep_alive());
   std::vector<std::string> ids;
-  if (!ids_of(ids_v, ids)) return error(400, "IDs must be strings", req.version(), req.keep_alive());
+  if (!ids_of(m[0], ids)) return error(400, "IDs must be strings", req.version(), req.keep_alive());
   if (ids.empty())
     store_.clear();
   else
@@ -269,10 +299,11 @@ response api::delete_messages(const request& req) const {
 response api::set_read(const request& req) const {
   std::error_code ec;
   json::value v = json::parse(req.body(), ec);
-  const json::object* o = ec ? nullptr : v.if_object();
-  const json::value* ids_v = o ? o->if_contains("IDs") : nullptr;
-  const json::value* read_v = o ? o->if_contains("Read") : nullptr;
-  if (!o || !read_v || !read_v->is_bool() || (ids_v && !ids_v->is_array() && !ids_v->is_null()))
+  std::vector<const json::value*> m;
+  const bool ok = !ec && body_members(v, {"IDs", "Read"}, m);
+  const json::value* ids_v = ok ? m[0] : nullptr;
+  const json::value* read_v = ok ? m[1] : nullptr;
+  if (!ok || !read_v || !read_v->is_bool() || (ids_v && !ids_v->is_array() && !ids_v->is_null()))
     return error(400, "body must be {\"IDs\": [\"...\"], \"Read\": true|false}", req.version(),
                  req.keep_alive());
   std::vector<std::string> ids;

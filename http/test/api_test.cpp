@@ -272,6 +272,39 @@ TEST_F(ApiTest, DeleteWithBadBodyIs400AndDeletesNothing) {
   EXPECT_EQ(store.stats().messages, 1u);
 }
 
+// Keys match case-insensitively, as in Mailpit: {"ids": [...]} deletes those IDs only.
+// A body naming anything else (a Search this API does not take, a typo) is 400 and
+// deletes nothing; it used to mean "no IDs", which emptied the store.
+TEST_F(ApiTest, DeleteBodyKeysAreCaseInsensitiveAndNeverWidenToAll) {
+  auto id1 = put(make("1"));
+  put(make("2"));
+  put(make("3"));
+  EXPECT_EQ(a->handle(req(bh::verb::delete_, "/api/v1/messages", R"({"ids":[")" + id1 + R"("]})"))
+                .result_int(),
+            200u);
+  EXPECT_EQ(store.stats().messages, 2u);
+  EXPECT_EQ(get("/api/v1/message/" + id1).result_int(), 404u);
+  for (std::string b : {R"({"ids":["x"],"IDs":["y"]})", R"({"Search":"subject:x"})",
+                        R"({"id":["x"]})", R"({"IDs":["x"],"extra":1})"}) {
+    EXPECT_EQ(a->handle(req(bh::verb::delete_, "/api/v1/messages", b)).result_int(), 400u) << b;
+    EXPECT_EQ(store.stats().messages, 2u) << b;
+  }
+}
+
+TEST_F(ApiTest, PutBodyKeysAreCaseInsensitiveAndNeverWidenToAll) {
+  auto id1 = put(make("1"));
+  put(make("2"));
+  EXPECT_EQ(a->handle(req(bh::verb::put, "/api/v1/messages",
+                          R"({"ids":[")" + id1 + R"("],"read":true})"))
+                .result_int(),
+            200u);
+  EXPECT_EQ(store.stats().unread, 1u);
+  for (std::string b : {R"({"Search":"x","Read":true})", R"({"idz":["x"],"Read":true})"}) {
+    EXPECT_EQ(a->handle(req(bh::verb::put, "/api/v1/messages", b)).result_int(), 400u) << b;
+    EXPECT_EQ(store.stats().unread, 1u) << b;
+  }
+}
+
 TEST_F(ApiTest, MailboxListsOneRecipientCaseInsensitively) {
   put(make("for ann", {"ann@example.com"}));
   put(make("for bob", {"bob@example.com"}));
