@@ -4,8 +4,8 @@
 set -euo pipefail
 
 PKGS=(
-  # toolchain
-  g++ cmake ninja-build make pkg-config git ca-certificates
+  # toolchain (dpkg-dev: dpkg-shlibdeps for the Debian packages)
+  g++ cmake ninja-build make pkg-config git ca-certificates dpkg-dev adduser
   clang-19 lld-19 libclang-rt-19-dev
   # libraries
   libboost1.81-dev libboost-context1.81-dev libboost-json1.81-dev

@@ -2,19 +2,20 @@
 // See DESIGN.md for the request queue, the result router and the cancel race.
 #include "inlet/pg/connection.hpp"
 
-#include <poll.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/ssl.h>
+#include <poll.h>
 #include <sys/socket.h>
 
-#include <openssl/ssl.h>
-
-#include <boost/asio/posix/stream_descriptor.hpp>
+#include <atomic>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <thread>
 
+#include "conninfo.hpp"
 #include "stmt_cache.hpp"
 
 namespace inlet::pg {
@@ -51,9 +52,12 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   conn_impl(asio::any_io_executor ex, connection_options o)
       : ex_(std::move(ex)), opts_(o), sock_(ex_), cache_(o.statement_cache_size) {
     using io_ex = asio::io_context::executor_type;
-    if ((own_io_ = ex_.target<io_ex>())) own_kind_ = own::io;
-    else if ((own_strand_any_ = ex_.target<asio::strand<asio::any_io_executor>>())) own_kind_ = own::strand_any;
-    else if ((own_strand_io_ = ex_.target<asio::strand<io_ex>>())) own_kind_ = own::strand_io;
+    if ((own_io_ = ex_.target<io_ex>()))
+      own_kind_ = own::io;
+    else if ((own_strand_any_ = ex_.target<asio::strand<asio::any_io_executor>>()))
+      own_kind_ = own::strand_any;
+    else if ((own_strand_io_ = ex_.target<asio::strand<io_ex>>()))
+      own_kind_ = own::strand_io;
   }
   ~conn_impl() { close(); }
 
@@ -69,10 +73,14 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   const asio::strand<asio::io_context::executor_type>* own_strand_io_ = nullptr;
   bool in_own_executor() const noexcept {
     switch (own_kind_) {
-      case own::io: return own_io_->running_in_this_thread();
-      case own::strand_any: return own_strand_any_->running_in_this_thread();
-      case own::strand_io: return own_strand_io_->running_in_this_thread();
-      default: return false;
+      case own::io:
+        return own_io_->running_in_this_thread();
+      case own::strand_any:
+        return own_strand_any_->running_in_this_thread();
+      case own::strand_io:
+        return own_strand_io_->running_in_this_thread();
+      default:
+        return false;
     }
   }
   connection_options opts_;
@@ -90,18 +98,37 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   stmt_cache cache_;
   connection_stats stats_;
   diagnostics diag_;
+  std::string fail_msg_;  // client text for the requests fail_all() completes
   request_base* connect_req_ = nullptr;
+  // Connect state (start_connect): hosts, which one, which pass, the deadline timer.
+  conninfo cinfo_;
+  std::size_t host_ = 0;
+  int pass_ = 0;
+  int hard_failures_ = 0;  // host attempts that failed other than by their deadline
+  std::uint64_t connect_attempt_ = 0;
+  std::string connect_errors_;
+  asio::steady_timer connect_timer_{ex_};
+  std::atomic<bool> async_used_{false};  // set by any async initiation (read by ~connection)
 
   // ---- lifetime ---------------------------------------------------------------------
   void release(request_base* r) {
-    if (--r->refs == 0) r->destroy();
+    if (--r->refs == 0) {
+      if (r->cancel) r->cancel->op = nullptr;  // a late cancellation finds nothing
+      r->destroy();
+    }
   }
   void finish(request_base* r, std::error_code ec, completion_from w) {
     if (r->timer) r->timer->t.cancel();
     if (r->finished) return;
     r->finished = true;
     ++stats_.queries;
-    if (ec) ++stats_.errors;
+    if (ec) [[unlikely]] {
+      ++stats_.errors;
+      if (!r->diag) {  // a client-side failure: say what and why
+        r->diag = std::make_unique<diagnostics>();
+        r->diag->client_message = fail_msg_.empty() ? ec.message() : fail_msg_;
+      }
+    }
     r->deliver(*this, ec, w);
   }
   void detach_socket() {
@@ -112,9 +139,17 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
     }
   }
   void fail_all(std::error_code ec, const char* msg) {
-    if (msg) diag_.client_message = msg;
+    if (msg) {
+      diag_.clear();
+      diag_.client_message = msg;
+      while (!diag_.client_message.empty() && diag_.client_message.back() == '\n')
+        diag_.client_message.pop_back();
+      fail_msg_ = diag_.client_message;
+    }
     if (state_ == state::open || state_ == state::connecting) state_ = state::broken;
     detach_socket();
+    ++connect_attempt_;  // a pending connect wait or deadline is stale now
+    connect_timer_.cancel();
     if (connect_req_) {
       auto* r = connect_req_;
       connect_req_ = nullptr;
@@ -126,6 +161,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
       finish(r, ec, completion_from::any_thread);
       release(r);
     }
+    fail_msg_.clear();
   }
   void close() {
     fail_all(std::make_error_code(std::errc::operation_canceled), nullptr);
@@ -138,8 +174,10 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   // ---- queue ------------------------------------------------------------------------
   void push(request_base* r) {
     r->next = nullptr;
-    if (tail_) tail_->next = r;
-    else head_ = r;
+    if (tail_)
+      tail_->next = r;
+    else
+      head_ = r;
     tail_ = r;
     ++count_;
   }
@@ -152,37 +190,88 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   }
 
   // ---- connect ----------------------------------------------------------------------
+  // One host at a time (the DSN's host list, libpq's target_session_attrs per host), each
+  // with its own deadline: libpq ignores connect_timeout in asynchronous connects, and a
+  // host that accepts and never answers would otherwise hold the connect forever.
+  // prefer-standby takes two passes (standby, then any), as libpq does.
   void start_connect(std::string dsn, request_base* r) {
     close();
-    pg_ = PQconnectStart(dsn.c_str());
-    if (!pg_ || PQstatus(pg_) == CONNECTION_BAD) {
-      diag_.clear();
-      diag_.client_message = pg_ ? PQerrorMessage(pg_) : "out of memory";
-      finish(r, errc::connection_error, completion_from::initiation);
-      release(r);
-      return;
-    }
-    state_ = state::connecting;
     connect_req_ = r;
+    std::string err;
+    if (!conninfo::parse(dsn, cinfo_, err)) return connect_failed(errc::connection_error, err);
+    connect_errors_.clear();
+    host_ = 0;
+    pass_ = 0;
+    hard_failures_ = 0;
+    state_ = state::connecting;
+    connect_host();
+  }
+  std::chrono::milliseconds connect_deadline() const {
+    if (opts_.connect_timeout.count() > 0) return opts_.connect_timeout;
+    if (cinfo_.connect_timeout.count() > 0) return cinfo_.connect_timeout;
+    return std::chrono::seconds(10);
+  }
+  const std::string& pass_target() const {
+    static const std::string standby = "standby", any = "any";
+    if (cinfo_.target_session_attrs != "prefer-standby") return cinfo_.target_session_attrs;
+    return pass_ == 0 ? standby : any;
+  }
+  void connect_host() {
+    if (pg_) PQfinish(pg_);
+    auto a = cinfo_.for_host(host_, pass_target());
+    pg_ = PQconnectStartParams(a.keys.data(), a.values.data(), 0);
+    if (!pg_ || PQstatus(pg_) == CONNECTION_BAD)
+      return host_failed(pg_ ? PQerrorMessage(pg_) : "out of memory", false);
+    const auto attempt = ++connect_attempt_;
+    connect_timer_.expires_after(connect_deadline());
+    connect_timer_.async_wait([self = shared_from_this(), attempt](boost::system::error_code ec) {
+      if (ec || self->connect_attempt_ != attempt || self->state_ != state::connecting) return;
+      auto ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(self->connect_deadline()).count();
+      self->host_failed(("timed out after " + std::to_string(ms) + " ms").c_str(), true);
+    });
     poll_connect(PGRES_POLLING_WRITING);
+  }
+  /// This host failed: the next one (or the next pass), else the connect fails.
+  void host_failed(const char* why, bool timed_out) {
+    if (!timed_out) ++hard_failures_;
+    detach_socket();
+    ++connect_attempt_;
+    std::string msg = why ? why : "";
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    if (!connect_errors_.empty()) connect_errors_ += "; ";
+    connect_errors_ += cinfo_.hosts[host_].label() + ": " + msg;
+    if (++host_ >= cinfo_.hosts.size()) {
+      host_ = 0;
+      if (cinfo_.target_session_attrs != "prefer-standby" || ++pass_ > 1)
+        return connect_failed(hard_failures_ == 0 ? errc::connect_timeout : errc::connection_error,
+                              connect_errors_);
+    }
+    connect_host();
+  }
+  void connect_failed(std::error_code ec, const std::string& msg) {
+    connect_timer_.cancel();
+    detach_socket();  // before PQfinish closes the descriptor
+    if (pg_) PQfinish(pg_);
+    pg_ = nullptr;
+    fail_all(ec, msg.c_str());
+    state_ = state::broken;
   }
   void poll_connect(PostgresPollingStatusType st) {
     if (st == PGRES_POLLING_OK) return connected();
-    if (st == PGRES_POLLING_FAILED) {
-      diag_.clear();
-      return fail_all(errc::connection_error, PQerrorMessage(pg_));
-    }
-    detach_socket();  // libpq may switch sockets between polls (several hosts)
+    if (st == PGRES_POLLING_FAILED) return host_failed(PQerrorMessage(pg_), false);
+    detach_socket();  // libpq may switch sockets between polls (several addresses)
     boost::system::error_code e;
     sock_.assign(PQsocket(pg_), e);
-    if (e) return fail_all(errc::connection_error, "cannot watch the socket");
+    if (e) return host_failed("cannot watch the socket", false);
     auto w = st == PGRES_POLLING_READING ? asio::posix::descriptor_base::wait_read
                                          : asio::posix::descriptor_base::wait_write;
-    sock_.async_wait(w, [self = shared_from_this()](boost::system::error_code ec) {
-      if (self->state_ != state::connecting) return;
-      if (ec) return self->fail_all(errc::connection_error, "socket error while connecting");
-      self->poll_connect(PQconnectPoll(self->pg_));
-    });
+    sock_.async_wait(
+        w, [self = shared_from_this(), attempt = connect_attempt_](boost::system::error_code ec) {
+          if (self->state_ != state::connecting || self->connect_attempt_ != attempt) return;
+          if (ec) return self->host_failed("socket error while connecting", false);
+          self->poll_connect(PQconnectPoll(self->pg_));
+        });
   }
   bool setup_open() {
     if (PQsetnonblocking(pg_, 1) != 0 || PQenterPipelineMode(pg_) != 1) return false;
@@ -195,7 +284,9 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
     return true;
   }
   void connected() {
-    if (!setup_open()) return fail_all(errc::connection_error, PQerrorMessage(pg_));
+    ++connect_attempt_;
+    connect_timer_.cancel();
+    if (!setup_open()) return connect_failed(errc::connection_error, PQerrorMessage(pg_));
     if (!sock_.is_open()) {
       boost::system::error_code e;
       sock_.assign(PQsocket(pg_), e);
@@ -230,13 +321,16 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
       const char* unnamed_text = nullptr;  // NUL-terminated SQL for an unnamed statement
       ok = 1;
       if (const auto* e = lookup(text, pb_.types.data(), pb_.types.size())) {
-        if (e->owner == 0) name = &e->name;  // else: another request's Parse is in flight
-        else unnamed_text = e->key.c_str();  // the key starts with the NUL-terminated text
+        if (e->owner == 0)
+          name = &e->name;  // else: another request's Parse is in flight
+        else
+          unnamed_text = e->key.c_str();  // the key starts with the NUL-terminated text
       } else {
         std::optional<std::string> evicted;
         name = &cache_.insert(key_, evicted, r->seq);
         if (evicted) deallocate(*evicted);
-        ok = PQsendPrepare(pg_, name->c_str(), key_.c_str(), n, pb_.types.data());  // key_ starts with the NUL-terminated text
+        ok = PQsendPrepare(pg_, name->c_str(), key_.c_str(), n,
+                           pb_.types.data());  // key_ starts with the NUL-terminated text
         r->prepare_results = 1;
         r->stmt_key = key_;
         ++stats_.prepares;
@@ -300,14 +394,17 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
       const char* unnamed_text = nullptr;
       if (cached) {
         if (const auto* e = lookup(st.sql, types, st.n_params)) {
-          if (e->owner == 0 || e->owner == r->seq) name = &e->name;
-          else unnamed_text = e->key.c_str();
+          if (e->owner == 0 || e->owner == r->seq)
+            name = &e->name;
+          else
+            unnamed_text = e->key.c_str();
         } else {
           std::optional<std::string> evicted;
           name = &cache_.insert(key_, evicted, r->seq);
           if (evicted) evicted_names.push_back(std::move(*evicted));
           ok = PQsendPrepare(pg_, name->c_str(), key_.c_str(), n, types);
-          b.steps_.push_back({static_cast<std::uint32_t>(i), static_cast<std::int32_t>(b.keys_.size())});
+          b.steps_.push_back(
+              {static_cast<std::uint32_t>(i), static_cast<std::int32_t>(b.keys_.size())});
           b.keys_.push_back(key_);
           ++stats_.prepares;
         }
@@ -358,6 +455,10 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   }
 
   void start(request_base* r) {
+    if (r->finished) [[unlikely]] {  // cancelled before it could start
+      release(r);
+      return;
+    }
     if (r->bat && r->bat->empty() && state_ == state::open) {  // nothing to send
       r->bat->out_ = batch_result{};
       finish(r, {}, completion_from::initiation);
@@ -377,8 +478,10 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
       return;
     }
     arm_timeout(r);
-    if (lone) do_flush();
-    else schedule_flush();
+    if (lone)
+      do_flush();
+    else
+      schedule_flush();
     arm_read();
   }
 
@@ -415,6 +518,11 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   /// r is the statement running on the server, a cancel request is sent.
   void abandon(request_base* r, std::error_code ec) {
     if (r->finished) return;
+    if (r == connect_req_) {  // a connect in progress: give it up
+      fail_msg_ = "connect cancelled";
+      connect_failed(ec, "connect cancelled");
+      return;
+    }
     if (r == head_ && pg_) send_cancel();  // before finish: the handler may run inline
     finish(r, ec, completion_from::any_thread);
   }
@@ -523,8 +631,10 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
     }
     if (r->bat) return route_batch(r, *r->bat, res, st);
     if (st == PGRES_FATAL_ERROR) {
-      if (!r->ec) r->res = record_error(r, res);
-      else PQclear(res);
+      if (!r->ec)
+        r->res = record_error(r, res);
+      else
+        PQclear(res);
       if (r->prepare_results > 0) {
         --r->prepare_results;
         cache_.erase_pending(r->stmt_key, r->seq);
@@ -533,8 +643,10 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
     }
     if (r->prepare_results > 0) {  // the Parse of a statement we prepared: nothing to keep
       --r->prepare_results;
-      if (st == PGRES_COMMAND_OK) cache_.confirm(r->stmt_key, r->seq);
-      else cache_.erase_pending(r->stmt_key, r->seq);
+      if (st == PGRES_COMMAND_OK)
+        cache_.confirm(r->stmt_key, r->seq);
+      else
+        cache_.erase_pending(r->stmt_key, r->seq);
       PQclear(res);
       return;
     }
@@ -561,14 +673,15 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   }
   /// First error of a request: its code and the connection's diagnostics.
   result record_error(request_base* r, PGresult* res) {
+    r->diag = std::make_unique<diagnostics>();
     if (PQstatus(pg_) == CONNECTION_BAD || !PQresultErrorField(res, PG_DIAG_SQLSTATE)) {
       r->ec = errc::connection_error;
-      diag_.clear();
-      diag_.client_message = PQresultErrorMessage(res);
+      r->diag->client_message = PQresultErrorMessage(res);
     } else {
       r->ec = make_sqlstate_error(PQresultErrorField(res, PG_DIAG_SQLSTATE));
-      fill_diag(diag_, res);
+      fill_diag(*r->diag, res);
     }
+    diag_ = *r->diag;
     return result(res);
   }
   /// One result of an explicit batch, attributed by the steps recorded at send time.
@@ -581,8 +694,10 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
     const auto step = b.steps_[b.cursor_++];
     if (step.key >= 0) {  // our Parse: confirm the name, or forget it (failed or skipped)
       const auto& key = b.keys_[static_cast<std::size_t>(step.key)];
-      if (st == PGRES_COMMAND_OK) cache_.confirm(key, r->seq);
-      else cache_.erase_pending(key, r->seq);
+      if (st == PGRES_COMMAND_OK)
+        cache_.confirm(key, r->seq);
+      else
+        cache_.erase_pending(key, r->seq);
     }
     if (st == PGRES_FATAL_ERROR) {
       if (!r->ec) {
@@ -593,7 +708,8 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
       }
       return;
     }
-    if (step.key < 0 && (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK || st == PGRES_EMPTY_QUERY)) {
+    if (step.key < 0 &&
+        (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK || st == PGRES_EMPTY_QUERY)) {
       if (!r->finished) count_bytes(res);
       b.out_.results[step.stmt] = result(res);
       return;
@@ -635,12 +751,15 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
       pollfd p{PQsocket(pg_), static_cast<short>(POLLIN | (fl == 1 ? POLLOUT : 0)), 0};
       int wait_ms = -1;
       if (opts_.query_timeout.count() > 0 && !timed_out) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
         wait_ms = static_cast<int>(std::max<std::int64_t>(0, left.count()));
       }
       int n = 1;
-      if (tls_pending()) p.revents = POLLIN;  // bytes OpenSSL holds (see on_readable)
-      else n = ::poll(&p, 1, wait_ms);
+      if (tls_pending())
+        p.revents = POLLIN;  // bytes OpenSSL holds (see on_readable)
+      else
+        n = ::poll(&p, 1, wait_ms);
       if (n == 0) {  // timeout: ask the server to stop, keep reading until Sync
         timed_out = true;
         send_cancel();
@@ -656,40 +775,72 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
 };
 
 void start_request(const conn_ptr& c, request_base* r) {
-  if (c->in_own_executor()) c->start(r);
-  else asio::dispatch(c->ex_, [c, r] { c->start(r); });
+  c->async_used_.store(true, std::memory_order_relaxed);
+  if (c->in_own_executor())
+    c->start(r);
+  else
+    asio::post(c->ex_, [c, r] { c->start(r); });
 }
 bool running_in(const asio::any_io_executor& ex) noexcept {
   using io_ex = asio::io_context::executor_type;
   if (auto* e = ex.target<io_ex>()) return e->running_in_this_thread();
-  if (auto* s = ex.target<asio::strand<asio::any_io_executor>>()) return s->running_in_this_thread();
+  if (auto* s = ex.target<asio::strand<asio::any_io_executor>>())
+    return s->running_in_this_thread();
   if (auto* s = ex.target<asio::strand<io_ex>>()) return s->running_in_this_thread();
   return false;
 }
 void start_connect(const conn_ptr& c, std::string dsn, request_base* r) {
-  asio::dispatch(c->ex_, [c, r, dsn = std::move(dsn)]() mutable { c->start_connect(std::move(dsn), r); });
+  c->async_used_.store(true, std::memory_order_relaxed);
+  // Posted, never run inside the initiating call: a connect may fail at once.
+  asio::post(c->ex_,
+             [c, r, dsn = std::move(dsn)]() mutable { c->start_connect(std::move(dsn), r); });
 }
-void abandon_request(const conn_ptr& c, request_base* r, std::error_code ec) { c->abandon(r, ec); }
-const asio::any_io_executor& executor_of(const conn_impl& c) noexcept { return c.ex_; }
-diagnostics& diag_of(conn_impl& c) noexcept { return c.diag_; }
+void cancel_request(const conn_ptr& c, const std::shared_ptr<cancel_link>& l) {
+  auto run = [c, l] {
+    if (l->op) c->abandon(l->op, std::make_error_code(std::errc::operation_canceled));
+  };
+  if (c->in_own_executor())
+    run();
+  else
+    asio::post(c->ex_, std::move(run));
+}
+/// Runs f on c's executor: now if already there, else posted. Used for close and
+/// teardown from other threads; a connection that never went asynchronous (only the
+/// synchronous forms) has no handler that could run concurrently and closes at once.
+template <class F>
+void on_executor(const conn_ptr& c, F f) {
+  if (!c->async_used_.load(std::memory_order_relaxed) || c->in_own_executor())
+    f();
+  else
+    asio::post(c->ex_, std::move(f));
+}
+const asio::any_io_executor& executor_of(const conn_impl& c) noexcept {
+  return c.ex_;
+}
+diagnostics& diag_of(conn_impl& c) noexcept {
+  return c.diag_;
+}
 
 }  // namespace detail
 
 connection::connection(executor_type ex, connection_options opts)
     : impl_(std::make_shared<detail::conn_impl>(std::move(ex), opts)) {}
 connection::~connection() {
-  if (impl_) impl_->close();
+  if (impl_) detail::on_executor(impl_, [c = impl_] { c->close(); });
 }
 connection& connection::operator=(connection&& o) noexcept {
   if (this != &o) {
-    if (impl_) impl_->close();
+    if (impl_) detail::on_executor(impl_, [c = impl_] { c->close(); });
     impl_ = std::move(o.impl_);
   }
   return *this;
 }
-connection::executor_type connection::get_executor() const noexcept { return impl_->ex_; }
+connection::executor_type connection::get_executor() const noexcept {
+  return impl_->ex_;
+}
 bool connection::is_open() const noexcept {
-  return impl_ && impl_->state_ == detail::conn_impl::state::open && PQstatus(impl_->pg_) == CONNECTION_OK;
+  return impl_ && impl_->state_ == detail::conn_impl::state::open &&
+         PQstatus(impl_->pg_) == CONNECTION_OK;
 }
 bool connection::is_idle_clean() const noexcept {
   return is_open() && impl_->count_ == 0 && PQtransactionStatus(impl_->pg_) == PQTRANS_IDLE;
@@ -702,14 +853,24 @@ bool connection::probe_alive() const noexcept {
   if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK;
   return true;  // pending bytes (a notice, a termination message): reading will tell
 }
-std::size_t connection::in_flight() const noexcept { return impl_ ? impl_->count_ : 0; }
-void connection::close() {
-  if (impl_) impl_->close();
+std::size_t connection::in_flight() const noexcept {
+  return impl_ ? impl_->count_ : 0;
 }
-const diagnostics& connection::last_diagnostics() const noexcept { return impl_->diag_; }
-diagnostics& connection::diag_ref() noexcept { return impl_->diag_; }
-connection_stats connection::stats() const noexcept { return impl_->stats_; }
-PGconn* connection::native_handle() const noexcept { return impl_->pg_; }
+void connection::close() {
+  if (impl_) detail::on_executor(impl_, [c = impl_] { c->close(); });
+}
+const diagnostics& connection::last_diagnostics() const noexcept {
+  return impl_->diag_;
+}
+diagnostics& connection::diag_ref() noexcept {
+  return impl_->diag_;
+}
+connection_stats connection::stats() const noexcept {
+  return impl_->stats_;
+}
+PGconn* connection::native_handle() const noexcept {
+  return impl_->pg_;
+}
 
 void connection::connect(const std::string& dsn, std::error_code& ec) {
   auto& c = *impl_;
@@ -731,6 +892,8 @@ void connection::connect(const std::string& dsn) {
   connect(dsn, ec);
   if (ec) throw error(ec, last_diagnostics());
 }
-void connection::run_sync(detail::request_base& op, std::error_code& ec) { impl_->run_sync(op, ec); }
+void connection::run_sync(detail::request_base& op, std::error_code& ec) {
+  impl_->run_sync(op, ec);
+}
 
 }  // namespace inlet::pg

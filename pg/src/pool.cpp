@@ -12,7 +12,8 @@ namespace detail {
 using clock = std::chrono::steady_clock;
 
 struct pool_entry {
-  explicit pool_entry(asio::any_io_executor ex, const connection_options& o) : conn(std::move(ex), o) {}
+  explicit pool_entry(asio::any_io_executor ex, const connection_options& o)
+      : conn(std::move(ex), o) {}
   connection conn;
   clock::time_point created = clock::now(), last_used = clock::now();
   connection_stats reported{};
@@ -32,7 +33,7 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   asio::any_io_executor ex_;
   pool_options opts_;
   mutable std::mutex m_;
-  std::vector<entry_ptr> idle_;
+  std::deque<entry_ptr> idle_;  // back: most recently used; front: idle the longest
   std::deque<waiter_node> waiters_;
   std::size_t total_ = 0;
   bool closed_ = false;
@@ -54,12 +55,22 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
     asio::post(ex, [e = std::move(e)]() mutable { e.reset(); });
   }
 
-  bool reusable(const pool_entry& e, clock::time_point now) const {
-    return !closed_ && e.conn.is_idle_clean() && now - e.created < opts_.max_lifetime;
+  /// Takes every idle connection unused for idle_timeout or longer off the bottom of
+  /// the idle stack (the oldest are there: entries are pushed in time order). Under m_.
+  void reap_idle(clock::time_point now, std::vector<entry_ptr>& dead) {
+    while (!idle_.empty() && now - idle_.front()->last_used >= opts_.idle_timeout) {
+      dead.push_back(std::move(idle_.front()));
+      idle_.pop_front();
+      --total_;
+      ++stats_.dropped;
+    }
   }
 
-  void account(pool_entry& e) {  // adds the connection's counters since last report
-    auto s = e.conn.stats();
+  bool reusable(const pool_entry& e, clock::time_point now) const {
+    return !closed_ && now - e.created < opts_.max_lifetime;
+  }
+
+  void account(pool_entry& e, const connection_stats& s) {  // adds the counters since last report
     auto& q = stats_.queries;
     q.queries += s.queries - e.reported.queries;
     q.errors += s.errors - e.reported.errors;
@@ -79,9 +90,12 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
       return;
     }
     auto now = clock::now();
+    reap_idle(now, dead);
     while (!idle_.empty()) {
       entry_ptr e = std::move(idle_.back());
       idle_.pop_back();
+      // Idle connections have no handler left on their strand (release ran there last):
+      // the probe may read them here, after the mutex that release() took.
       bool fresh = now - e->last_used < opts_.idle_timeout;
       bool alive = opts_.check == health_check::none || e->conn.probe_alive();
       if (fresh && reusable(*e, now) && alive) {
@@ -122,29 +136,30 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   /// or a new one), so the caller never sees the dead connection's error.
   void check_then_hand_out(entry_ptr e, std::unique_ptr<waiter_base> w) {
     auto* conn = &e->conn;
-    conn->async_query(pg::query<>("SELECT 1"), [self = shared_from_this(), e = std::move(e), w = std::move(w)](
-                                                   std::error_code ec, result) mutable {
-      if (!ec && e->conn.is_idle_clean()) {
-        {
-          std::lock_guard lk(self->m_);
-          ++self->stats_.acquired;
-        }
-        w->complete({}, pooled_connection(self, std::move(e)));
-        return;
-      }
-      // Off the connection's own completion path before destroying it.
-      auto ex = self->ex_;
-      asio::post(ex, [self = std::move(self), e = std::move(e), w = std::move(w)]() mutable {
-        {
-          std::lock_guard lk(self->m_);
-          --self->total_;
-          ++self->stats_.dropped;
-          ++self->stats_.health_check_failures;
-        }
-        drop(std::move(e));
-        self->acquire(std::move(w));
-      });
-    });
+    conn->async_query(
+        pg::query<>("SELECT 1"), [self = shared_from_this(), e = std::move(e), w = std::move(w)](
+                                     std::error_code ec, result) mutable {
+          if (!ec && e->conn.is_idle_clean()) {
+            {
+              std::lock_guard lk(self->m_);
+              ++self->stats_.acquired;
+            }
+            w->complete({}, pooled_connection(self, std::move(e)));
+            return;
+          }
+          // Off the connection's own completion path before destroying it.
+          auto ex = self->ex_;
+          asio::post(ex, [self = std::move(self), e = std::move(e), w = std::move(w)]() mutable {
+            {
+              std::lock_guard lk(self->m_);
+              --self->total_;
+              ++self->stats_.dropped;
+              ++self->stats_.health_check_failures;
+            }
+            drop(std::move(e));
+            self->acquire(std::move(w));
+          });
+        });
   }
 
   void enqueue(std::unique_ptr<waiter_base> w) {  // under m_
@@ -173,9 +188,10 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   void start_connect() {
     auto e = std::make_unique<pool_entry>(asio::make_strand(ex_), opts_.connection);
     auto* conn = &e->conn;
-    conn->async_connect(opts_.dsn, [self = shared_from_this(), e = std::move(e)](std::error_code ec) mutable {
-      self->connected(std::move(e), ec);
-    });
+    conn->async_connect(opts_.dsn,
+                        [self = shared_from_this(), e = std::move(e)](std::error_code ec) mutable {
+                          self->connected(std::move(e), ec);
+                        });
   }
 
   void connected(entry_ptr e, std::error_code ec) {
@@ -202,11 +218,30 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
     if (retry) start_connect();
   }
 
+  /// A connection handed back from any thread: its state is read on its own strand,
+  /// after whatever handler of its last request is still running there.
+  static void release_anywhere(std::shared_ptr<pool_impl> self, entry_ptr e) {
+    auto ex = e->conn.get_executor();
+    if (running_in(ex)) return self->release(std::move(e));
+    asio::post(
+        ex, [self = std::move(self), e = std::move(e)]() mutable { self->release(std::move(e)); });
+  }
+
+  /// On the connection's strand.
   void release(entry_ptr e) {
     auto now = clock::now();
+    const bool clean = e->conn.is_idle_clean();
+    const auto counters = e->conn.stats();
+    std::vector<entry_ptr> dead;
     std::unique_lock lk(m_);
-    account(*e);
-    if (!reusable(*e, now)) {
+    account(*e, counters);
+    reap_idle(now, dead);
+    if (!dead.empty()) {
+      lk.unlock();
+      for (auto& d : dead) drop(std::move(d));
+      lk.lock();
+    }
+    if (!clean || !reusable(*e, now)) {
       --total_;
       ++stats_.dropped;
       bool grow = !closed_ && !waiters_.empty() && total_ < opts_.size;
@@ -251,13 +286,22 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   }
 };
 
-void pool_acquire(const std::shared_ptr<pool_impl>& p, std::unique_ptr<waiter_base> w) { p->acquire(std::move(w)); }
-asio::any_io_executor pool_executor(const pool_impl& p) noexcept { return p.ex_; }
+void pool_acquire(const std::shared_ptr<pool_impl>& p, std::unique_ptr<waiter_base> w) {
+  p->acquire(std::move(w));
+}
+void pool_release(std::shared_ptr<pool_impl> p, std::unique_ptr<pool_entry> e) {
+  pool_impl::release_anywhere(std::move(p), std::move(e));
+}
+asio::any_io_executor pool_executor(const pool_impl& p) noexcept {
+  return p.ex_;
+}
 
 }  // namespace detail
 
-pooled_connection::pooled_connection(std::shared_ptr<detail::pool_impl> p, std::unique_ptr<detail::pool_entry> e) noexcept
+pooled_connection::pooled_connection(std::shared_ptr<detail::pool_impl> p,
+                                     std::unique_ptr<detail::pool_entry> e) noexcept
     : pool_(std::move(p)), entry_(std::move(e)) {}
+pooled_connection::pooled_connection() noexcept = default;
 pooled_connection::pooled_connection(pooled_connection&&) noexcept = default;
 pooled_connection& pooled_connection::operator=(pooled_connection&& o) noexcept {
   if (this != &o) {
@@ -267,18 +311,28 @@ pooled_connection& pooled_connection::operator=(pooled_connection&& o) noexcept 
   }
   return *this;
 }
-pooled_connection::~pooled_connection() { reset(); }
+pooled_connection::~pooled_connection() {
+  reset();
+}
 void pooled_connection::reset() {
-  if (entry_ && pool_) pool_->release(std::move(entry_));
+  if (entry_ && pool_) detail::pool_release(std::move(pool_), std::move(entry_));
   entry_.reset();
   pool_.reset();
 }
-connection& pooled_connection::operator*() const noexcept { return entry_->conn; }
+connection& pooled_connection::operator*() const noexcept {
+  return entry_->conn;
+}
 
 pool::pool(asio::any_io_executor ex, pool_options opts)
     : impl_(std::make_shared<detail::pool_impl>(std::move(ex), std::move(opts))) {}
-pool::~pool() { impl_->close(); }
-pool_stats pool::stats() const { return impl_->stats(); }
-void pool::close() { impl_->close(); }
+pool::~pool() {
+  impl_->close();
+}
+pool_stats pool::stats() const {
+  return impl_->stats();
+}
+void pool::close() {
+  impl_->close();
+}
 
 }  // namespace inlet::pg

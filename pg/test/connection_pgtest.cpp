@@ -330,3 +330,169 @@ TEST(PgConnection, DefaultTokenReturnsValuesAndThrowsPgError) {
     EXPECT_EQ((co_await c.async_query(pg::sql("SELECT 1"))).rows(), 1);
   });
 }
+
+namespace {
+std::string dsn_to_port(unsigned short port, const char* extra = "") {
+  return "postgresql://postgres@127.0.0.1:" + std::to_string(port) + "/postgres?connect_timeout=1" + extra;
+}
+}  // namespace
+
+// A host that accepts and never answers: the connect fails at its deadline (the DSN's
+// connect_timeout, which libpq itself ignores in asynchronous connects).
+TEST(PgConnection, ConnectToAStuckHostFailsAtItsDeadline) {
+  REQUIRE_PG();
+  silent_server stuck;
+  asio::io_context io;
+  pg::connection c(io.get_executor());
+  bool done = false;
+  std::error_code got;
+  auto t0 = std::chrono::steady_clock::now();
+  c.async_connect(dsn_to_port(stuck.port()), [&](std::error_code ec) {
+    got = ec;
+    done = true;
+  });
+  io.run_for(std::chrono::seconds(10));
+  ASSERT_TRUE(done) << "the connect never completed";
+  EXPECT_EQ(got, pg::condition::timeout) << got.message();
+  EXPECT_EQ(got, pg::condition::connection_error) << got.message();
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(900));
+  EXPECT_EQ(stuck.accepted(), 1u);
+  EXPECT_FALSE(c.is_open());
+}
+
+// A connect can be cancelled through its cancellation slot.
+TEST(PgConnection, ConnectCanBeCancelled) {
+  REQUIRE_PG();
+  silent_server stuck;
+  asio::io_context io;
+  pg::connection c(io.get_executor());
+  asio::cancellation_signal sig;
+  bool done = false;
+  std::error_code got;
+  c.async_connect("postgresql://postgres@127.0.0.1:" + std::to_string(stuck.port()) + "/postgres",
+                  asio::bind_cancellation_slot(sig.slot(), [&](std::error_code ec) {
+                    got = ec;
+                    done = true;
+                  }));
+  asio::steady_timer t(io, std::chrono::milliseconds(100));
+  t.async_wait([&](boost::system::error_code) { sig.emit(asio::cancellation_type::terminal); });
+  io.run_for(std::chrono::seconds(10));
+  ASSERT_TRUE(done) << "the connect was not cancelled";
+  EXPECT_EQ(got, std::errc::operation_canceled) << got.message();
+  // The connection can connect again afterwards.
+  io.restart();
+  done = false;
+  c.async_connect(pg_dsn(), [&](std::error_code ec) {
+    got = ec;
+    done = true;
+  });
+  io.run_for(std::chrono::seconds(10));
+  ASSERT_TRUE(done);
+  EXPECT_FALSE(got) << got.message();
+  EXPECT_TRUE(c.is_open());
+}
+
+// With several hosts, a stuck first host costs its own deadline, then the next is tried.
+TEST(PgConnection, StuckFirstHostThenTheNextOne) {
+  REQUIRE_PG();
+  silent_server stuck;
+  asio::io_context io;
+  pg::connection c(io.get_executor());
+  const char* port = std::getenv("PGPORT");
+  ASSERT_NE(port, nullptr);
+  std::string dsn = "postgresql://postgres@127.0.0.1:" + std::to_string(stuck.port()) + ",127.0.0.1:" + port +
+                    "/postgres?connect_timeout=1";
+  bool done = false;
+  std::error_code got;
+  c.async_connect(dsn, [&](std::error_code ec) {
+    got = ec;
+    done = true;
+  });
+  io.run_for(std::chrono::seconds(10));
+  ASSERT_TRUE(done) << "the connect never completed";
+  EXPECT_FALSE(got) << got.message() << " " << c.last_diagnostics().to_string();
+  EXPECT_TRUE(c.is_open());
+}
+
+// Each operation's failure carries its own server diagnostics, also with the default
+// token (the thrown pg::error) and with many requests in flight on one connection.
+TEST(PgConnection, DiagnosticsTravelWithEachOperation) {
+  REQUIRE_PG();
+  asio::io_context io;
+  run_co(io, [&]() -> awaitable<void> {
+    pg::connection c(io.get_executor());
+    co_await c.async_connect(pg_dsn());
+    co_await c.async_execute("DROP TABLE IF EXISTS t_diag");
+    co_await c.async_execute("CREATE TABLE t_diag (id int4 PRIMARY KEY)");
+    co_await c.async_execute("INSERT INTO t_diag VALUES (1)");
+    try {
+      co_await c.async_execute(pg::sql("INSERT INTO t_diag VALUES ($1::int4)", 1));
+      ADD_FAILURE() << "no throw";
+    } catch (const pg::error& e) {
+      EXPECT_EQ(e.code(), pg::condition::unique_violation);
+      EXPECT_EQ(e.diag().sqlstate, "23505");
+      EXPECT_EQ(e.diag().constraint, "t_diag_pkey");
+      EXPECT_NE(std::string(e.what()).find("duplicate key"), std::string::npos) << e.what();
+    }
+    // 50 failing requests in flight at once, each with its own message.
+    constexpr int n = 50;
+    int ok = 0, finished = 0;
+    for (int i = 0; i < n; ++i) {
+      asio::co_spawn(io, [&, i]() -> awaitable<void> {
+        try {
+          co_await c.async_query(pg::sql("SELECT ('x' || $1::text)::int4", std::to_string(i)));
+        } catch (const pg::error& e) {
+          if (e.diag().sqlstate == "22P02" && e.diag().message.find("\"x" + std::to_string(i) + "\"") != std::string::npos)
+            ++ok;
+          else
+            ADD_FAILURE() << i << ": " << e.diag().to_string();
+        }
+        ++finished;
+      }, asio::detached);
+    }
+    asio::steady_timer t(io);
+    for (int spin = 0; finished < n && spin < 2000; ++spin) {
+      t.expires_after(std::chrono::milliseconds(5));
+      co_await t.async_wait(use_awaitable);
+    }
+    EXPECT_EQ(ok, n);
+    // A type mismatch names the column in the thrown error's diagnostics.
+    try {
+      std::vector<std::string> wrong;
+      co_await c.async_query(pg::sql("SELECT 1::int4 AS num"), pg::into(wrong));
+      ADD_FAILURE() << "no throw";
+    } catch (const pg::error& e) {
+      EXPECT_EQ(e.code(), pg::errc::type_mismatch);
+      EXPECT_EQ(e.diag().column, "num");
+    }
+  });
+}
+
+// Tokens that only see the error_code get the diagnostics through pg::with_diagnostics.
+TEST(PgConnection, WithDiagnosticsForOtherTokens) {
+  REQUIRE_PG();
+  asio::io_context io;
+  run_co(io, [&]() -> awaitable<void> {
+    pg::connection c(io.get_executor());
+    co_await c.async_connect(pg_dsn());
+    pg::diagnostics d;
+    d.message = "stale";
+    auto [ec, n] = co_await c.async_execute(pg::sql("SELECT 1/0"), pg::with_diagnostics(asio::as_tuple(use_awaitable), d));
+    EXPECT_EQ(ec, pg::make_sqlstate_error("22012"));
+    EXPECT_EQ(d.sqlstate, "22012");
+    EXPECT_EQ(d.message, "division by zero");
+    // Success clears it.
+    auto [ec2, n2] = co_await c.async_execute(pg::sql("SELECT 1"), pg::with_diagnostics(asio::as_tuple(use_awaitable), d));
+    EXPECT_FALSE(ec2);
+    EXPECT_TRUE(d.sqlstate.empty());
+    // A callback; a client-side error has client text.
+    pg::diagnostics d2;
+    std::error_code got;
+    pg::connection never(io.get_executor());
+    never.async_execute(pg::sql("SELECT 1"), pg::with_diagnostics([&](std::error_code e, std::uint64_t) { got = e; }, d2));
+    asio::steady_timer t(io, std::chrono::milliseconds(20));
+    co_await t.async_wait(use_awaitable);
+    EXPECT_EQ(got, pg::errc::not_connected);
+    EXPECT_FALSE(d2.client_message.empty());
+  });
+}

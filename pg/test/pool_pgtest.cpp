@@ -263,3 +263,63 @@ TEST(PgPool, HealthCheckQueryPassesForAHealthyConnection) {
   });
   EXPECT_EQ(p2.stats().health_checks, 0u);
 }
+
+// Every idle connection older than idle_timeout goes, not only the one on top of the
+// idle stack: with one connection kept busy, the three below it age out.
+TEST(PgPool, IdleTimeoutClosesEveryOldIdleConnection) {
+  REQUIRE_PG();
+  asio::io_context io;
+  auto o = opts(4);
+  o.idle_timeout = 300ms;
+  pg::pool p(io.get_executor(), o);
+  run_co(io, [&]() -> awaitable<void> {
+    {
+      std::vector<pg::pooled_connection> four;
+      for (int i = 0; i < 4; ++i) four.push_back(co_await p.async_acquire());
+    }
+    asio::steady_timer t(io);
+    for (int i = 0; i < 100 && p.stats().idle < 4; ++i) {  // released on their strands
+      t.expires_after(1ms);
+      co_await t.async_wait(asio::use_awaitable);
+    }
+    EXPECT_EQ(p.stats().idle, 4u);
+    auto t0 = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - t0 < 1200ms) {
+      {
+        auto c = co_await p.async_acquire();
+        co_await c->async_query(pg::sql("SELECT 1"));
+      }
+      t.expires_after(20ms);
+      co_await t.async_wait(asio::use_awaitable);
+    }
+  });
+  EXPECT_EQ(p.stats().total, 1u);
+  EXPECT_EQ(p.stats().dropped, 3u);
+}
+
+// A host that accepts and never answers: connects fail at their deadline, count as
+// failures, and the pool's slots come back (it does not stay full of stuck connects).
+TEST(PgPool, StuckConnectsAreEvicted) {
+  REQUIRE_PG();
+  silent_server stuck;
+  asio::io_context io;
+  pg::pool_options o;
+  o.dsn = "postgresql://postgres@127.0.0.1:" + std::to_string(stuck.port()) + "/postgres?connect_timeout=1";
+  o.size = 2;
+  o.acquire_timeout = 300ms;
+  pg::pool p(io.get_executor(), o);
+  int failed = 0;
+  for (int i = 0; i < 4; ++i) {
+    p.async_acquire([&](std::error_code ec, pg::pooled_connection c) {
+      EXPECT_TRUE(ec);
+      EXPECT_FALSE(c);
+      ++failed;
+    });
+  }
+  io.run_for(std::chrono::seconds(8));
+  EXPECT_EQ(failed, 4);
+  auto s = p.stats();
+  EXPECT_EQ(s.total, 0u) << "stuck connects still hold pool slots";
+  EXPECT_GE(s.connect_failures, 1u);
+  EXPECT_EQ(s.waiting, 0u);
+}

@@ -2,7 +2,6 @@
 #include "driver_common.hpp"
 
 #include <boost/asio/write.hpp>
-
 #include <cstdio>
 #include <optional>
 
@@ -71,17 +70,27 @@ void body_collector::add(std::string_view data, std::uint64_t session_body_size)
     obs_->data(in_.copy_flat_stable(data));
     return;
   }
-  buffer::segment s = in_.piece(data);  // a slice, no copy
-  if (obs_)
-    for (std::string_view piece : s.spans()) obs_->data(piece);
-  body_.append(std::move(s));
+  if (data.size() >= min_slice) {
+    std::error_code ec;
+    buffer::segment s = in_.buf().slice(data.data(), data.size(), ec);  // no copy
+    if (!ec) {
+      if (obs_)
+        for (std::string_view piece : s.spans()) obs_->data(piece);
+      body_.append(std::move(s));
+      return;
+    }
+  }
+  copies_.append(body_, data, [this](std::string_view copy) {
+    if (obs_) obs_->data(copy);
+  });
 }
 
 received_message body_collector::complete(envelope env, std::uint64_t session_body_size) {
   if (fed_ != session_body_size) abort();  // e.g. RSET, then BDAT 0 LAST
-  if (fed_ == 0 && factory_) begin();  // an empty body is observed too
+  if (fed_ == 0 && factory_) begin();      // an empty body is observed too
   received_message msg{std::move(env), in_.flat() ? in_.take_flat_body() : std::move(body_)};
   body_ = message_body{};
+  copies_.reset();  // the body keeps what it refers to; an idle connection holds nothing
   if (obs_) obs_->end();
   msg.observer = std::move(obs_);
   fed_ = 0;
@@ -94,6 +103,7 @@ void body_collector::abort() noexcept {
     obs_.reset();
   }
   body_.clear();
+  copies_.reset();
   in_.drop_flat_body();
   fed_ = 0;
 }

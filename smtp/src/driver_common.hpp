@@ -9,24 +9,22 @@
 // Internal to inlet::smtp.
 #pragma once
 
-#include <inlet/smtp/server.hpp>
-
-#include "driver_buffer.hpp"
-
+#include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>
-
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <inlet/smtp/server.hpp>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <system_error>
 #include <vector>
+
+#include "driver_buffer.hpp"
 
 namespace inlet::smtp::detail {
 
@@ -79,6 +77,14 @@ delivery_result deliver_sync(const deliver_fn& hook, driver_counters& c, receive
 /// add up to body_size() belongs to a new message. Without a factory the
 /// observer branches are never taken (a null check per piece).
 ///
+/// Memory: a body piece of at least `min_slice` octets is referenced where it
+/// was read (a slice of the receive fragment); a smaller one, or one that is
+/// not in the receive buffer (the straddle window), is copied into a fragment
+/// the collector fills (buffer::copy_appender). So a body pins fragments in
+/// proportion to its octets however the client splits them: a trickle of
+/// reads of a few bytes, or lines that each start with a stuffed dot, cost a
+/// copy, not a fragment or a slice each (docs/buffer.md, "Pinned fragments").
+///
 /// Not thread-safe; the driver's loop only.
 class body_collector {
  public:
@@ -99,11 +105,15 @@ class body_collector {
   /// driver must keep this collector (the async models do not go idle).
   bool holding() const noexcept { return fed_ > 0 || obs_ != nullptr; }
 
+  /// Pieces shorter than this are copied, not referenced.
+  static constexpr std::size_t min_slice = 256;
+
  private:
   void begin();
   const body_observer_factory* factory_;
   driver_input& in_;
   message_body body_;
+  buffer::copy_appender copies_;  // small pieces of the current body
   body_observer_ptr obs_;
   std::uint64_t fed_ = 0;  // body octets taken for the current message
 };
@@ -128,8 +138,8 @@ class admission {
   std::size_t max_, max_ip_;
 };
 
-std::string refusal_reply(const server_config& cfg);       ///< 421 4.7.0 too many connections
-std::string shutting_down_reply(const server_config& cfg); ///< 421 4.3.2
+std::string refusal_reply(const server_config& cfg);        ///< 421 4.7.0 too many connections
+std::string shutting_down_reply(const server_config& cfg);  ///< 421 4.3.2
 /// Opens, binds and listens on every endpoint of cfg.listen, each acceptor
 /// with an executor from `make_executor()` (a strand of the accepting
 /// context). Appends the acceptors and their bound endpoints (port 0 resolved).

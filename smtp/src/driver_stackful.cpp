@@ -83,7 +83,7 @@ class stackful_driver final : public model_driver {
   void take(tcp::socket s, bool lmtp);
   void run(const std::shared_ptr<sconn>& c, asio::yield_context y);
   bool flush(const std::shared_ptr<sconn>& c, asio::yield_context& y);
-  bool read(sconn& c, driver_input& in, bool& would_block, asio::yield_context& y);
+  bool read(sconn& c, driver_input& in, bool in_message, bool& would_block, asio::yield_context& y);
   delivery_result deliver(const std::shared_ptr<sconn>& c, received_message msg,
                           asio::yield_context& y);
   void watch_grace();
@@ -247,7 +247,8 @@ delivery_result stackful_driver::deliver(const std::shared_ptr<sconn>& c, receiv
 // waits for readability first, so an idle connection holds no fragment; TLS
 // reads directly (the SSL layer may hold bytes the socket does not show).
 // Returns false when the connection is to be dropped (peer closed, error).
-bool stackful_driver::read(sconn& c, driver_input& in, bool& would_block, asio::yield_context& y) {
+bool stackful_driver::read(sconn& c, driver_input& in, bool in_message, bool& would_block,
+                           asio::yield_context& y) {
   server_session& s = c.session;
   error_code ec;
   std::size_t n = 0;
@@ -263,7 +264,7 @@ bool stackful_driver::read(sconn& c, driver_input& in, bool& would_block, asio::
       if (!got) ec = {};
     }
     if (!got) {
-      in.release_if_empty();
+      in.release_for_wait(in_message);
       c.sock.async_wait(tcp::socket::wait_read, y[ec]);
       if (!ec) {
         n = c.sock.read_some(in.prepare(s.in_body()), ec);
@@ -391,7 +392,7 @@ void stackful_driver::run(const std::shared_ptr<sconn>& c, asio::yield_context y
       }
     });
     std::size_t before = in.buf().size();
-    if (!read(*c, in, would_block, y)) return;
+    if (!read(*c, in, s.in_body() || body.holding(), would_block, y)) return;
     if (in.buf().size() > before) first_read = false;
   }
 }

@@ -509,7 +509,7 @@ asio::awaitable<void> server::impl::run_conn(std::shared_ptr<async_conn> c,
         got = !ec || (ec != asio::error::would_block && ec != asio::error::try_again);
         if (!got) ec = {};
       }
-      if (!got) in.release_if_empty();
+      if (!got) in.release_for_wait(s.in_body() || body.holding());
       // Not idle while BDAT chunks of an unfinished message are held: the body
       // lives in this frame (and, flat, in `in`), so it waits here instead.
       if (!got && in.empty() && !s.in_body() && s.output().empty() && !body.holding()) {

@@ -2,8 +2,13 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
 
 namespace inletd {
 
@@ -43,6 +48,37 @@ void add_endpoint(CLI::App& app, const char* name, host_port& target, const char
          },
          help)
       ->type_name("HOST:PORT");
+}
+
+// The environment's INLET_<FLAG> variables (INLET_MAX_MESSAGES for --max-messages) as
+// flags placed before the command line's own, for each flag the command line does not
+// give: so flags win over the environment, which wins over the config file (CLI11 reads
+// the file only for flags that are still unset). Returned in CLI11's reversed order.
+std::vector<std::string> with_environment(const CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> given(argv + (argc > 0 ? 1 : 0), argv + argc);
+  std::vector<std::string> from_env;
+  for (const CLI::Option* opt : app.get_options()) {
+    const auto& names = opt->get_lnames();
+    if (names.empty() || names.front() == "help" || names.front() == "version") continue;
+    const std::string flag = "--" + names.front();
+    bool on_command_line = false;
+    for (const auto& a : given) on_command_line |= a == flag || a.rfind(flag + "=", 0) == 0;
+    if (on_command_line) continue;
+    std::string var = "INLET_" + names.front();
+    for (auto& c : var)
+      c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    const char* value = std::getenv(var.c_str());
+    if (!value) continue;
+    if (opt->get_type_size() == 0) {  // a switch: INLET_QUIET=1 (or true/yes/on)
+      std::string v(value);
+      if (v == "1" || v == "true" || v == "yes" || v == "on") from_env.push_back(flag);
+      continue;
+    }
+    from_env.push_back(flag + "=" + value);
+  }
+  from_env.insert(from_env.end(), given.begin(), given.end());
+  std::reverse(from_env.begin(), from_env.end());  // CLI11's parse(vector) takes argv reversed
+  return from_env;
 }
 
 }  // namespace
@@ -112,8 +148,11 @@ std::optional<int> parse_options(int argc, char** argv, options& o) {
   app.add_option("--filter-threshold", o.filter_threshold, "score at which the action applies")
       ->capture_default_str();
   app.add_flag("--quiet", o.quiet, "log only errors");
+  app.set_config("--config", "",
+                 "read flags from this file: one `name = value` per line, names as the long "
+                 "flags without dashes (docs/configuration.md); flags given here win");
   try {
-    app.parse(argc, argv);
+    app.parse(with_environment(app, argc, argv));
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }

@@ -3,7 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -99,4 +103,48 @@ TEST(Options, LineLengthAndShutdownGrace) {
   EXPECT_EQ(p.io_model, "stackful");
   inletd::options q;
   EXPECT_TRUE(parse({"--shutdown-grace", "x"}, q).has_value());
+}
+
+// A config file sets any flag by its long name; INLET_<FLAG> variables override the file;
+// flags on the command line override both.
+TEST(Options, ConfigFileThenEnvironmentThenFlags) {
+  char dir[] = "/tmp/inletd-options.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/inletd.conf";
+  {
+    std::ofstream f(path);
+    f << "# inletd configuration\n"
+         "smtp = \"127.0.0.2:2525\"\n"
+         "max-messages = 77\n"
+         "hostname = \"from-file\"\n"
+         "domain = [\"a.example\", \"b.example\"]\n"
+         "quiet = true\n";
+  }
+  inletd::options o;
+  ASSERT_FALSE(parse({"--config", path}, o).has_value());
+  EXPECT_EQ(o.smtp.host, "127.0.0.2");
+  EXPECT_EQ(o.smtp.port, 2525);
+  EXPECT_EQ(o.max_messages, 77u);
+  EXPECT_EQ(o.hostname, "from-file");
+  EXPECT_EQ(o.domains, (std::vector<std::string>{"a.example", "b.example"}));
+  EXPECT_TRUE(o.quiet);
+
+  ::setenv("INLET_MAX_MESSAGES", "88", 1);
+  ::setenv("INLET_HOSTNAME", "from-env", 1);
+  inletd::options e;
+  ASSERT_FALSE(parse({"--config", path, "--hostname", "from-flag"}, e).has_value());
+  EXPECT_EQ(e.max_messages, 88u);      // environment over file
+  EXPECT_EQ(e.hostname, "from-flag");  // flag over environment
+  EXPECT_EQ(e.smtp.port, 2525);        // the file where nothing else says
+  ::setenv("INLET_MAX_MESSAGES", "-3", 1);
+  inletd::options bad;
+  auto rc = parse({}, bad);  // a bad value from the environment is refused like a flag
+  EXPECT_TRUE(rc.has_value() && *rc != 0);
+  ::unsetenv("INLET_MAX_MESSAGES");
+  ::unsetenv("INLET_HOSTNAME");
+
+  inletd::options missing;
+  EXPECT_NE(parse({"--config", std::string(dir) + "/none.conf"}, missing).value_or(0), 0);
+  std::remove(path.c_str());
+  ::rmdir(dir);
 }

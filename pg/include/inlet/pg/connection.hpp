@@ -8,13 +8,20 @@
 //
 // Every operation: async_xxx(..., CompletionToken&& token = {}) with the default token
 // usable with co_await (asio::deferred, use_future, yield_context, callbacks work too),
-// plus synchronous forms (error_code and throwing) for scripts and tests.
+// plus synchronous forms (error_code and throwing) for scripts and tests. A failed
+// operation's diagnostics travel with it: in the pg::error the default token throws, or
+// through pg::with_diagnostics(token, diag) for other tokens.
 //
-// Thread-safety: a connection is bound to its executor. Initiating functions may be
-// called from any thread (they dispatch onto the executor); handlers run on their own
-// associated executor. Use one connection from one strand/thread at a time when calling
-// the synchronous forms, which must not be mixed with in-flight async operations
-// (they return errc::busy). last_diagnostics() and stats() are read on the executor.
+// Thread-safety: a connection is bound to its executor, which must not run two of its
+// handlers at once (an io_context run by one thread, or a strand; the pool gives each
+// connection a strand). Every entry into the connection runs there: initiating functions,
+// cancellation (Asio cancellation slots emitted from any thread), close() and the
+// destructor post to it when called from elsewhere. Handlers run on their own associated
+// executor. The synchronous forms must not be mixed with in-flight async operations
+// (they return errc::busy) and are used from one thread at a time. is_open(),
+// is_idle_clean(), in_flight(), last_diagnostics() and stats() read state owned by the
+// executor: call them there, or when no operation is in flight and the caller has
+// synchronized with the last completion (as the pool does).
 // Results handed to handlers are owned values; views into them follow result.hpp.
 #pragma once
 #include <boost/asio/any_io_executor.hpp>
@@ -25,7 +32,6 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/recycling_allocator.hpp>
-#include "inlet/pg/use_awaitable.hpp"
 #include <chrono>
 #include <memory>
 #include <string>
@@ -35,24 +41,29 @@
 #include "inlet/pg/error.hpp"
 #include "inlet/pg/query.hpp"
 #include "inlet/pg/result.hpp"
+#include "inlet/pg/use_awaitable.hpp"
+#include "inlet/pg/with_diagnostics.hpp"
 
 namespace inlet::pg {
 
 namespace asio = boost::asio;
 
 struct connection_options {
-  std::size_t statement_cache_size = 256;       ///< 0: no prepared statements
-  std::chrono::milliseconds query_timeout{0};   ///< 0: none; else per request
+  std::size_t statement_cache_size = 256;      ///< 0: no prepared statements
+  std::chrono::milliseconds query_timeout{0};  ///< 0: none; else per request
+  /// Deadline of each host's connect attempt (libpq ignores connect_timeout in
+  /// asynchronous connects; we enforce it). 0: the DSN's connect_timeout, else 10 s.
+  std::chrono::milliseconds connect_timeout{0};
 };
 
 /// Counters of one connection (read on its executor).
 struct connection_stats {
-  std::uint64_t queries = 0;        ///< requests completed (ok or not)
-  std::uint64_t errors = 0;         ///< requests completed with an error
-  std::uint64_t prepares = 0;       ///< statements prepared (cache misses)
-  std::uint64_t bytes_sent = 0;     ///< SQL text + parameter bytes handed to libpq
-  std::uint64_t bytes_received = 0; ///< libpq memory of data results received (PQresultMemorySize)
-  std::uint64_t cancels = 0;        ///< server-side cancel requests issued
+  std::uint64_t queries = 0;         ///< requests completed (ok or not)
+  std::uint64_t errors = 0;          ///< requests completed with an error
+  std::uint64_t prepares = 0;        ///< statements prepared (cache misses)
+  std::uint64_t bytes_sent = 0;      ///< SQL text + parameter bytes handed to libpq
+  std::uint64_t bytes_received = 0;  ///< libpq memory of data results received (PQresultMemorySize)
+  std::uint64_t cancels = 0;         ///< server-side cancel requests issued
 };
 
 namespace detail {
@@ -60,16 +71,32 @@ class conn_impl;
 using conn_ptr = std::shared_ptr<conn_impl>;
 void start_request(const conn_ptr& c, request_base* r);
 void start_connect(const conn_ptr& c, std::string dsn, request_base* r);
-void abandon_request(const conn_ptr& c, request_base* r, std::error_code ec);
+void cancel_request(const conn_ptr& c, const std::shared_ptr<cancel_link>& l);
 const asio::any_io_executor& executor_of(const conn_impl& c) noexcept;
+/// Installs a cancellation handler when op's handler has a connected slot. The handler
+/// only posts to the connection's executor (it may run on any thread).
+template <class Op>
+void link_cancellation(const conn_ptr& impl, Op* op) {
+  auto slot = asio::get_associated_cancellation_slot(op->handler);
+  if (!slot.is_connected()) return;
+  op->cancel = std::make_shared<cancel_link>(cancel_link{op});
+  slot.assign([impl, l = op->cancel](asio::cancellation_type) { cancel_request(impl, l); });
+}
+template <class Handler>
+void clear_cancellation(Handler& h) {
+  auto slot = asio::get_associated_cancellation_slot(h);
+  if (slot.is_connected()) slot.clear();
+}
 /// True when a handler's executor is the connection's own. Decided once per op at
 /// initiation: such an op takes no outstanding-work guard (the connection's pending
 /// socket wait keeps that executor busy while the op is queued), and its completion,
 /// which always runs on the connection's executor, calls the handler inline.
 template <class Ex>
 bool same_executor(const Ex& ex, const conn_impl& c) noexcept {
-  if constexpr (std::is_same_v<Ex, asio::any_io_executor>) return ex == executor_of(c);
-  else return false;
+  if constexpr (std::is_same_v<Ex, asio::any_io_executor>)
+    return ex == executor_of(c);
+  else
+    return false;
 }
 /// True when the calling thread may run ex's handlers inline (what asio::dispatch checks
 /// before it runs a function inline): an io_context executor or a strand of one. Lets
@@ -77,9 +104,12 @@ bool same_executor(const Ex& ex, const conn_impl& c) noexcept {
 bool running_in(const asio::any_io_executor& ex) noexcept;
 template <class Ex>
 bool running_in_this_thread(const Ex& ex) noexcept {
-  if constexpr (std::is_same_v<Ex, asio::any_io_executor>) return running_in(ex);
-  else if constexpr (requires { ex.running_in_this_thread(); }) return ex.running_in_this_thread();
-  else return false;
+  if constexpr (std::is_same_v<Ex, asio::any_io_executor>)
+    return running_in(ex);
+  else if constexpr (requires { ex.running_in_this_thread(); })
+    return ex.running_in_this_thread();
+  else
+    return false;
 }
 diagnostics& diag_of(conn_impl& c) noexcept;
 }  // namespace detail
@@ -111,8 +141,10 @@ class connection {
     return asio::async_initiate<Token, void(std::error_code)>(
         [impl = impl_](auto h, std::string dsn) {
           auto ex = asio::get_associated_executor(h, detail::executor_of(*impl));
-          auto* op = op_t<decltype(h), connect_sink>::make(std::move(h), pg::query<>(""), connect_sink{});
+          auto* op =
+              op_t<decltype(h), connect_sink>::make(std::move(h), pg::query<>(""), connect_sink{});
           op->work.emplace(asio::prefer(ex, asio::execution::outstanding_work.tracked));
+          detail::link_cancellation(impl, op);
           detail::start_connect(impl, std::move(dsn), op);
         },
         token, std::move(dsn));
@@ -123,7 +155,8 @@ class connection {
   template <class Q, class Token = pg::use_awaitable_t>
     requires is_query<Q>::value
   auto async_query(Q q, Token&& token = {}) {
-    return initiate<void(std::error_code, result)>(std::move(q), raw_sink{}, std::forward<Token>(token));
+    return initiate<void(std::error_code, result)>(std::move(q), raw_sink{},
+                                                   std::forward<Token>(token));
   }
   template <class Token = pg::use_awaitable_t>
   auto async_query(std::string_view text, Token&& token = {}) {
@@ -135,14 +168,15 @@ class connection {
     requires is_query<Q>::value
   auto async_query(Q q, into_t<Row, Out> into, Token&& token = {}) {
     return initiate<void(std::error_code, std::size_t)>(std::move(q), into_sink<Row, Out>{into.out},
-                                                       std::forward<Token>(token));
+                                                        std::forward<Token>(token));
   }
 
   /// INSERT/UPDATE/DELETE/...: void(error_code, uint64_t affected_rows).
   template <class Q, class Token = pg::use_awaitable_t>
     requires is_query<Q>::value
   auto async_execute(Q q, Token&& token = {}) {
-    return initiate<void(std::error_code, std::uint64_t)>(std::move(q), exec_sink{}, std::forward<Token>(token));
+    return initiate<void(std::error_code, std::uint64_t)>(std::move(q), exec_sink{},
+                                                          std::forward<Token>(token));
   }
   template <class Token = pg::use_awaitable_t>
   auto async_execute(std::string_view text, Token&& token = {}) {
@@ -153,40 +187,51 @@ class connection {
   /// void(error_code, batch_result); on failure batch_result::failed names the statement.
   template <class Token = pg::use_awaitable_t>
   auto async_execute(batch b, Token&& token = {}) {
-    return initiate<void(std::error_code, batch_result)>(std::move(b), batch_sink{}, std::forward<Token>(token));
+    return initiate<void(std::error_code, batch_result)>(std::move(b), batch_sink{},
+                                                         std::forward<Token>(token));
   }
 
   // ---- synchronous forms (poll on the socket; no executor needed) --------------------
   void connect(const std::string& dsn, std::error_code& ec);
   void connect(const std::string& dsn);
-  template <class Q> requires is_query<Q>::value
+  template <class Q>
+    requires is_query<Q>::value
   result query(const Q& q, std::error_code& ec) {
     sync_op<Q> op(q);
     run_sync(op, ec);
     return std::move(op.res);
   }
-  template <class Q> requires is_query<Q>::value
-  result query(const Q& q) { return throw_on_error([&](std::error_code& ec) { return query(q, ec); }); }
+  template <class Q>
+    requires is_query<Q>::value
+  result query(const Q& q) {
+    return throw_on_error([&](std::error_code& ec) { return query(q, ec); });
+  }
   result query(std::string_view text, std::error_code& ec) { return query(pg::query<>(text), ec); }
   result query(std::string_view text) { return query(pg::query<>(text)); }
-  template <class Q, class Row, class Out> requires is_query<Q>::value
+  template <class Q, class Row, class Out>
+    requires is_query<Q>::value
   std::size_t query(const Q& q, into_t<Row, Out> into, std::error_code& ec) {
     result r = query(q, ec);
     if (ec) return 0;
     ec = r.template read_all<Row>(*into.out, &diag_ref());
     return ec ? 0 : static_cast<std::size_t>(r.rows());
   }
-  template <class Q, class Row, class Out> requires is_query<Q>::value
+  template <class Q, class Row, class Out>
+    requires is_query<Q>::value
   std::size_t query(const Q& q, into_t<Row, Out> into) {
     return throw_on_error([&](std::error_code& ec) { return query(q, into, ec); });
   }
-  template <class Q> requires is_query<Q>::value
+  template <class Q>
+    requires is_query<Q>::value
   std::uint64_t execute(const Q& q, std::error_code& ec) {
     result r = query(q, ec);
     return ec ? 0 : r.affected_rows();
   }
-  template <class Q> requires is_query<Q>::value
-  std::uint64_t execute(const Q& q) { return throw_on_error([&](std::error_code& ec) { return execute(q, ec); }); }
+  template <class Q>
+    requires is_query<Q>::value
+  std::uint64_t execute(const Q& q) {
+    return throw_on_error([&](std::error_code& ec) { return execute(q, ec); });
+  }
   std::uint64_t execute(std::string_view text) { return execute(pg::query<>(text)); }
   batch_result execute(batch b, std::error_code& ec) {
     sync_op<batch> op(b);
@@ -203,7 +248,9 @@ class connection {
  private:
   // Sinks turn the collected result into the handler's arguments.
   struct connect_sink {
-    auto args(detail::conn_impl&, detail::request_base&, std::error_code ec) { return std::make_tuple(ec); }
+    auto args(detail::conn_impl&, detail::request_base&, std::error_code ec) {
+      return std::make_tuple(ec);
+    }
   };
   struct raw_sink {
     auto args(detail::conn_impl&, detail::request_base& r, std::error_code ec) {
@@ -227,7 +274,10 @@ class connection {
       std::size_t n = 0;
       if (!ec) {
         ec = r.res.template read_all<Row>(*out, &detail::diag_of(c));
-        if (!ec) n = static_cast<std::size_t>(r.res.rows());
+        if (!ec)
+          n = static_cast<std::size_t>(r.res.rows());
+        else
+          r.diag = std::make_unique<diagnostics>(detail::diag_of(c));
       }
       return std::make_tuple(ec, n);
     }
@@ -249,24 +299,36 @@ class connection {
       if constexpr (is_batch<Q>::value) this->bat = &q;
     }
     std::string_view sql() const noexcept override {
-      if constexpr (is_batch<Q>::value) return {};
-      else return q.text();
+      if constexpr (is_batch<Q>::value)
+        return {};
+      else
+        return q.text();
     }
     void bind(detail::param_buffer& pb, std::error_code& e) const override {
       if constexpr (!is_batch<Q>::value) q.bind(pb, e);
     }
     void deliver(detail::conn_impl& c, std::error_code e, detail::completion_from w) override {
-      auto slot = asio::get_associated_cancellation_slot(handler);
-      if (slot.is_connected()) slot.clear();
-      if (w == detail::completion_from::own_executor && same_ex) {  // the handler's executor is running us
-        std::apply(std::move(handler), sink.args(c, *this, e));
+      auto a = sink.args(c, *this, e);
+      if (std::get<0>(a)) [[unlikely]]
+        detail::pass_diagnostics(handler, this->diag);
+      if (w == detail::completion_from::own_executor &&
+          same_ex) {  // the handler's executor is running us
+        detail::clear_cancellation(handler);
+        std::apply(std::move(handler), std::move(a));
         return;
       }
       auto ex = asio::get_associated_executor(handler, detail::executor_of(c));
-      auto fn = [h = std::move(handler), a = sink.args(c, *this, e)]() mutable { std::apply(std::move(h), std::move(a)); };
-      if (w == detail::completion_from::initiation) asio::post(ex, std::move(fn));
-      else if (detail::running_in_this_thread(ex)) fn();  // what dispatch would do, minus its wrapper
-      else asio::dispatch(ex, std::move(fn));
+      // The slot is cleared on the handler's side: that is where it may also be emitted.
+      auto fn = [h = std::move(handler), a = std::move(a)]() mutable {
+        detail::clear_cancellation(h);
+        std::apply(std::move(h), std::move(a));
+      };
+      if (w == detail::completion_from::initiation)
+        asio::post(ex, std::move(fn));
+      else if (detail::running_in_this_thread(ex))
+        fn();  // what dispatch would do, minus its wrapper
+      else
+        asio::dispatch(ex, std::move(fn));
       work.reset();
     }
     // Ops come from Asio's per-thread recycling cache: no malloc per query once warm.
@@ -297,13 +359,9 @@ class connection {
           auto ex = asio::get_associated_executor(h, detail::executor_of(*impl));
           auto* op = op_t<H, Sink, Q>::make(std::move(h), std::move(q), std::move(sink));
           op->same_ex = detail::same_executor(ex, *impl);
-          if (!op->same_ex) op->work.emplace(asio::prefer(ex, asio::execution::outstanding_work.tracked));
-          auto slot = asio::get_associated_cancellation_slot(op->handler);
-          if (slot.is_connected()) {
-            slot.assign([impl, op](asio::cancellation_type) {
-              detail::abandon_request(impl, op, std::make_error_code(std::errc::operation_canceled));
-            });
-          }
+          if (!op->same_ex)
+            op->work.emplace(asio::prefer(ex, asio::execution::outstanding_work.tracked));
+          detail::link_cancellation(impl, op);
           detail::start_request(impl, op);
         },
         token, std::move(q), std::move(sink));
@@ -316,15 +374,23 @@ class connection {
       refs = 2;  // never freed by the router
       if constexpr (is_batch<Q>::value) this->bat = &qq;
     }
-    explicit sync_op(const Q& qq) requires(!is_batch<Q>::value) : q(qq) { refs = 2; }
+    explicit sync_op(const Q& qq)
+      requires(!is_batch<Q>::value)
+        : q(qq) {
+      refs = 2;
+    }
     std::string_view sql() const noexcept override {
-      if constexpr (is_batch<Q>::value) return {};
-      else return q.text();
+      if constexpr (is_batch<Q>::value)
+        return {};
+      else
+        return q.text();
     }
     void bind(detail::param_buffer& pb, std::error_code& e) const override {
       if constexpr (!is_batch<Q>::value) q.bind(pb, e);
     }
-    void deliver(detail::conn_impl&, std::error_code e, detail::completion_from) override { ec = e; }
+    void deliver(detail::conn_impl&, std::error_code e, detail::completion_from) override {
+      ec = e;
+    }
     void destroy() noexcept override {}
   };
   void run_sync(detail::request_base& op, std::error_code& ec);

@@ -14,20 +14,21 @@ namespace inlet::pg {
 /// The client's own errors (never a server SQLSTATE; those use sqlstate_category()).
 enum class errc {
   ok = 0,
-  connection_error = 1,  ///< connect failed, socket error, server went away
-  not_connected,         ///< operation on a connection that is not open
-  protocol_error,        ///< libpq returned something the client did not expect
-  timeout,               ///< the per-operation timeout expired
-  type_mismatch,         ///< a column's OID does not match the C++ type (diagnostics name it)
-  column_count_mismatch, ///< the row has a different number of columns than the C++ row type
-  unexpected_null,       ///< NULL read into a non-optional
-  invalid_value,         ///< binary value malformed or out of range for the C++ type
-  no_rows,               ///< exactly one row was expected, none came
-  pipeline_aborted,      ///< an earlier statement of the same batch failed
-  pool_queue_full,       ///< pool acquisition queue limit reached
-  pool_timeout,          ///< no connection became free in time
-  pool_closed,           ///< the pool was shut down
-  busy,                  ///< a synchronous call on a connection that has async operations
+  connection_error = 1,   ///< connect failed, socket error, server went away
+  not_connected,          ///< operation on a connection that is not open
+  protocol_error,         ///< libpq returned something the client did not expect
+  timeout,                ///< the per-operation timeout expired
+  type_mismatch,          ///< a column's OID does not match the C++ type (diagnostics name it)
+  column_count_mismatch,  ///< the row has a different number of columns than the C++ row type
+  unexpected_null,        ///< NULL read into a non-optional
+  invalid_value,          ///< binary value malformed or out of range for the C++ type
+  no_rows,                ///< exactly one row was expected, none came
+  pipeline_aborted,       ///< an earlier statement of the same batch failed
+  pool_queue_full,        ///< pool acquisition queue limit reached
+  pool_timeout,           ///< no connection became free in time
+  pool_closed,            ///< the pool was shut down
+  busy,                   ///< a synchronous call on a connection that has async operations
+  connect_timeout,        ///< every host's connect attempt reached its deadline
 };
 
 const std::error_category& pg_category() noexcept;
@@ -36,7 +37,9 @@ namespace detail {
 // A success value built once: `std::error_code{}` calls std::system_category(), an
 // out-of-line function, and decoders return success once per field (callgrind).
 inline const std::error_code no_error{};
-inline std::error_code ok() noexcept { return no_error; }
+inline std::error_code ok() noexcept {
+  return no_error;
+}
 }  // namespace detail
 std::error_code make_error_code(errc e) noexcept;
 
@@ -58,12 +61,13 @@ inline std::error_code make_sqlstate_error(std::string_view s) noexcept {
 
 /// Portable conditions: compare any error_code from this library against these.
 enum class condition {
-  connection_error = 1,   ///< errc::connection_error/not_connected, SQLSTATE class 08, 57P01..03
-  timeout,                ///< errc::timeout, errc::pool_timeout
-  type_mismatch,          ///< errc::type_mismatch/column_count_mismatch/unexpected_null/invalid_value
-  database_readonly,      ///< SQLSTATE 25006
-  unique_violation,       ///< SQLSTATE 23505
-  integrity_violation,    ///< SQLSTATE class 23
+  connection_error =
+      1,    ///< errc::connection_error/not_connected/connect_timeout, SQLSTATE class 08, 57P01..03
+  timeout,  ///< errc::timeout, errc::pool_timeout, errc::connect_timeout
+  type_mismatch,        ///< errc::type_mismatch/column_count_mismatch/unexpected_null/invalid_value
+  database_readonly,    ///< SQLSTATE 25006
+  unique_violation,     ///< SQLSTATE 23505
+  integrity_violation,  ///< SQLSTATE class 23
   serialization_failure,  ///< SQLSTATE 40001
   deadlock_detected,      ///< SQLSTATE 40P01
   query_canceled,         ///< SQLSTATE 57014

@@ -49,7 +49,7 @@ struct pool_stats {
   std::uint64_t health_checks = 0, health_check_failures = 0;  ///< health_check::query
   std::uint64_t wait_ns = 0;  ///< total time acquirers spent waiting for a connection
   std::size_t total = 0, idle = 0, waiting = 0;
-  connection_stats queries;   ///< summed over connections returned to the pool
+  connection_stats queries;  ///< summed over connections returned to the pool
 };
 
 namespace detail {
@@ -60,8 +60,9 @@ struct pool_entry;
 /// A connection on loan from a pool; returns it when destroyed. Move-only.
 class pooled_connection {
  public:
-  pooled_connection() = default;
-  pooled_connection(std::shared_ptr<detail::pool_impl> p, std::unique_ptr<detail::pool_entry> e) noexcept;
+  pooled_connection() noexcept;
+  pooled_connection(std::shared_ptr<detail::pool_impl> p,
+                    std::unique_ptr<detail::pool_entry> e) noexcept;
   pooled_connection(pooled_connection&&) noexcept;
   pooled_connection& operator=(pooled_connection&&) noexcept;
   ~pooled_connection();
@@ -86,6 +87,7 @@ struct waiter_base {
   virtual asio::any_io_executor timer_executor() const = 0;
 };
 void pool_acquire(const std::shared_ptr<pool_impl>& p, std::unique_ptr<waiter_base> w);
+void pool_release(std::shared_ptr<pool_impl> p, std::unique_ptr<pool_entry> e);
 asio::any_io_executor pool_executor(const pool_impl& p) noexcept;
 }  // namespace detail
 
@@ -110,7 +112,8 @@ class pool {
                 asio::execution::outstanding_work.tracked))>;
             work_t work;
             waiter(H hh, asio::any_io_executor pex)
-                : h(std::move(hh)), pool_ex(std::move(pex)),
+                : h(std::move(hh)),
+                  pool_ex(std::move(pex)),
                   work(asio::prefer(asio::get_associated_executor(h, pool_ex),
                                     asio::execution::outstanding_work.tracked)) {}
             void complete(std::error_code ec, pooled_connection c) override {
@@ -121,7 +124,8 @@ class pool {
             }
             asio::any_io_executor timer_executor() const override { return pool_ex; }
           };
-          detail::pool_acquire(p, std::make_unique<waiter>(std::move(h), detail::pool_executor(*p)));
+          detail::pool_acquire(p,
+                               std::make_unique<waiter>(std::move(h), detail::pool_executor(*p)));
         },
         token);
   }

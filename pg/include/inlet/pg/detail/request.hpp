@@ -3,6 +3,7 @@
 // typed operation implements. Internal.
 #pragma once
 #include <chrono>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -19,18 +20,29 @@ struct timer_slot;  // per-request timeout timer (src/connection.cpp)
 /// Where a completion is delivered from (request_base::deliver).
 enum class completion_from : unsigned char { initiation, own_executor, any_thread };
 
+struct request_base;
+/// Shared by a request and the handler installed in its cancellation slot. The slot
+/// handler runs on whichever thread emits the signal; it only posts to the connection's
+/// executor, where `op` is read. `op` is cleared (on that executor) when the request is
+/// freed, so a late cancellation finds nothing.
+struct cancel_link {
+  request_base* op = nullptr;
+};
+
 struct request_base {
   request_base* next = nullptr;  // intrusive FIFO of the pipeline
   int refs = 1;                  // queue + pending timer
   int prepare_results = 0;       // leading results that belong to a Parse we sent
   bool finished = false;         // completion delivered (or abandoned)
   bool sent = false;
-  std::uint64_t seq = 0;         // send order on its connection (owner of pending statements)
-  batch* bat = nullptr;          // an explicit batch (its own result routing), else null
-  std::string stmt_key;          // cache key when this request prepared a statement
-  std::error_code ec;            // first error of this request
-  result res;                    // last data result, or the error result
+  std::uint64_t seq = 0;  // send order on its connection (owner of pending statements)
+  batch* bat = nullptr;   // an explicit batch (its own result routing), else null
+  std::string stmt_key;   // cache key when this request prepared a statement
+  std::error_code ec;     // first error of this request
+  result res;             // last data result, or the error result
   timer_slot* timer = nullptr;
+  std::unique_ptr<diagnostics> diag;    // this request's failure detail (made on failure only)
+  std::shared_ptr<cancel_link> cancel;  // only when the handler has a cancellation slot
 
   virtual ~request_base() = default;
   virtual std::string_view sql() const noexcept = 0;
