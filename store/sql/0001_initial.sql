@@ -461,3 +461,129 @@ BEGIN
   RETURN n;
 END
 $$;
+
+-- ---- Moving a bucket from shard A to shard B (store/src/pg/admin.cpp runs the steps;
+-- ---- docs/store-pg.md, "Adding a shard") ----
+
+-- Messages without recipients, found by their primary bucket when it moves.
+CREATE INDEX message_no_rcpt ON mail.message (primary_bucket) WHERE mailboxes = '{}';
+
+-- On B, first: the bucket is arriving (neither readable nor writable here yet).
+CREATE FUNCTION mail.expect_bucket_v1(b int) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  s text;
+BEGIN
+  PERFORM pg_advisory_xact_lock(1768844404, 2);
+  INSERT INTO mail.bucket (bucket, state) VALUES (b, 'incoming') ON CONFLICT (bucket) DO NOTHING;
+  SELECT state INTO s FROM mail.bucket WHERE bucket = b;
+  RETURN s;
+END
+$$;
+
+-- On A: no more writes to the bucket here (waits for the transactions writing now).
+CREATE FUNCTION mail.freeze_bucket_v1(b int, channel text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  s text;
+BEGIN
+  PERFORM pg_advisory_xact_lock(1768844404, 2);
+  UPDATE mail.bucket SET state = 'frozen', changed = now() WHERE bucket = b AND state = 'owned';
+  SELECT state INTO s FROM mail.bucket WHERE bucket = b;
+  IF channel <> '' THEN
+    PERFORM pg_notify(channel, '- m');
+  END IF;
+  RETURN s;
+END
+$$;
+
+-- On B: stores copies read from A (never home yet: B's copies become home when B takes
+-- the bucket, after A gave its up, so no listing shows a message twice).
+CREATE FUNCTION mail.import_v1(msgs mail.new_message_v1[], b int) RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM mail.ownership_lock_shared();
+  IF NOT EXISTS (SELECT 1 FROM mail.bucket WHERE bucket = b AND state = 'incoming') THEN
+    RAISE EXCEPTION 'bucket % is not arriving here', b USING ERRCODE = '55000';
+  END IF;
+  IF EXISTS (SELECT 1 FROM unnest(msgs) AS m
+              WHERE m.home OR EXISTS (SELECT 1 FROM unnest(m.buckets) AS x WHERE x <> b)) THEN
+    RAISE EXCEPTION 'import of bucket %: a copy is home or names another bucket', b USING ERRCODE = '22023';
+  END IF;
+  PERFORM mail.store_copies(msgs);
+  RETURN cardinality(msgs);
+END
+$$;
+
+-- On A: the bucket is gone from here; its home copies stop being home (and counted).
+CREATE FUNCTION mail.leave_bucket_v1(b int, channel text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  n bigint;
+BEGIN
+  PERFORM pg_advisory_xact_lock(1768844404, 2);
+  UPDATE mail.bucket SET state = 'gone', changed = now() WHERE bucket = b AND state = 'frozen';
+  WITH u AS (
+    UPDATE mail.message SET home = false WHERE home AND primary_bucket = b
+    RETURNING received, read, size
+  ), tl AS (
+    INSERT INTO mail.tally (part, messages, unread, bytes)
+    SELECT p.lower, -count(*), -count(*) FILTER (WHERE NOT u.read), -sum(u.size)
+      FROM u JOIN mail.part p ON u.received >= p.lower AND u.received < p.upper
+     GROUP BY p.lower
+  )
+  SELECT count(*) INTO n FROM u;
+  IF channel <> '' THEN
+    PERFORM pg_notify(channel, '- m');
+  END IF;
+  RETURN n;
+END
+$$;
+
+-- On B: the bucket is here; copies whose primary bucket it is become home.
+CREATE FUNCTION mail.take_bucket_v1(b int, channel text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  n bigint;
+BEGIN
+  PERFORM pg_advisory_xact_lock(1768844404, 2);
+  UPDATE mail.bucket SET state = 'owned', changed = now() WHERE bucket = b AND state = 'incoming';
+  WITH u AS (
+    UPDATE mail.message SET home = true WHERE NOT home AND primary_bucket = b
+    RETURNING received, read, size
+  ), tl AS (
+    INSERT INTO mail.tally (part, messages, unread, bytes)
+    SELECT p.lower, count(*), count(*) FILTER (WHERE NOT u.read), sum(u.size)
+      FROM u JOIN mail.part p ON u.received >= p.lower AND u.received < p.upper
+     GROUP BY p.lower
+  )
+  SELECT count(*) INTO n FROM u;
+  IF channel <> '' THEN
+    PERFORM pg_notify(channel, '- m');
+  END IF;
+  RETURN n;
+END
+$$;
+
+-- On A, last: removes what the bucket left here (its mailbox rows, its mailboxes from
+-- copies shared with other buckets, copies that no mailbox here needs any more).
+CREATE FUNCTION mail.release_bucket_v1(b int) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  ids text[];
+  rcvd timestamptz[];
+  n bigint;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM mail.bucket WHERE bucket = b AND state = 'gone') THEN
+    RETURN 0;
+  END IF;
+  WITH d AS (DELETE FROM mail.inbox WHERE bucket = b RETURNING id, received)
+  SELECT array_agg(DISTINCT id), array_agg(DISTINCT received) INTO ids, rcvd FROM d;
+  UPDATE mail.message m
+     SET mailboxes = ARRAY(SELECT x.mb FROM unnest(m.mailboxes, m.buckets) AS x(mb, bk) WHERE x.bk <> b),
+         buckets = array_remove(m.buckets, b)
+   WHERE m.id = ANY (coalesce(ids, '{}')) AND m.received = ANY (coalesce(rcvd, '{}'))
+     AND m.buckets @> ARRAY[b];
+  DELETE FROM mail.message m
+   WHERE ((m.id = ANY (coalesce(ids, '{}')) AND m.received = ANY (coalesce(rcvd, '{}')))
+          OR (m.primary_bucket = b AND m.mailboxes = '{}'))
+     AND m.mailboxes = '{}' AND NOT m.home;
+  GET DIAGNOSTICS n = ROW_COUNT;
+  DELETE FROM mail.bucket WHERE bucket = b AND state = 'gone';
+  RETURN n;
+END
+$$;

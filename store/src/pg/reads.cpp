@@ -55,7 +55,7 @@ std::string summary_columns(std::string_view alias, bool with_raw) {
 }
 
 std::error_code read_summary_row(const pg::result& r, int row, bool with_raw, stored_message& m) {
-  if (r.columns() != summary_count + (with_raw ? 2 : 0)) return bad_row();
+  if (r.columns() < summary_count + (with_raw ? 2 : 0)) return bad_row();
   pg::timestamptz received{};
   if (r.at(row, 1).as(received)) return bad_row();
   text(r, row, 0, m.id);

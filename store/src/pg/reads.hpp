@@ -18,7 +18,7 @@ namespace inlet::store::pgstore {
 /// argument). `with_raw` adds search_text and raw (the whole message).
 std::string summary_columns(std::string_view alias, bool with_raw);
 
-/// Decodes one row whose columns are summary_columns(…, with_raw) from column 0.
+/// Decodes one row whose first columns are summary_columns(…, with_raw).
 std::error_code read_summary_row(const pg::result& r, int row, bool with_raw, stored_message& out);
 
 /// A search compiled to a SQL condition over mail.message (alias `m`), with its values

@@ -8,33 +8,8 @@
 #include <cstdio>
 
 #include "engine.hpp"
+#include "params.hpp"
 #include "schema.hpp"
-
-namespace inlet::store::pgstore {
-
-/// The whole batch as one binary mail.new_message_v1[] parameter. Sent with OID 0 (the
-/// server takes the type from the cast in the SQL text): the array's element OID is
-/// this shard's, written into the header. Elements are views into the batch's copies,
-/// which outlive the request.
-struct batch_param {
-  oid_t element = 0;
-  std::vector<std::string_view> elements;
-};
-
-}  // namespace inlet::store::pgstore
-
-template <>
-struct inlet::pg::type_traits<inlet::store::pgstore::batch_param> {
-  static constexpr oid_t type_oid = 0, array_oid = 0;
-  static constexpr bool accepts(oid_t) noexcept { return false; }
-  static void encode(const inlet::store::pgstore::batch_param& v, std::string& out) {
-    std::size_t n = 0;
-    for (auto e : v.elements) n += e.size() + 4;
-    out.reserve(out.size() + n + 20);
-    inlet::store::pgstore::encode_array_header(out, v.element, v.elements.size());
-    for (auto e : v.elements) inlet::store::pgstore::encode_element(out, e);
-  }
-};
 
 namespace inlet::store::pgstore {
 
@@ -422,7 +397,9 @@ void shard::pump() {
 }
 
 void shard::send(slot& s, std::vector<copy_item> batch) {
-  batch_param p;
+  // The whole batch as one mail.new_message_v1[] parameter: this shard's element OID in
+  // the array header, the copies' records as the elements.
+  array_param p;
   p.element = types()->new_message;
   p.elements.reserve(batch.size());
   for (auto& i : batch) p.elements.emplace_back(i.encoded);
