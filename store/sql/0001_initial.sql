@@ -137,6 +137,43 @@ LANGUAGE plpgsql AS $$
 DECLARE
   stored text[];
 BEGIN
+  -- Fast path: none of the copies is here yet (plain inserts; a unique violation undoes
+  -- this block, at the price of one subtransaction per batch).
+  BEGIN
+    WITH ins AS (
+      INSERT INTO mail.message (id, received, home, primary_bucket, mailboxes, buckets, helo,
+                                mail_from, rcpt_to, remote, protocol, auth_user, from_addr,
+                                to_addrs, cc_addrs, bcc_addrs, reply_to_addrs, subject, sent,
+                                message_id, snippet, attachments, inline_parts, search_text,
+                                size, tags, read, raw)
+      SELECT m.id, m.received, m.home, m.primary_bucket, m.mailboxes, m.buckets, m.helo,
+             m.mail_from, m.rcpt_to, m.remote, m.protocol, m.auth_user, m.from_addr,
+             m.to_addrs, m.cc_addrs, m.bcc_addrs, m.reply_to_addrs, m.subject, m.sent,
+             m.message_id, m.snippet, m.attachments, m.inline_parts, m.search_text,
+             m.size, m.tags, m.read, m.raw
+        FROM unnest(msgs) AS m
+      RETURNING id, received, home, read, size, tags, mailboxes, buckets
+    ), inb AS (
+      INSERT INTO mail.inbox (bucket, mailbox, id, received)
+      SELECT x.bucket, x.mailbox, ins.id, ins.received
+        FROM ins, unnest(ins.mailboxes, ins.buckets) AS x(mailbox, bucket)
+    ), tg AS (
+      INSERT INTO mail.tag (tag)
+      SELECT DISTINCT t FROM ins, unnest(ins.tags) AS t
+      ON CONFLICT DO NOTHING
+    ), tl AS (
+      INSERT INTO mail.tally (part, messages, unread, bytes)
+      SELECT p.lower, count(*), count(*) FILTER (WHERE NOT ins.read), sum(ins.size)
+        FROM ins JOIN mail.part p ON ins.received >= p.lower AND ins.received < p.upper
+       WHERE ins.home
+       GROUP BY p.lower
+    )
+    SELECT coalesce(array_agg(id), '{}') INTO stored FROM ins;
+    RETURN stored;
+  EXCEPTION WHEN unique_violation THEN
+    NULL;  -- a retried batch, or a copy meeting one already stored: the careful path
+  END;
+
   WITH ins AS (
     INSERT INTO mail.message (id, received, home, primary_bucket, mailboxes, buckets, helo,
                               mail_from, rcpt_to, remote, protocol, auth_user, from_addr,
@@ -170,9 +207,10 @@ BEGIN
   SELECT coalesce(array_agg(id), '{}') INTO stored FROM ins;
 
   IF cardinality(stored) < cardinality(msgs) THEN
-    -- Copies that met a stored one: add what they bring.
+    -- Copies that met a stored one (possibly one stored just now, from the same batch):
+    -- add what they bring.
     WITH c AS (
-      SELECT m.* FROM unnest(msgs) AS m WHERE m.id <> ALL (stored)
+      SELECT m.* FROM unnest(msgs) AS m
     ), u AS (
       UPDATE mail.message t
          SET mailboxes = t.mailboxes || ARRAY(SELECT x.mb FROM unnest(c.mailboxes, c.buckets) AS x(mb, b)
@@ -201,19 +239,20 @@ $$;
 -- are returned, and the writer retries them with a fresh bucket map. Notifies `channel`
 -- with the IDs of new copies when given (`origin` names the writer, so that an instance
 -- can skip its own notifications).
-CREATE FUNCTION mail.put_v1(msgs mail.new_message_v1[], channel text, origin text)
+CREATE FUNCTION mail.put_v1(msgs mail.new_message_v1[], copy_of int[], bucket_of int[],
+                            channel text, origin text)
 RETURNS int[] LANGUAGE plpgsql AS $$
 DECLARE
   refused int[];
   stored text[];
 BEGIN
   PERFORM mail.ownership_lock_shared();
-  -- A copy is refused when one of its buckets (or, for a home copy, its primary bucket)
-  -- is not owned here.
-  SELECT coalesce(array_agg(m.ordinality), '{}') INTO refused
-    FROM unnest(msgs) WITH ORDINALITY AS m
-   WHERE NOT mail.writable(m.buckets)
-      OR (m.home AND NOT mail.writable(ARRAY[m.primary_bucket]));
+  -- A copy is refused when one of its buckets (for a home copy, also its primary bucket)
+  -- is not owned here. The writer lists those as pairs (copy position, bucket), so the
+  -- check does not unpack the copies themselves.
+  SELECT coalesce(array_agg(DISTINCT x.c), '{}') INTO refused
+    FROM unnest(copy_of, bucket_of) AS x(c, b)
+   WHERE NOT EXISTS (SELECT 1 FROM mail.bucket k WHERE k.bucket = x.b AND k.state = 'owned');
   IF cardinality(refused) > 0 THEN
     msgs := ARRAY(SELECT msgs[i] FROM generate_subscripts(msgs, 1) AS i
                    WHERE i <> ALL (refused) ORDER BY i);

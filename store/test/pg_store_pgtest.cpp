@@ -9,7 +9,9 @@
 
 #include "ids.hpp"
 #include "inlet/store/pg_store.hpp"
+#include "params.hpp"
 #include "pg_test_env.hpp"
+#include "wire.hpp"
 
 using namespace std::chrono_literals;
 namespace st = inlet::store;
@@ -435,4 +437,67 @@ TEST_F(PgStore, RetentionDropsWholePartitions) {
             0);
   EXPECT_EQ(pgtest::count(home, "SELECT coalesce(sum(messages), 0)::int8 FROM mail.tally"), 0);
   EXPECT_GE(s.stats().evicted_total, 1u);
+}
+
+TEST_F(PgStore, ARetriedBatchStoresNothingTwiceAndCopiesMerge) {
+  {
+    st::pg_store s(pgtest::config(3));
+    ASSERT_TRUE(s.wait_ready(20s));
+  }
+  // Two mailboxes of shard 0; the message's primary bucket is the first one's.
+  std::string a = mailbox_on(0, 3, 64), b = mailbox_on(0, 3, 64, 1);
+  auto ba = static_cast<std::int32_t>(pgs::bucket_of(a, 64)),
+       bb = static_cast<std::int32_t>(pgs::bucket_of(b, 64));
+  auto c = pgtest::connect(0);
+  pgs::shard_types t;
+  std::vector<std::tuple<std::string, std::uint32_t, std::uint32_t>> types;
+  c.query(
+      inlet::pg::sql("SELECT typname::text, oid, typarray FROM pg_type WHERE typnamespace = "
+                     "'mail'::regnamespace AND typname IN ('addr', 'attach', 'new_message_v1')"),
+      inlet::pg::into(types));
+  for (auto& [name, oid, arr] : types) {
+    if (name == "addr")
+      t.addr = oid, t.addr_array = arr;
+    else if (name == "attach")
+      t.attach = oid, t.attach_array = arr;
+    else
+      t.new_message = oid, t.new_message_array = arr;
+  }
+  ASSERT_TRUE(t.complete());
+  st::stored_message m;
+  std::int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+  m.id = pgs::make_id(us, static_cast<std::uint32_t>(ba));
+  m.envelope.rcpt_to = {a, b};
+  m.raw = "Subject: x\r\n\r\nbody\r\n";
+  m.size = m.raw.size();
+  auto put = [&](std::vector<std::string> boxes, std::vector<std::int32_t> bks, bool home) {
+    pgs::copy_view v{&m, us, home, ba, &boxes, &bks, false};
+    std::string rec;
+    pgs::encode_copy(rec, t, v);
+    pgs::array_param p;
+    p.element = t.new_message;
+    p.elements.push_back(rec);
+    std::vector<std::int32_t> copy_of, bucket_of;
+    for (auto x : bks) copy_of.push_back(1), bucket_of.push_back(x);
+    auto r = c.query(inlet::pg::sql("SELECT mail.put_v1($1::mail.new_message_v1[], $2, $3, '', '')",
+                                    p, copy_of, bucket_of));
+    std::vector<std::int32_t> refused{-1};
+    EXPECT_FALSE(r.at(0, 0).as(refused));
+    EXPECT_TRUE(refused.empty());
+  };
+  auto rows = [&](const std::string& sql) {
+    return pgtest::count(0, sql + " WHERE id = '" + m.id + "'");
+  };
+  put({a}, {ba}, true);
+  put({a}, {ba}, true);  // the same batch again: its commit was not acknowledged
+  EXPECT_EQ(rows("SELECT count(*) FROM mail.message"), 1);
+  EXPECT_EQ(rows("SELECT count(*) FROM mail.inbox"), 1);
+  EXPECT_EQ(pgtest::count(0, "SELECT sum(messages)::int8 FROM mail.tally"), 1);
+  put({b}, {bb}, false);  // b's copy, routed separately, meets the stored one
+  EXPECT_EQ(rows("SELECT count(*) FROM mail.message"), 1);
+  EXPECT_EQ(rows("SELECT cardinality(mailboxes)::int8 FROM mail.message"), 2);
+  EXPECT_EQ(rows("SELECT count(*) FROM mail.inbox"), 2);
+  EXPECT_EQ(pgtest::count(0, "SELECT sum(messages)::int8 FROM mail.tally"), 1);
 }

@@ -234,27 +234,36 @@ void engine::route(std::shared_ptr<put_state> put, std::vector<std::string> mail
       if (g.shard == s) return g;
     return groups.emplace_back(group{s, {}, {}});
   };
-  bool unknown = false;
+  // Mailboxes whose bucket no reachable shard owns: while every shard is up that is a
+  // bucket between the two steps of a move (wait and route again); with a shard down it
+  // is most likely that shard's (fail now: 451).
+  std::vector<std::string> lost_boxes;
+  std::vector<std::int32_t> lost_buckets;
+  bool lost_primary = false;
   if (mailboxes.empty()) {
     int s = m->shard_of(static_cast<std::uint32_t>(put->primary_bucket));
     if (s < 0)
-      unknown = true;
+      lost_primary = true;
     else
       group_for(s);
   }
   for (std::size_t i = 0; i < mailboxes.size(); ++i) {
     int s = m->shard_of(static_cast<std::uint32_t>(buckets[i]));
     if (s < 0) {
-      unknown = true;
+      lost_boxes.push_back(std::move(mailboxes[i]));
+      lost_buckets.push_back(buckets[i]);
       continue;
     }
     auto& g = group_for(s);
     g.mailboxes.push_back(std::move(mailboxes[i]));
     g.buckets.push_back(buckets[i]);
   }
-  if (unknown) {
+  if (lost_primary || !lost_boxes.empty()) {
     put->pending.fetch_add(1);
-    copy_finished(put, make_error_code(errc::unavailable));
+    if (all_ready() && steady::now() < put->deadline)
+      route_later(put, std::move(lost_boxes), std::move(lost_buckets));
+    else
+      copy_finished(put, make_error_code(errc::unavailable));
   }
   for (auto& g : groups) {
     shard& s = *shards_[static_cast<std::size_t>(g.shard)];
@@ -313,18 +322,30 @@ void engine::copy_finished(const std::shared_ptr<put_state>& put, std::error_cod
 }
 
 void engine::reroute_later(copy_item item) {
-  if (steady::now() >= item.put->deadline) {
-    copy_finished(item.put, make_error_code(errc::timeout));
+  route_later(std::move(item.put), std::move(item.mailboxes), std::move(item.buckets));
+}
+
+void engine::route_later(std::shared_ptr<put_state> put, std::vector<std::string> mailboxes,
+                         std::vector<std::int32_t> buckets) {
+  // The caller holds one place in `pending` for these mailboxes; it is released only
+  // after the new copies took theirs.
+  if (steady::now() >= put->deadline) {
+    copy_finished(put, make_error_code(errc::timeout));
     return;
   }
   for (auto& s : shards_) s->refresh_soon();
-  // Re-routed after the map had a moment to refresh; the old copy's place in
-  // `pending` is released only after the new copies hold theirs.
   auto t = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(50));
-  t->async_wait([this, t, item = std::move(item)](boost::system::error_code) mutable {
-    route(item.put, std::move(item.mailboxes), std::move(item.buckets), {});
-    copy_finished(item.put, {});
+  t->async_wait([this, t, put = std::move(put), mailboxes = std::move(mailboxes),
+                 buckets = std::move(buckets)](boost::system::error_code) mutable {
+    route(put, std::move(mailboxes), std::move(buckets), {});
+    copy_finished(put, {});
   });
+}
+
+bool engine::all_ready() const {
+  for (auto& s : shards_)
+    if (!s->ready()) return false;
+  return !shards_.empty();
 }
 
 // ---- events ------------------------------------------------------------------------

@@ -202,6 +202,11 @@ class engine : public std::enable_shared_from_this<engine> {
   void copy_finished(const std::shared_ptr<put_state>& put, std::error_code ec);
   /// A refused copy: re-route it after a short delay (the map is refreshing).
   void reroute_later(copy_item item);
+  /// Routes mailboxes again after a short delay (bucket in transit, or refused), while
+  /// the put's deadline allows; the caller holds one place in put->pending for them.
+  void route_later(std::shared_ptr<put_state> put, std::vector<std::string> mailboxes,
+                   std::vector<std::int32_t> buckets);
+  bool all_ready() const;
 
   // ---- events ----
   std::uint64_t subscribe(event_observer o);

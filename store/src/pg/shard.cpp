@@ -402,9 +402,23 @@ void shard::send(slot& s, std::vector<copy_item> batch) {
   array_param p;
   p.element = types()->new_message;
   p.elements.reserve(batch.size());
-  for (auto& i : batch) p.elements.emplace_back(i.encoded);
-  auto q = pg::sql("SELECT mail.put_v1($1::mail.new_message_v1[], $2, $3)", std::move(p),
-                   eng_.channel(), eng_.instance());
+  // (copy position, bucket) pairs the shard checks ownership of: every bucket of the copy
+  // and, for the home copy, the primary bucket.
+  std::vector<std::int32_t> copy_of, bucket_of;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    auto& item = batch[i];
+    p.elements.emplace_back(item.encoded);
+    for (auto b : item.buckets) {
+      copy_of.push_back(static_cast<std::int32_t>(i + 1));
+      bucket_of.push_back(b);
+    }
+    if (item.home) {
+      copy_of.push_back(static_cast<std::int32_t>(i + 1));
+      bucket_of.push_back(item.put->primary_bucket);
+    }
+  }
+  auto q = pg::sql("SELECT mail.put_v1($1::mail.new_message_v1[], $2, $3, $4, $5)", std::move(p),
+                   std::move(copy_of), std::move(bucket_of), eng_.channel(), eng_.instance());
   s.st = slot::state::busy;
   auto sent = steady::now();
   s.conn->async_query(std::move(q), [this, &s, batch = std::move(batch), sent](
