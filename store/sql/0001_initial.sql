@@ -126,6 +126,24 @@ CREATE FUNCTION mail.ownership_lock_shared() RETURNS void LANGUAGE sql AS $$
   SELECT pg_advisory_xact_lock_shared(1768844404, 2)
 $$;
 
+-- Tells other instances (LISTEN on `channel`) what changed: "ORIGIN KIND ID,ID,...".
+-- A payload over PostgreSQL's limit (8000 bytes) becomes "ORIGIN x": reload everything.
+CREATE FUNCTION mail.notify(channel text, origin text, kind text, ids text[]) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  payload text;
+BEGIN
+  IF channel = '' OR cardinality(ids) = 0 THEN
+    RETURN;
+  END IF;
+  payload := origin || ' ' || kind || ' ' || array_to_string(ids, ',');
+  IF octet_length(payload) > 7900 THEN
+    payload := origin || ' x';
+  END IF;
+  PERFORM pg_notify(channel, payload);
+END
+$$;
+
 -- Stores message copies (the caller has checked ownership and holds the ownership
 -- lock). A copy already stored (a retried batch whose commit was not acknowledged) is
 -- not stored again; a copy of a message this shard already holds for other mailboxes
@@ -234,16 +252,65 @@ BEGIN
 END
 $$;
 
+-- Keeps at most `cap` messages (the newest) in each of the given mailboxes: older ones
+-- leave the mailbox, and a copy left here without a mailbox is deleted. Returns the IDs
+-- whose home copy was deleted. The mailboxes' buckets must be owned and locked.
+CREATE FUNCTION mail.trim_mailboxes(cap int, boxes text[], bks int[]) RETURNS text[]
+LANGUAGE plpgsql AS $$
+DECLARE
+  gone text[] := '{}';
+  r record;
+  ids text[];
+  rcvd timestamptz[];
+  dropped text[];
+BEGIN
+  FOR r IN SELECT DISTINCT x.mb, x.b FROM unnest(boxes, bks) AS x(mb, b) LOOP
+    WITH old AS (
+      SELECT i.id, i.received FROM mail.inbox i
+       WHERE i.bucket = r.b AND i.mailbox = r.mb ORDER BY i.id DESC OFFSET cap
+    ), del AS (
+      DELETE FROM mail.inbox i USING old
+       WHERE i.bucket = r.b AND i.mailbox = r.mb AND i.id = old.id AND i.received = old.received
+      RETURNING i.id, i.received
+    )
+    SELECT array_agg(id), array_agg(received) INTO ids, rcvd FROM del;
+    CONTINUE WHEN ids IS NULL;
+    UPDATE mail.message m
+       SET mailboxes = ARRAY(SELECT x.mb FROM unnest(m.mailboxes, m.buckets) AS x(mb, bk)
+                              WHERE NOT (x.mb = r.mb AND x.bk = r.b)),
+           buckets = ARRAY(SELECT x.bk FROM unnest(m.mailboxes, m.buckets) AS x(mb, bk)
+                            WHERE NOT (x.mb = r.mb AND x.bk = r.b))
+     WHERE m.id = ANY (ids) AND m.received = ANY (rcvd);
+    WITH d AS (
+      DELETE FROM mail.message m
+       WHERE m.id = ANY (ids) AND m.received = ANY (rcvd) AND m.mailboxes = '{}'
+      RETURNING m.id, m.received, m.home, m.read, m.size
+    ), tl AS (
+      INSERT INTO mail.tally (part, messages, unread, bytes)
+      SELECT p.lower, -count(*), -count(*) FILTER (WHERE NOT d.read), -sum(d.size)
+        FROM d JOIN mail.part p ON d.received >= p.lower AND d.received < p.upper
+       WHERE d.home
+       GROUP BY p.lower
+    )
+    SELECT array_agg(d.id) FILTER (WHERE d.home) INTO dropped FROM d;
+    gone := gone || coalesce(dropped, '{}');
+  END LOOP;
+  RETURN gone;
+END
+$$;
+
 -- Stores a batch of message copies in one transaction. Copies whose buckets this shard
 -- does not own (moved away, or being moved) are not stored: their positions (1-based)
--- are returned, and the writer retries them with a fresh bucket map. Notifies `channel`
--- with the IDs of new copies when given (`origin` names the writer, so that an instance
--- can skip its own notifications).
+-- come back in `refused`, and the writer retries them with a fresh bucket map. With a
+-- `cap`, the batch's mailboxes (box_names, box_buckets) are trimmed to it afterwards
+-- (`trimmed`: home copies deleted). Notifies `channel` (when given) with the IDs of new
+-- copies and of trimmed ones; `origin` names the writer, so an instance can skip its own.
 CREATE FUNCTION mail.put_v1(msgs mail.new_message_v1[], copy_of int[], bucket_of int[],
-                            channel text, origin text)
-RETURNS int[] LANGUAGE plpgsql AS $$
+                            cap int, box_names text[], box_buckets int[],
+                            channel text, origin text,
+                            OUT refused int[], OUT trimmed text[])
+LANGUAGE plpgsql AS $$
 DECLARE
-  refused int[];
   stored text[];
 BEGIN
   PERFORM mail.ownership_lock_shared();
@@ -258,10 +325,15 @@ BEGIN
                    WHERE i <> ALL (refused) ORDER BY i);
   END IF;
   stored := mail.store_copies(msgs);
-  IF channel <> '' AND cardinality(stored) > 0 THEN
-    PERFORM pg_notify(channel, origin || ' c ' || array_to_string(stored, ','));
+  trimmed := '{}';
+  IF cap > 0 THEN
+    SELECT mail.trim_mailboxes(cap, coalesce(array_agg(x.mb), '{}'), coalesce(array_agg(x.b), '{}'))
+      INTO trimmed
+      FROM unnest(box_names, box_buckets) AS x(mb, b)
+     WHERE EXISTS (SELECT 1 FROM mail.bucket k WHERE k.bucket = x.b AND k.state = 'owned');
   END IF;
-  RETURN refused;
+  PERFORM mail.notify(channel, origin, 'c', stored);
+  PERFORM mail.notify(channel, origin, 'd', trimmed);
 END
 $$;
 
@@ -306,9 +378,7 @@ BEGIN
      GROUP BY p.lower
   )
   SELECT coalesce(array_agg(d.id) FILTER (WHERE d.home), '{}') INTO deleted FROM d;
-  IF channel <> '' AND cardinality(deleted) > 0 THEN
-    PERFORM pg_notify(channel, origin || ' d ' || array_to_string(deleted, ','));
-  END IF;
+  PERFORM mail.notify(channel, origin, 'd', deleted);
 END
 $$;
 
@@ -336,10 +406,7 @@ BEGIN
      GROUP BY p.lower
   )
   SELECT coalesce(array_agg(u.id) FILTER (WHERE u.home), '{}') INTO changed FROM u;
-  IF channel <> '' AND cardinality(changed) > 0 THEN
-    PERFORM pg_notify(channel, origin || CASE WHEN flag THEN ' r ' ELSE ' u ' END
-                               || array_to_string(changed, ','));
-  END IF;
+  PERFORM mail.notify(channel, origin, CASE WHEN flag THEN 'r' ELSE 'u' END, changed);
 END
 $$;
 
@@ -362,9 +429,7 @@ BEGIN
     RETURNING m.id, m.home
   )
   SELECT coalesce(array_agg(u.id) FILTER (WHERE u.home), '{}') INTO changed FROM u;
-  IF channel <> '' AND cardinality(changed) > 0 THEN
-    PERFORM pg_notify(channel, origin || ' t ' || array_to_string(changed, ','));
-  END IF;
+  PERFORM mail.notify(channel, origin, 't', changed);
 END
 $$;
 
@@ -474,9 +539,7 @@ BEGIN
   IF cardinality(busy) = 0 THEN
     DELETE FROM mail.tag WHERE tag = ANY (spellings) AND tag IS DISTINCT FROM new;
   END IF;
-  IF channel <> '' AND cardinality(changed) > 0 THEN
-    PERFORM pg_notify(channel, origin || ' t ' || array_to_string(changed, ','));
-  END IF;
+  PERFORM mail.notify(channel, origin, 't', changed);
 END
 $$;
 

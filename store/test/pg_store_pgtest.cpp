@@ -481,8 +481,9 @@ TEST_F(PgStore, ARetriedBatchStoresNothingTwiceAndCopiesMerge) {
     p.elements.push_back(rec);
     std::vector<std::int32_t> copy_of, bucket_of;
     for (auto x : bks) copy_of.push_back(1), bucket_of.push_back(x);
-    auto r = c.query(inlet::pg::sql("SELECT mail.put_v1($1::mail.new_message_v1[], $2, $3, '', '')",
-                                    p, copy_of, bucket_of));
+    auto r = c.query(inlet::pg::sql(
+        "SELECT refused FROM mail.put_v1($1::mail.new_message_v1[], $2, $3, 0, '{}', '{}', '', '')",
+        p, copy_of, bucket_of));
     std::vector<std::int32_t> refused{-1};
     EXPECT_FALSE(r.at(0, 0).as(refused));
     EXPECT_TRUE(refused.empty());
@@ -500,4 +501,36 @@ TEST_F(PgStore, ARetriedBatchStoresNothingTwiceAndCopiesMerge) {
   EXPECT_EQ(rows("SELECT cardinality(mailboxes)::int8 FROM mail.message"), 2);
   EXPECT_EQ(rows("SELECT count(*) FROM mail.inbox"), 2);
   EXPECT_EQ(pgtest::count(0, "SELECT sum(messages)::int8 FROM mail.tally"), 1);
+}
+
+TEST_F(PgStore, AMailboxCapKeepsTheNewest) {
+  auto cfg = pgtest::config(3);
+  cfg.mailbox_cap = 5;
+  st::pg_store s(cfg);
+  ASSERT_TRUE(s.wait_ready(20s));
+  std::string box = mailbox_on(1, 3, 64), other = mailbox_on(2, 3, 64);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 12; ++i) {
+    std::error_code ec;
+    // Message 3 also goes to another mailbox (another shard), which keeps it.
+    std::vector<std::string> rcpt = {box};
+    if (i == 3) rcpt.push_back(other);
+    auto m = pgtest::put(s, pgtest::message(rcpt, "n" + std::to_string(i)), ec);
+    ASSERT_FALSE(ec);
+    ids.push_back(m->id);
+  }
+  auto [ec, p] =
+      pgtest::wait<st::page>([&](auto h) { s.async_list(mailbox_req(box), std::move(h)); });
+  ASSERT_FALSE(ec);
+  EXPECT_EQ(p.total, 5u);
+  ASSERT_EQ(p.messages.size(), 5u);
+  for (std::size_t i = 0; i < 5; ++i) EXPECT_EQ(p.messages[i]->id, ids[11 - i]);
+  EXPECT_EQ(pgtest::count(1, "SELECT count(*) FROM mail.message"), 5);
+  EXPECT_EQ(pgtest::count(1, "SELECT sum(messages)::int8 FROM mail.tally"), 5);
+  EXPECT_EQ(s.stats().evicted_total, 7u);
+  auto [oec, op] =
+      pgtest::wait<st::page>([&](auto h) { s.async_list(mailbox_req(other), std::move(h)); });
+  ASSERT_FALSE(oec);
+  ASSERT_EQ(op.messages.size(), 1u);
+  EXPECT_EQ(op.messages[0]->id, ids[3]);
 }

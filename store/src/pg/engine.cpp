@@ -348,6 +348,15 @@ bool engine::all_ready() const {
   return !shards_.empty();
 }
 
+void engine::trimmed(std::vector<std::string> ids) {
+  evicted_.fetch_add(ids.size(), std::memory_order_relaxed);
+  if (!has_observers()) return;
+  store_event ev;
+  ev.what = store_event::kind::deleted;
+  ev.ids = std::move(ids);
+  emit(ev);
+}
+
 // ---- events ------------------------------------------------------------------------
 
 std::uint64_t engine::subscribe(event_observer o) {

@@ -233,6 +233,8 @@ class engine : public std::enable_shared_from_this<engine> {
   /// Messages dropped by retention (called by a shard's maintenance).
   void expired(std::uint64_t n) { evicted_.fetch_add(n, std::memory_order_relaxed); }
   void deleted(std::uint64_t n) { deleted_.fetch_add(n, std::memory_order_relaxed); }
+  /// Messages a mailbox cap pushed out (their home copies), told to observers.
+  void trimmed(std::vector<std::string> ids);
 
   std::atomic<std::uint64_t> puts_ok{0}, puts_failed{0};
 

@@ -405,6 +405,10 @@ void shard::send(slot& s, std::vector<copy_item> batch) {
   // (copy position, bucket) pairs the shard checks ownership of: every bucket of the copy
   // and, for the home copy, the primary bucket.
   std::vector<std::int32_t> copy_of, bucket_of;
+  // With a mailbox cap: the batch's mailboxes, which the shard trims after storing.
+  const auto cap = static_cast<std::int32_t>(eng_.config().mailbox_cap);
+  std::vector<std::string> box_names;
+  std::vector<std::int32_t> box_buckets;
   for (std::size_t i = 0; i < batch.size(); ++i) {
     auto& item = batch[i];
     p.elements.emplace_back(item.encoded);
@@ -416,9 +420,16 @@ void shard::send(slot& s, std::vector<copy_item> batch) {
       copy_of.push_back(static_cast<std::int32_t>(i + 1));
       bucket_of.push_back(item.put->primary_bucket);
     }
+    if (cap > 0) {
+      box_names.insert(box_names.end(), item.mailboxes.begin(), item.mailboxes.end());
+      box_buckets.insert(box_buckets.end(), item.buckets.begin(), item.buckets.end());
+    }
   }
-  auto q = pg::sql("SELECT mail.put_v1($1::mail.new_message_v1[], $2, $3, $4, $5)", std::move(p),
-                   std::move(copy_of), std::move(bucket_of), eng_.channel(), eng_.instance());
+  auto q = pg::sql(
+      "SELECT refused, trimmed FROM mail.put_v1($1::mail.new_message_v1[], $2, $3, $4, $5, $6, $7, "
+      "$8)",
+      std::move(p), std::move(copy_of), std::move(bucket_of), cap, std::move(box_names),
+      std::move(box_buckets), eng_.channel(), eng_.instance());
   s.st = slot::state::busy;
   auto sent = steady::now();
   s.conn->async_query(std::move(q), [this, &s, batch = std::move(batch), sent](
@@ -442,7 +453,11 @@ void shard::on_batch(slot& s, std::vector<copy_item> batch, steady::time_point s
   }
 
   std::vector<std::int32_t> refused;
-  if (!ec && r.rows() == 1) ec = r.at(0, 0).as(refused);
+  std::vector<std::string> trimmed;
+  if (!ec && r.rows() == 1) {
+    ec = r.at(0, 0).as(refused);
+    if (!ec) ec = r.at(0, 1).as(trimmed);
+  }
   if (ec) {
     counters_.batch_errors.fetch_add(1, std::memory_order_relaxed);
     bool lost = is_connection_loss(ec) || !s.conn->is_open();
@@ -502,6 +517,7 @@ void shard::on_batch(slot& s, std::vector<copy_item> batch, steady::time_point s
     counters_.copies_ok.fetch_add(1, std::memory_order_relaxed);
     eng_.copy_finished(batch[i].put, {});
   }
+  if (!trimmed.empty()) eng_.trimmed(std::move(trimmed));
   pump();
 }
 
