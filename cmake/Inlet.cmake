@@ -34,7 +34,8 @@ set(INLET_EXTERNAL_openssl "OpenSSL::SSL;OpenSSL::Crypto")
 set(INLET_EXTERNAL_libpq "PkgConfig::LIBPQ")
 set(INLET_EXTERNAL_libhs "PkgConfig::HS")
 set(INLET_EXTERNAL_liburing "PkgConfig::LIBURING")
-set(INLET_EXTERNAL_NAMES boost boost_context boost_json threads openssl libpq libhs liburing)
+set(INLET_EXTERNAL_date "date::date-tz")
+set(INLET_EXTERNAL_NAMES boost boost_context boost_json threads openssl libpq libhs liburing date)
 
 include(GNUInstallDirs)
 

@@ -12,6 +12,8 @@ PKGS=(
   libpq-dev libssl-dev liburing-dev libhyperscan-dev libgmime-3.0-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libfmt-dev libspdlog-dev libcli11-dev
+  # time zones of search dates (the date library reads the system zoneinfo)
+  libhowardhinnant-date-dev tzdata
   # test peers and tools
   postgresql-15 swaks libnet-ssleay-perl curl postfix python3 openssl valgrind
 )

@@ -18,7 +18,7 @@ volatile std::sig_atomic_t stop_requested = 0;
 inlet::store::new_message sample(int i) {
   inlet::store::new_message m;
   std::string box = i % 2 ? "ann@example.com" : "bob@example.com";
-  m.envelope = {"demo.example", "sender@example.org", {box}, "127.0.0.1:1", "ESMTP"};
+  m.envelope = {"demo.example", "sender@example.org", {box}, "127.0.0.1:1", "ESMTP", ""};
   m.summary.from = {"Demo Sender", "sender@example.org"};
   m.summary.to = {{"", box}};
   m.summary.subject = "Sample " + std::to_string(i) + " <b>not bold</b>";

@@ -1,17 +1,29 @@
 #include "inlet/http/api.hpp"
 
+// g++ 12 reports asio's awaitable frames (operator new / sized operator delete of
+// awaitable_frame_base) as mismatched when it inlines a coroutine's destruction: a known
+// false positive of -Wmismatched-new-delete with coroutines.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+#include <boost/asio/this_coro.hpp>
 #include <boost/json.hpp>
 #include <charconv>
 #include <ctime>
 #include <initializer_list>
 
 namespace inlet::http {
+namespace asio = boost::asio;
 namespace bh = boost::beast::http;
 namespace json = boost::json;
+using asio::awaitable;
 
 namespace {
 
-json::string js(std::string_view s) { return json::string(sanitize_utf8(s)); }
+json::string js(std::string_view s) {
+  return json::string(sanitize_utf8(s));
+}
 
 json::object address_json(const store::address& a) {
   return json::object{{"Name", js(a.name)}, {"Address", js(a.address)}};
@@ -47,7 +59,7 @@ json::object summary_object(const store::stored_message& m) {
   return json::object{
       {"ID", m.id},
       {"MessageID", js(m.summary.message_id)},
-      {"Read", m.read.load(std::memory_order_relaxed)},
+      {"Read", m.is_read()},
       {"From", address_json(m.summary.from)},
       {"To", addresses_json(m.summary.to)},
       {"Cc", addresses_json(m.summary.cc)},
@@ -55,8 +67,9 @@ json::object summary_object(const store::stored_message& m) {
       {"ReplyTo", addresses_json(m.summary.reply_to)},
       {"Subject", js(m.summary.subject)},
       {"Created", format_rfc3339(m.created)},
-      {"Tags", strings_json(m.tags)},
-      {"Size", m.size()},
+      {"Username", js(m.envelope.auth_user)},
+      {"Tags", strings_json(*m.tags())},
+      {"Size", m.size},
       {"Attachments", m.summary.attachments.size()},
       {"Snippet", js(m.summary.snippet)},
   };
@@ -155,7 +168,21 @@ bool is_id(std::string_view id) {
   return true;
 }
 
+bool blank(std::string_view s) {
+  return s.find_first_not_of(" \t\r\n") == std::string_view::npos;
+}
+
 }  // namespace
+
+struct api::target {
+  std::string_view path;
+  std::string_view query;
+  explicit target(std::string_view t) {
+    auto q = t.find('?');
+    path = t.substr(0, q);
+    query = q == std::string_view::npos ? std::string_view{} : t.substr(q + 1);
+  }
+};
 
 api::api(store::store& store, api_config cfg) : store_(store), cfg_(std::move(cfg)) {}
 
@@ -173,44 +200,53 @@ response api::error(unsigned status, std::string_view message, unsigned version,
   return make_response(fake, status, "application/json", json::serialize(o));
 }
 
+response api::store_error(const request& req, std::error_code ec) const {
+  if (ec == store::errc::not_found)
+    return error(404, "message not found", req.version(), req.keep_alive());
+  if (ec == store::errc::invalid_argument)
+    return error(400, ec.message(), req.version(), req.keep_alive());
+  return error(503, "store unavailable: " + ec.message(), req.version(), req.keep_alive());
+}
+
 bool api::is_events_request(const request& req) {
   auto t = std::string_view(req.target());
   return req.method() == bh::verb::get && t.substr(0, t.find('?')) == "/api/events";
 }
 
-response api::handle(const request& req) const {
+awaitable<response> api::handle(request req) const {
   response res;
   const bool head = req.method() == bh::verb::head;
+  bool failed = false;
   try {
     if (head) {
       // HEAD (RFC 9110 9.3.2): the GET answer's status and headers, Content-Length
       // included, without its body. The event stream is GET only.
-      request get = req;
-      get.method(bh::verb::get);
-      res = is_events_request(get) ? error(405, "method not allowed", req.version(),
-                                           req.keep_alive())
-                                   : route(get, true);
+      req.method(bh::verb::get);
+      if (is_events_request(req)) {
+        res = error(405, "method not allowed", req.version(), req.keep_alive());
+      } else {
+        res = co_await route(req, true);
+      }
       if (res.result_int() == 405) res.set(bh::field::allow, "GET");
     } else {
-      res = route(req);
+      res = co_await route(req, false);
     }
   } catch (const std::exception&) {  // bad_alloc, json errors: never escape to the server
-    res = error(500, "internal error", req.version(), req.keep_alive());
+    failed = true;
   }
+  if (failed) res = error(500, "internal error", req.version(), req.keep_alive());
   if (head) {
     const auto length = res.body().size();
     res.body().clear();
     res.content_length(length);
   }
   count(res.result_int());
-  return res;
+  co_return res;
 }
 
-response api::route(const request& req, bool head) const {
-  std::string_view target = req.target();
-  auto qpos = target.find('?');
-  std::string_view path = target.substr(0, qpos);
-  std::string_view query = qpos == std::string_view::npos ? "" : target.substr(qpos + 1);
+awaitable<response> api::route(const request& req, bool head) const {
+  const target t(req.target());
+  const std::string_view path = t.path;
   const auto method = req.method();
   auto only = [&](bh::verb v) { return method == v; };
   auto not_allowed = [&](std::string_view allow) {
@@ -220,104 +256,192 @@ response api::route(const request& req, bool head) const {
   };
 
   if (path == "/" || path == "/index.html")
-    return only(bh::verb::get) ? page_html(req) : not_allowed("GET, HEAD");
-  if (path == "/metrics") return only(bh::verb::get) ? metrics(req) : not_allowed("GET, HEAD");
+    co_return only(bh::verb::get) ? page_html(req) : not_allowed("GET, HEAD");
+  if (path == "/metrics") co_return only(bh::verb::get) ? metrics(req) : not_allowed("GET, HEAD");
   if (path == "/api/events")  // streamed by the server; here only the method check
-    return only(bh::verb::get) ? error(404, "event stream needs the server", req.version(),
-                                       req.keep_alive())
-                               : not_allowed("GET, HEAD");
+    co_return only(bh::verb::get)
+        ? error(404, "event stream needs the server", req.version(), req.keep_alive())
+        : not_allowed("GET, HEAD");
   if (path == "/api/v1/messages") {
-    if (only(bh::verb::get)) return list_messages(req, query, {});
-    if (only(bh::verb::delete_)) return delete_messages(req);
-    if (only(bh::verb::put)) return set_read(req);
-    return not_allowed("GET, HEAD, PUT, DELETE");
+    if (only(bh::verb::get)) co_return co_await list_messages(req, t, std::string{}, false);
+    if (only(bh::verb::delete_)) co_return co_await delete_messages(req);
+    if (only(bh::verb::put)) co_return co_await set_read(req, t);
+    co_return not_allowed("GET, HEAD, PUT, DELETE");
+  }
+  if (path == "/api/v1/search") {
+    if (only(bh::verb::get)) co_return co_await list_messages(req, t, std::string{}, true);
+    if (only(bh::verb::delete_)) co_return co_await delete_search(req, t);
+    co_return not_allowed("GET, HEAD, DELETE");
   }
   constexpr std::string_view msg_prefix = "/api/v1/message/";
   if (path.starts_with(msg_prefix)) {
     auto rest = path.substr(msg_prefix.size());
     auto slash = rest.find('/');
-    auto id = rest.substr(0, slash);
+    std::string id(rest.substr(0, slash));
     auto tail = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash);
     if (tail.empty() || tail == "/raw") {
-      if (!only(bh::verb::get)) return not_allowed("GET, HEAD");
-      return tail.empty() ? get_message(req, id, !head) : get_raw(req, id);
+      if (!only(bh::verb::get)) co_return not_allowed("GET, HEAD");
+      if (tail.empty()) co_return co_await get_message(req, std::move(id), !head);
+      co_return co_await get_raw(req, std::move(id));
     }
   }
   constexpr std::string_view box_prefix = "/api/v1/mailbox/";
   if (path.starts_with(box_prefix) && path.size() > box_prefix.size()) {
-    if (!only(bh::verb::get)) return not_allowed("GET, HEAD");
+    if (!only(bh::verb::get)) co_return not_allowed("GET, HEAD");
     std::string mailbox;
     if (!percent_decode(path.substr(box_prefix.size()), mailbox, false) ||
-        mailbox.find('/') != std::string::npos)
-      return error(400, "malformed mailbox address", req.version(), req.keep_alive());
-    return list_messages(req, query, mailbox);
+        mailbox.find('/') != std::string::npos || mailbox.empty())
+      co_return error(400, "malformed mailbox address", req.version(), req.keep_alive());
+    co_return co_await list_messages(req, t, std::move(mailbox), false);
   }
-  return error(404, "not found", req.version(), req.keep_alive());
+  co_return error(404, "not found", req.version(), req.keep_alive());
 }
 
-response api::list_messages(const request& req, std::string_view query,
-                            std::string_view mailbox) const {
+awaitable<response> api::list_messages(const request& req, const target& t, std::string mailbox,
+                                       bool search) const {
   std::size_t start = 0, limit = 0;
-  if (!parse_size(query, "start", start) || !parse_size(query, "limit", limit))
-    return error(400, "start and limit must be non-negative integers", req.version(),
-                 req.keep_alive());
+  if (!parse_size(t.query, "start", start) || !parse_size(t.query, "limit", limit))
+    co_return error(400, "start and limit must be non-negative integers", req.version(),
+                    req.keep_alive());
   if (limit == 0) limit = cfg_.default_limit;
   limit = std::min(limit, cfg_.max_limit);
-  auto p = mailbox.data() ? store_.list_mailbox(mailbox, start, limit) : store_.list(start, limit);
+  store::list_request lr(start, limit);
+  lr.mailbox = std::move(mailbox);
+  if (search) {
+    std::string text, tz;
+    if (query_param(t.query, "query", text) != param::found || blank(text))
+      co_return error(400, "a search needs a query", req.version(), req.keep_alive());
+    if (query_param(t.query, "tz", tz) == param::malformed)
+      co_return error(400, "malformed tz", req.version(), req.keep_alive());
+    std::string why;
+    if (store::search::parse(text, tz, lr.query, &why))
+      co_return error(400, why, req.version(), req.keep_alive());
+  }
+  auto [ec, p] = co_await store_.async_list(std::move(lr));
+  if (ec) co_return store_error(req, ec);
+  auto [tec, tags] = co_await store_.async_list_tags();
+  if (tec) co_return store_error(req, tec);
   json::array msgs;
   msgs.reserve(p.messages.size());
   for (const auto& m : p.messages) msgs.push_back(summary_object(*m));
   json::object o{
-      {"total", p.total},  {"unread", p.unread},       {"count", p.messages.size()},
-      {"messages_count", p.total}, {"start", p.start}, {"tags", json::array{}},
+      {"total", p.total},
+      {"unread", p.unread},
+      {"count", p.messages.size()},
+      {"messages_count", p.matched},
+      {"messages_unread", p.matched_unread},
+      {"start", p.start},
+      {"tags", strings_json(tags)},
       {"messages", std::move(msgs)},
   };
-  return json_response(req, o);
+  co_return json_response(req, o);
 }
 
-response api::delete_messages(const request& req) const {
+awaitable<response> api::delete_messages(const request& req) const {
   const auto& body = req.body();
-  bool blank = body.find_first_not_of(" \t\r\n") == std::string::npos;
-  if (blank) {  // Mailpit: no body deletes every message
-    store_.clear();
-    return make_response(req, 200, "text/plain", "ok");
+  if (blank(body)) {  // Mailpit: no body deletes every message
+    auto all = store::selection::everything();
+    auto [ec, n] = co_await store_.async_remove(std::move(all));
+    if (ec) co_return store_error(req, ec);
+    co_return make_response(req, 200, "text/plain", "ok");
   }
   std::error_code ec;
   json::value v = json::parse(body, ec);
   std::vector<const json::value*> m;
   if (ec || !body_members(v, {"IDs"}, m) || (m[0] && !m[0]->is_array() && !m[0]->is_null()))
-    return error(400, "body must be {\"IDs\": [\"...\"]}", req.version(), req.keep_alive());
+    co_return error(400, "body must be {\"IDs\": [\"...\"]}", req.version(), req.keep_alive());
   std::vector<std::string> ids;
-  if (!ids_of(m[0], ids)) return error(400, "IDs must be strings", req.version(), req.keep_alive());
-  if (ids.empty())
-    store_.clear();
-  else
-    store_.remove(ids);
-  return make_response(req, 200, "text/plain", "ok");
+  if (!ids_of(m[0], ids))
+    co_return error(400, "IDs must be strings", req.version(), req.keep_alive());
+  // As Mailpit: no IDs deletes every message.
+  auto sel =
+      ids.empty() ? store::selection::everything() : store::selection::of_ids(std::move(ids));
+  auto [rec, n] = co_await store_.async_remove(std::move(sel));
+  if (rec) co_return store_error(req, rec);
+  co_return make_response(req, 200, "text/plain", "ok");
 }
 
-response api::set_read(const request& req) const {
+awaitable<response> api::delete_search(const request& req, const target& t) const {
+  std::string text, tz;
+  if (query_param(t.query, "query", text) != param::found || blank(text))
+    co_return error(400, "a search needs a query", req.version(), req.keep_alive());
+  if (query_param(t.query, "tz", tz) == param::malformed)
+    co_return error(400, "malformed tz", req.version(), req.keep_alive());
+  store::search::query q;
+  std::string why;
+  if (store::search::parse(text, tz, q, &why))
+    co_return error(400, why, req.version(), req.keep_alive());
+  if (q.empty())  // only ignored terms ("to:"): never widen a search delete to everything
+    co_return error(400, "the query selects nothing to search for", req.version(),
+                    req.keep_alive());
+  auto sel = store::selection::matching(std::move(q));
+  auto [ec, n] = co_await store_.async_remove(std::move(sel));
+  if (ec) co_return store_error(req, ec);
+  co_return make_response(req, 200, "text/plain", "ok");
+}
+
+awaitable<response> api::set_read(const request& req, const target& t) const {
   std::error_code ec;
   json::value v = json::parse(req.body(), ec);
   std::vector<const json::value*> m;
-  const bool ok = !ec && body_members(v, {"IDs", "Read"}, m);
+  const bool ok = !ec && body_members(v, {"IDs", "Read", "Search"}, m);
   const json::value* ids_v = ok ? m[0] : nullptr;
   const json::value* read_v = ok ? m[1] : nullptr;
-  if (!ok || !read_v || !read_v->is_bool() || (ids_v && !ids_v->is_array() && !ids_v->is_null()))
-    return error(400, "body must be {\"IDs\": [\"...\"], \"Read\": true|false}", req.version(),
-                 req.keep_alive());
+  const json::value* search_v = ok ? m[2] : nullptr;
+  if (!ok || !read_v || !read_v->is_bool() || (ids_v && !ids_v->is_array() && !ids_v->is_null()) ||
+      (search_v && !search_v->is_string() && !search_v->is_null()))
+    co_return error(400,
+                    "body must be {\"IDs\": [\"...\"], \"Search\": \"...\", \"Read\": true|false}",
+                    req.version(), req.keep_alive());
   std::vector<std::string> ids;
-  if (!ids_of(ids_v, ids)) return error(400, "IDs must be strings", req.version(), req.keep_alive());
-  store_.set_read(ids, read_v->get_bool());  // no IDs: every message
-  return make_response(req, 200, "text/plain", "ok");
+  if (!ids_of(ids_v, ids))
+    co_return error(400, "IDs must be strings", req.version(), req.keep_alive());
+  std::string search_text =
+      search_v && search_v->is_string() ? std::string(search_v->get_string()) : "";
+  // As Mailpit: IDs if given, else the search if given, else every message.
+  store::selection sel;
+  if (!ids.empty()) {
+    sel = store::selection::of_ids(std::move(ids));
+  } else if (!blank(search_text)) {
+    std::string tz;
+    if (query_param(t.query, "tz", tz) == param::malformed)
+      co_return error(400, "malformed tz", req.version(), req.keep_alive());
+    store::search::query q;
+    std::string why;
+    if (store::search::parse(search_text, tz, q, &why))
+      co_return error(400, why, req.version(), req.keep_alive());
+    if (q.empty())
+      co_return error(400, "the search selects nothing to search for", req.version(),
+                      req.keep_alive());
+    sel = store::selection::matching(std::move(q));
+  } else {
+    sel = store::selection::everything();
+  }
+  auto [sec, n] = co_await store_.async_set_read(std::move(sel), read_v->get_bool());
+  if (sec) co_return store_error(req, sec);
+  co_return make_response(req, 200, "text/plain", "ok");
 }
 
-response api::get_message(const request& req, std::string_view id, bool mark_read) const {
-  auto m = is_id(id) ? store_.get(id) : nullptr;
-  if (!m) return error(404, "message not found", req.version(), req.keep_alive());
-  if (mark_read && !m->read.load(std::memory_order_relaxed)) {
-    const std::string one{id};  // opening a message marks it read, as Mailpit does
-    store_.set_read(std::span(&one, 1), true);
+awaitable<std::string> api::resolve_id(std::string id) const {
+  if (id != "latest") co_return is_id(id) ? id : std::string{};
+  store::list_request lr(0, 1);
+  auto [ec, p] = co_await store_.async_list(std::move(lr));
+  if (ec || p.messages.empty()) co_return std::string{};
+  co_return p.messages.front()->id;
+}
+
+awaitable<response> api::get_message(const request& req, std::string id, bool mark_read) const {
+  id = co_await resolve_id(std::move(id));
+  if (id.empty()) co_return error(404, "message not found", req.version(), req.keep_alive());
+  auto [ec, m] = co_await store_.async_get(id);
+  if (ec || !m) co_return store_error(req, ec ? ec : make_error_code(store::errc::not_found));
+  bool read = m->is_read();
+  if (mark_read && !read) {  // opening a message marks it read, as Mailpit does
+    std::vector<std::string> one{id};
+    auto sel = store::selection::of_ids(std::move(one));  // named: see the g++ 12 note in store.hpp
+    auto [rec, n] = co_await store_.async_set_read(std::move(sel), true);
+    if (rec) co_return store_error(req, rec);
+    read = true;
   }
   rendered_body body;
   if (cfg_.render) {
@@ -332,7 +456,7 @@ response api::get_message(const request& req, std::string_view id, bool mark_rea
   json::object o{
       {"ID", m->id},
       {"MessageID", js(s.message_id)},
-      {"Read", m->read.load(std::memory_order_relaxed)},
+      {"Read", read},
       {"From", address_json(s.from)},
       {"To", addresses_json(s.to)},
       {"Cc", addresses_json(s.cc)},
@@ -342,10 +466,11 @@ response api::get_message(const request& req, std::string_view id, bool mark_rea
       {"Subject", js(s.subject)},
       {"Date", s.date ? json::value(format_rfc3339(*s.date)) : json::value(nullptr)},
       {"Created", format_rfc3339(m->created)},
-      {"Tags", strings_json(m->tags)},
+      {"Username", js(m->envelope.auth_user)},
+      {"Tags", strings_json(*m->tags())},
       {"Text", js(body.text)},
       {"HTML", js(body.html)},
-      {"Size", m->size()},
+      {"Size", m->size},
       {"Inline", parts_json(body.inline_parts)},
       {"Attachments", parts_json(body.attachments)},
       {"Envelope", json::object{{"From", js(m->envelope.mail_from)},
@@ -354,14 +479,16 @@ response api::get_message(const request& req, std::string_view id, bool mark_rea
                                 {"Remote", js(m->envelope.remote)},
                                 {"Protocol", js(m->envelope.protocol)}}},
   };
-  return json_response(req, o);
+  co_return json_response(req, o);
 }
 
-response api::get_raw(const request& req, std::string_view id) const {
-  auto m = is_id(id) ? store_.get(id) : nullptr;
-  if (!m) return error(404, "message not found", req.version(), req.keep_alive());
+awaitable<response> api::get_raw(const request& req, std::string id) const {
+  id = co_await resolve_id(std::move(id));
+  if (id.empty()) co_return error(404, "message not found", req.version(), req.keep_alive());
+  auto [ec, m] = co_await store_.async_get(id);
+  if (ec || !m) co_return store_error(req, ec ? ec : make_error_code(store::errc::not_found));
   // The one copy on the read path: Beast's string_body owns its bytes.
-  return make_response(req, 200, "text/plain", m->raw);
+  co_return make_response(req, 200, "text/plain", m->raw);
 }
 
 response api::page_html(const request& req) const {
@@ -387,17 +514,15 @@ std::string api::metrics_text() const {
     out.append(name).append(" ").append(std::to_string(v)).append("\n");
   };
   metric("inlet_store_messages", "gauge", "Messages held by the store.", st.messages);
-  metric("inlet_store_bytes", "gauge", "Raw message bytes held by the store.", st.bytes);
-  metric("inlet_store_unread", "gauge", "Messages held by the store and not yet read.",
-         st.unread);
-  metric("inlet_store_stored_total", "counter", "Messages accepted by the store.",
-         st.stored_total);
+  metric("inlet_store_bytes", "gauge",
+         "Bytes held by the store (raw messages and what is kept beside them).", st.bytes);
+  metric("inlet_store_unread", "gauge", "Messages held by the store and not yet read.", st.unread);
+  metric("inlet_store_stored_total", "counter", "Messages accepted by the store.", st.stored_total);
   metric("inlet_store_evicted_total", "counter", "Messages evicted to respect the bounds.",
          st.evicted_total);
   metric("inlet_store_deleted_total", "counter", "Messages removed by delete requests.",
          st.deleted_total);
-  metric("inlet_store_rejected_total", "counter", "Messages the store refused.",
-         st.rejected_total);
+  metric("inlet_store_rejected_total", "counter", "Messages the store refused.", st.rejected_total);
   auto clients = event_clients_.load(std::memory_order_relaxed);
   metric("inlet_http_event_clients", "gauge", "Connected event-stream clients.",
          clients < 0 ? 0 : static_cast<std::uint64_t>(clients));
@@ -418,6 +543,44 @@ response api::metrics(const request& req) const {
 
 std::string api::summary_json(const store::stored_message& m) const {
   return json::serialize(summary_object(m));
+}
+
+std::vector<std::pair<std::string, std::string>> api::event_messages(
+    const store::store_event& e) const {
+  using k = store::store_event::kind;
+  std::vector<std::pair<std::string, std::string>> out;
+  auto push = [&](std::string_view type, json::value data) {
+    json::object o{{"Type", type}, {"Data", std::move(data)}};
+    out.emplace_back(std::string(type), json::serialize(o));
+  };
+  switch (e.what) {
+    case k::created:
+      if (e.message) push("new", summary_object(*e.message));
+      break;
+    case k::deleted:
+      for (const auto& id : e.ids) push("delete", json::object{{"ID", id}});
+      break;
+    case k::read_changed:
+      for (const auto& id : e.ids) push("update", json::object{{"ID", id}, {"Read", e.read}});
+      break;
+    case k::tags_changed:
+      if (e.message)
+        push("update",
+             json::object{{"ID", e.message->id}, {"Tags", strings_json(*e.message->tags())}});
+      break;
+    case k::cleared:
+      push("prune", nullptr);
+      break;
+  }
+  return out;
+}
+
+std::string api::stats_message() const {
+  auto st = store_.stats();
+  json::object o{
+      {"Type", "stats"},
+      {"Data", json::object{{"Total", st.messages}, {"Unread", st.unread}, {"Version", "inlet"}}}};
+  return json::serialize(o);
 }
 
 }  // namespace inlet::http

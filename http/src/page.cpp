@@ -95,6 +95,7 @@ function live(){
   const es=new EventSource("api/events");
   es.addEventListener("open",()=>{$("live").textContent="live";if(poll){clearInterval(poll);poll=null;}});
   es.addEventListener("new",()=>{if(start===0)refresh();});
+  let soon=null;for(const t of ["delete","update","prune"])es.addEventListener(t,()=>{if(!soon)soon=setTimeout(()=>{soon=null;refresh();},150);});
   es.addEventListener("error",()=>{$("live").textContent="reconnecting…";startPolling();});}
 try{mailbox=decodeURIComponent(location.hash.slice(1));}catch(e){mailbox="";}
 $("box").value=mailbox;refresh();live();

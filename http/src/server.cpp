@@ -126,8 +126,7 @@ awaitable<bool> server::impl::send(session& s, response& res) {
   co_return !ec;
 }
 
-awaitable<void> server::impl::run_session(std::shared_ptr<impl> self,
-                                          std::shared_ptr<session> s) {
+awaitable<void> server::impl::run_session(std::shared_ptr<impl> self, std::shared_ptr<session> s) {
   (void)self;  // held by the frame
   std::uint64_t id;
   {
@@ -169,7 +168,7 @@ awaitable<void> server::impl::run_session(std::shared_ptr<impl> self,
       co_await run_events(s, req.version());
       break;
     }
-    auto res = handler.handle(req);
+    auto res = co_await handler.handle(std::move(req));
     bool keep = res.keep_alive() && served + 1 < cfg.max_requests_per_connection;
     res.keep_alive(keep);
     if (!co_await send(*s, res) || !keep) break;
@@ -199,19 +198,24 @@ awaitable<void> server::impl::run_events(std::shared_ptr<session> s, unsigned ve
   std::weak_ptr<session> weak = s;
   const std::size_t limit = cfg.event_queue_limit;
   handler.event_clients().fetch_add(1, std::memory_order_relaxed);
-  subscription sub{store,
-                   store.subscribe([self, weak, limit](const store::message_ptr& m) {
+  subscription sub{store, store.subscribe([self, weak, limit](const store::store_event& e) {
                      auto s = weak.lock();
                      if (!s) return;
-                     std::string ev = "event: new\ndata: {\"Type\":\"new\",\"Data\":";
-                     ev += self->handler.summary_json(*m);
-                     ev += "}\n\n";
+                     // Mailpit's websocket messages, one SSE event each (named by Type).
+                     auto msgs = self->handler.event_messages(e);
+                     if (msgs.empty()) return;
                      {
                        std::lock_guard lk(s->queue_mutex);
-                       if (s->queue.size() >= limit)
-                         s->overflow = true;
-                       else
+                       for (auto& [type, data] : msgs) {
+                         if (s->queue.size() >= limit) {
+                           s->overflow = true;
+                           break;
+                         }
+                         std::string ev = "event: " + type + "\ndata: ";
+                         ev += data;
+                         ev += "\n\n";
                          s->queue.push_back(std::move(ev));
+                       }
                      }
                      asio::post(s->stream.get_executor(), [s] { s->wake.cancel(); });
                    }),
@@ -253,9 +257,13 @@ awaitable<void> server::impl::run_events(std::shared_ptr<session> s, unsigned ve
 server::server(store::store& store, server_config cfg)
     : impl_(std::make_shared<impl>(store, std::move(cfg))) {}
 
-server::~server() { stop(); }
+server::~server() {
+  stop();
+}
 
-const http::api& server::api() const noexcept { return impl_->handler; }
+const http::api& server::api() const noexcept {
+  return impl_->handler;
+}
 
 std::error_code server::start() {
   auto& im = *impl_;
@@ -321,11 +329,15 @@ void server::stop() {
   for (auto& t : im.threads) t.join();
   im.threads.clear();
   im.acceptor.reset();  // before its io_context
-  im.own_io.reset();  // destroys any frame still suspended (releases its references)
+  im.own_io.reset();    // destroys any frame still suspended (releases its references)
   im.io = nullptr;
 }
 
-std::string server::address() const { return impl_->bound.address().to_string(); }
-std::uint16_t server::port() const { return impl_->bound.port(); }
+std::string server::address() const {
+  return impl_->bound.address().to_string();
+}
+std::uint16_t server::port() const {
+  return impl_->bound.port();
+}
 
 }  // namespace inlet::http

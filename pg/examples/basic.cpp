@@ -38,8 +38,9 @@ asio::awaitable<void> tutorial(asio::io_context& io, std::string dsn) {
   try {
     co_await conn.async_execute(pg::sql("SELECT * FROM no_such_table"));
   } catch (const pg::error& e) {
-    std::printf("error: %s [%s] %s\n", e.code().message().c_str(), conn.last_diagnostics().sqlstate.c_str(),
-                conn.last_diagnostics().message.c_str());
+    // The exception carries this operation's own diagnostics.
+    std::printf("error: %s [%s] %s\n", e.code().message().c_str(), e.diag().sqlstate.c_str(),
+                e.diag().message.c_str());
   }
 
   // 5. A pool: acquire, query, the connection goes back when `c` is destroyed.

@@ -89,6 +89,12 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   state state_ = state::closed;
   request_base* head_ = nullptr;
   request_base* tail_ = nullptr;
+  // Exclusive owner (a transaction's lease, 0: none) and the requests of others that
+  // wait for it to end, in arrival order (see DESIGN.md, "Transactions").
+  std::uint64_t owner_ = 0, next_lease_ = 0;
+  request_base* held_head_ = nullptr;
+  request_base* held_tail_ = nullptr;
+  bool pump_pending_ = false;
   std::size_t count_ = 0;
   std::uint64_t seq_ = 0;
   bool reading_ = false, writing_ = false, flush_posted_ = false;
@@ -158,6 +164,14 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
     }
     while (head_) {
       auto* r = pop();
+      finish(r, ec, completion_from::any_thread);
+      release(r);
+    }
+    owner_ = 0;
+    while (held_head_) {
+      auto* r = held_head_;
+      held_head_ = r->next;
+      if (!held_head_) held_tail_ = nullptr;
       finish(r, ec, completion_from::any_thread);
       release(r);
     }
@@ -459,6 +473,9 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
       release(r);
       return;
     }
+    if (r->owner != owner_ || r->lease == lease_action::begin) [[unlikely]] {
+      if (!admit(r)) return;
+    }
     if (r->bat && r->bat->empty() && state_ == state::open) {  // nothing to send
       r->bat->out_ = batch_result{};
       finish(r, {}, completion_from::initiation);
@@ -472,9 +489,11 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
     const bool lone = head_ == nullptr && !flush_posted_;
     if (!lone) cork();
     if (auto ec = send(r)) {
+      if (r->lease != lease_action::none && owner_ == r->owner) end_lease();  // never sent
       finish(r, ec, completion_from::initiation);
       release(r);
       if (corked_) schedule_flush();
+      pump_held();
       return;
     }
     arm_timeout(r);
@@ -483,6 +502,66 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
     else
       schedule_flush();
     arm_read();
+  }
+
+  // ---- exclusive owner (transactions) ------------------------------------------------
+  /// A request whose owner differs from the connection's, or that begins a lease. False
+  /// when it must not be sent now: it was held (another transaction owns the connection)
+  /// or failed (its own transaction is over).
+  bool admit(request_base* r) {
+    if (r->owner != 0 && r->owner != owner_) {
+      finish(r, errc::transaction_closed, completion_from::initiation);
+      release(r);
+      return false;
+    }
+    if (owner_ != 0 && r->owner != owner_) {  // another transaction's: wait for its end
+      r->next = nullptr;
+      if (held_tail_)
+        held_tail_->next = r;
+      else
+        held_head_ = r;
+      held_tail_ = r;
+      return false;
+    }
+    if (r->lease == lease_action::begin) owner_ = r->owner = ++next_lease_;
+    return true;
+  }
+  void end_lease() {
+    owner_ = 0;
+    pump_pending_ = held_head_ != nullptr;
+  }
+  /// The Sync of a request that begins or ends a lease. A BEGIN that failed ends it; a
+  /// BEGIN whose caller gave up before the answer (timeout, cancellation) left a
+  /// transaction nobody owns: roll it back, still under the lease.
+  void lease_synced(request_base* r) {
+    if (owner_ != r->owner) return;
+    if (r->lease == lease_action::end || r->ec) return end_lease();
+    if (r->finished) rollback_orphan(r->owner);
+  }
+  void rollback_orphan(std::uint64_t owner) {
+    struct internal final : request_base {
+      std::string_view sql() const noexcept override { return "ROLLBACK"; }
+      void bind(param_buffer&, std::error_code&) const override {}
+      void deliver(conn_impl&, std::error_code, completion_from) override {}
+      void destroy() noexcept override { delete this; }
+    };
+    auto* r = new internal;
+    r->owner = owner;
+    r->lease = lease_action::end;
+    start(r);
+  }
+  /// Starts the requests that waited for a lease, in order, until one of them takes the
+  /// connection again (the rest keep waiting).
+  void pump_held() {
+    if (!pump_pending_) return;
+    pump_pending_ = false;
+    request_base* r = held_head_;
+    held_head_ = held_tail_ = nullptr;
+    while (r) {
+      request_base* next = r->next;
+      start(r);  // holds it again if a request before it began a new lease
+      r = next;
+    }
   }
 
   /// TCP_CORK on libpq's socket until the posted flush (uncork_): the requests of one
@@ -625,8 +704,12 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
     if (st == PGRES_PIPELINE_SYNC) {
       PQclear(res);
       pop();
+      if (r->lease != lease_action::none) [[unlikely]]
+        lease_synced(r);
       finish(r, r->ec, completion_from::own_executor);
       release(r);
+      if (pump_pending_) [[unlikely]]
+        pump_held();
       return;
     }
     if (r->bat) return route_batch(r, *r->bat, res, st);
@@ -814,6 +897,9 @@ void on_executor(const conn_ptr& c, F f) {
   else
     asio::post(c->ex_, std::move(f));
 }
+const conn_ptr& impl_of(const connection& c) noexcept {
+  return c.impl_;
+}
 const asio::any_io_executor& executor_of(const conn_impl& c) noexcept {
   return c.ex_;
 }
@@ -843,7 +929,8 @@ bool connection::is_open() const noexcept {
          PQstatus(impl_->pg_) == CONNECTION_OK;
 }
 bool connection::is_idle_clean() const noexcept {
-  return is_open() && impl_->count_ == 0 && PQtransactionStatus(impl_->pg_) == PQTRANS_IDLE;
+  return is_open() && impl_->count_ == 0 && impl_->owner_ == 0 && !impl_->held_head_ &&
+         PQtransactionStatus(impl_->pg_) == PQTRANS_IDLE;
 }
 bool connection::probe_alive() const noexcept {
   if (!is_open()) return false;

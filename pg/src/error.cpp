@@ -39,6 +39,12 @@ struct pg_cat final : std::error_category {
         return "connection has asynchronous operations in flight";
       case errc::connect_timeout:
         return "connect timed out";
+      case errc::transaction_closed:
+        return "the transaction is over (committed, rolled back or moved from)";
+      case errc::commit_outcome_unknown:
+        return "COMMIT was sent but the connection was lost: outcome unknown";
+      case errc::transaction_aborted:
+        return "COMMIT of a transaction in which a statement failed: rolled back";
     }
     return "unknown inlet.pg error";
   }

@@ -11,7 +11,7 @@
 #include <mutex>
 #include <random>
 
-#include "inlet/pg/pool.hpp"
+#include "inlet/pg/transaction.hpp"
 #include "pg_test_env.hpp"
 
 namespace pg = inlet::pg;
@@ -151,5 +151,74 @@ TEST(PgConcurrency, ReleaseIsCheckedOnTheConnectionsOwnStrand) {
   EXPECT_EQ(p.stats().idle, 1u);
   EXPECT_EQ(p.stats().dropped, 0u);
   p.close();
+  conn_threads.join();
+}
+
+// Transactions from 4 threads (each its own io_context) on one pool, and on one shared
+// connection: every increment lands once, savepoint rollbacks undo only their part.
+TEST(PgConcurrency, TransactionsFromFourThreads) {
+  REQUIRE_PG();
+  {
+    asio::io_context io;
+    pg::connection c(io.get_executor());
+    c.connect(pg_dsn());
+    c.execute("DROP TABLE IF EXISTS t_conc_tx");
+    c.execute("CREATE TABLE t_conc_tx (id int4 PRIMARY KEY, n int4)");
+    c.execute("INSERT INTO t_conc_tx SELECT g, 0 FROM generate_series(0, 7) g");
+  }
+  asio::thread_pool conn_threads(2);
+  pg::pool p(conn_threads.get_executor(), opts(4));
+  pg::connection shared(asio::make_strand(conn_threads));
+  shared.connect(pg_dsn());
+  constexpr int threads = 4, coros = 3, per = 15;
+  std::atomic<int> committed{0}, failed{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&, t] {
+      asio::io_context io;
+      for (int k = 0; k < coros; ++k) {
+        asio::co_spawn(
+            io,
+            [&, t, k]() -> awaitable<void> {
+              for (int i = 0; i < per; ++i) {
+                try {
+                  const bool on_pool = (k + i) % 2 == 0;
+                  auto body = [&, t](pg::transaction& tx) -> awaitable<void> {
+                    co_await tx.async_execute(
+                        pg::sql("UPDATE t_conc_tx SET n = n + 1 WHERE id = $1::int4", t));
+                    auto sp = co_await tx.async_savepoint();
+                    co_await tx.async_execute(
+                        pg::sql("UPDATE t_conc_tx SET n = n + 1000 WHERE id = $1::int4", t));
+                    co_await std::move(sp).async_rollback();
+                    co_await tx.async_execute(
+                        pg::sql("UPDATE t_conc_tx SET n = n + 1 WHERE id = $1::int4", t + 4));
+                  };
+                  if (on_pool)
+                    co_await pg::transact(p, {}, body);
+                  else
+                    co_await pg::transact(shared, {}, body);
+                  ++committed;
+                } catch (const std::exception& e) {
+                  ++failed;
+                  ADD_FAILURE() << e.what();
+                }
+              }
+            },
+            asio::detached);
+      }
+      io.run();
+    });
+  }
+  for (auto& th : ts) th.join();
+  EXPECT_EQ(committed.load(), threads * coros * per);
+  EXPECT_EQ(failed.load(), 0);
+  asio::io_context io;
+  pg::connection c(io.get_executor());
+  c.connect(pg_dsn());
+  std::vector<std::int32_t> n;
+  c.query(pg::sql("SELECT n FROM t_conc_tx ORDER BY id"), pg::into(n));
+  EXPECT_EQ(n, std::vector<std::int32_t>(8, coros * per));
+  p.close();
+  shared.close();
   conn_threads.join();
 }

@@ -7,9 +7,9 @@
 #include <inlet/http/api.hpp>
 #include <inlet/mime/message.hpp>
 #include <inlet/store/types.hpp>
-
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace inletd {
 
@@ -21,11 +21,13 @@ class filter_stage;
 /// A result is valid until the thread's next parse.
 inlet::mime::parser& thread_parser();
 
-/// From one parse: fills `out` (From, To, Cc, Subject, Date, Message-ID, snippet,
-/// attachments) and, when `scan` is given, feeds it the decoded unstructured headers and
-/// every non-attachment text/* part as UTF-8.
-void analyze(const inlet::mime::parsed_message& m, inlet::store::summary& out,
-             inlet::filter::scan* scan);
+/// From one parse: fills `out` (addresses, Subject, Date, Message-ID, snippet,
+/// attachments without inline parts, the inline part count, the search text; envelope
+/// recipients no To/Cc/Bcc header names become Bcc), every list and string bounded; and,
+/// when `scan` is given, feeds it the decoded unstructured headers and every
+/// non-attachment text/* part as UTF-8.
+void analyze(const inlet::mime::parsed_message& m, const std::vector<std::string>& rcpt_to,
+             inlet::store::summary& out, inlet::filter::scan* scan);
 
 /// The HTTP renderer hook: Text, HTML, inline parts and attachments of a message.
 inlet::http::rendered_body render_body(std::string_view raw);

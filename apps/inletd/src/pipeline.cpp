@@ -1,13 +1,12 @@
 #include "pipeline.hpp"
 
+#include <inlet/mime/segment.hpp>
+#include <optional>
+#include <utility>
+
 #include "filter_stage.hpp"
 #include "message_view.hpp"
 #include "streaming_parse.hpp"
-
-#include <inlet/mime/segment.hpp>
-
-#include <optional>
-#include <utility>
 
 namespace inletd {
 
@@ -59,21 +58,22 @@ void pipeline::deliver(sm::received_message&& m, sm::delivery_callback done) {
   if (store_) {
     msg.envelope = to_store_envelope(m.envelope);
     if (streamed) {
-      analyze(*streamed, msg.summary, scan ? &*scan : nullptr);
+      analyze(*streamed, msg.envelope.rcpt_to, msg.summary, scan ? &*scan : nullptr);
       m.observer.reset();  // the parser back to the pool before its pieces go
       msg.raw = flatten(m.body);
       m.body.clear();  // give the connection's fragments back now
     } else {
       msg.raw = flatten(m.body);
       m.body.clear();  // give the connection's fragments back now
-      analyze(thread_parser().parse(msg.raw), msg.summary, scan ? &*scan : nullptr);
+      analyze(thread_parser().parse(msg.raw), msg.envelope.rcpt_to, msg.summary,
+              scan ? &*scan : nullptr);
     }
   } else {
     // sink: parse the received fragments in place (or take the streamed parse),
     // never copy the body. The summary is computed (same work as with a store)
     // and dropped.
-    analyze(streamed ? *streamed : inlet::mime::parse(thread_parser(), m.body), msg.summary,
-            scan ? &*scan : nullptr);
+    analyze(streamed ? *streamed : inlet::mime::parse(thread_parser(), m.body), m.envelope.rcpt_to,
+            msg.summary, scan ? &*scan : nullptr);
     m.observer.reset();
   }
 
@@ -82,7 +82,8 @@ void pipeline::deliver(sm::received_message&& m, sm::delivery_callback done) {
     if (v.over_threshold) {
       if (filter_->reject()) {
         counters_.filter_rejected.fetch_add(1, std::memory_order_relaxed);
-        done({sm::delivery_status::rejected(550, "5.7.1", "Message rejected by content filter"), {}});
+        done({sm::delivery_status::rejected(550, "5.7.1", "Message rejected by content filter"),
+              {}});
         return;
       }
       counters_.filter_tagged.fetch_add(1, std::memory_order_relaxed);
@@ -102,7 +103,8 @@ void pipeline::deliver(sm::received_message&& m, sm::delivery_callback done) {
       if (ec == st::errc::too_large)
         done({sm::delivery_status::rejected(552, "5.3.4", "Message too big for the store"), {}});
       else
-        done({sm::delivery_status::rejected(451, "4.3.0", "Store unavailable, try again later"), {}});
+        done({sm::delivery_status::rejected(451, "4.3.0", "Store unavailable, try again later"),
+              {}});
       return;
     }
     counters_.stored.fetch_add(1, std::memory_order_relaxed);

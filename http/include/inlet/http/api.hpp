@@ -1,6 +1,11 @@
-// The HTTP API as a pure function of a request: routing, JSON shapes (Mailpit API v1 where
-// it overlaps), the web page and /metrics. No sockets here: `server` feeds it requests read
-// by Beast, tests feed it requests built in memory.
+// The HTTP API as a coroutine from a request to a response: routing, JSON shapes (Mailpit
+// API v1), the web page and /metrics. No sockets here: `server` feeds it requests read by
+// Beast, tests feed it requests built in memory and run the coroutine on a local
+// io_context (see test/api_test.cpp).
+//
+// Every store call goes through the store's asynchronous interface and is awaited, so a
+// request waiting for a slow store (a PostgreSQL shard) suspends its session and never
+// blocks an I/O thread.
 //
 // Thread-safety: `api::handle` and the other const members may be called from any number
 // of threads at once (the store is thread-safe; counters are atomics). The hooks in
@@ -10,6 +15,7 @@
 
 #include <array>
 #include <atomic>
+#include <boost/asio/awaitable.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <cstddef>
@@ -63,19 +69,28 @@ class api {
   api(store::store& store, api_config cfg);
 
   /// Answers one request. Never throws; unknown paths 404, wrong methods 405, malformed
-  /// input 400, each with a JSON body {"Error": "..."}.
-  response handle(const request& req) const;
+  /// input 400, each with a JSON body {"Error": "..."}; a store that fails 503.
+  boost::asio::awaitable<response> handle(request req) const;
 
-  /// True for `GET /api/events`, which the server answers with a Server-Sent Events
-  /// stream instead of calling handle().
+  /// True for `GET /api/events`, which the server answers with an event stream instead
+  /// of calling handle().
   static bool is_events_request(const request& req);
 
   /// A JSON error response (also used by the server for parse errors and limits).
   response error(unsigned status, std::string_view message, unsigned version = 11,
                  bool keep_alive = false) const;
 
-  /// Mailpit's MessageSummary of one message, as JSON text (used by the event stream).
+  /// Mailpit's MessageSummary of one message, as JSON text.
   std::string summary_json(const store::stored_message& m) const;
+
+  /// A store event as Mailpit's websocket messages ({"Type": ..., "Data": ...}), one
+  /// JSON text per message: "new" (a MessageSummary), "delete" ({"ID"}), "update"
+  /// ({"ID", "Read"} or {"ID", "Tags"}), "prune" (many changed: reload).
+  std::vector<std::pair<std::string, std::string>> event_messages(
+      const store::store_event& e) const;
+
+  /// Mailpit's "stats" message: {"Type":"stats","Data":{"Total","Unread","Version"}}.
+  std::string stats_message() const;
 
   /// The Prometheus exposition of the store, HTTP counters and the extra hook.
   std::string metrics_text() const;
@@ -89,16 +104,22 @@ class api {
   store::store& backing_store() const noexcept { return store_; }
 
  private:
+  struct target;  // a request's path and query, split
   // `head`: answering HEAD with the GET route (no side effects such as marking read).
-  response route(const request& req, bool head = false) const;
-  response list_messages(const request& req, std::string_view query,
-                         std::string_view mailbox) const;
-  response delete_messages(const request& req) const;
-  response set_read(const request& req) const;
-  response get_message(const request& req, std::string_view id, bool mark_read) const;
-  response get_raw(const request& req, std::string_view id) const;
+  boost::asio::awaitable<response> route(const request& req, bool head) const;
+  boost::asio::awaitable<response> list_messages(const request& req, const target& t,
+                                                 std::string mailbox, bool search) const;
+  boost::asio::awaitable<response> delete_messages(const request& req) const;
+  boost::asio::awaitable<response> delete_search(const request& req, const target& t) const;
+  boost::asio::awaitable<response> set_read(const request& req, const target& t) const;
+  boost::asio::awaitable<response> get_message(const request& req, std::string id,
+                                               bool mark_read) const;
+  boost::asio::awaitable<response> get_raw(const request& req, std::string id) const;
+  // Resolves "latest" to the newest message's ID; "" when there is none.
+  boost::asio::awaitable<std::string> resolve_id(std::string id) const;
   response page_html(const request& req) const;
   response metrics(const request& req) const;
+  response store_error(const request& req, std::error_code ec) const;
 
   store::store& store_;
   api_config cfg_;

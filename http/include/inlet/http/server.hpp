@@ -8,8 +8,8 @@
 // the io_context passed in `io` (the caller runs it; stop() then only cancels, sessions
 // finish on the caller's threads). Each session runs on its own strand.
 //
-// Store reads happen on the I/O threads (the memory store answers in microseconds; a
-// blocking backend needs its own threads here — see store/store.hpp).
+// Every store call is awaited through the store's asynchronous interface: a session
+// waiting for its store is suspended and its I/O thread serves the others.
 //
 // Thread-safety: start/stop/port from one controlling thread; the store and hooks are
 // used concurrently from the I/O threads. The store must outlive the server's sessions.

@@ -37,6 +37,7 @@
 #include <string>
 
 #include "inlet/pg/batch.hpp"
+#include "inlet/pg/detail/op.hpp"
 #include "inlet/pg/detail/request.hpp"
 #include "inlet/pg/error.hpp"
 #include "inlet/pg/query.hpp"
@@ -67,53 +68,13 @@ struct connection_stats {
 };
 
 namespace detail {
-class conn_impl;
-using conn_ptr = std::shared_ptr<conn_impl>;
-void start_request(const conn_ptr& c, request_base* r);
 void start_connect(const conn_ptr& c, std::string dsn, request_base* r);
-void cancel_request(const conn_ptr& c, const std::shared_ptr<cancel_link>& l);
-const asio::any_io_executor& executor_of(const conn_impl& c) noexcept;
-/// Installs a cancellation handler when op's handler has a connected slot. The handler
-/// only posts to the connection's executor (it may run on any thread).
-template <class Op>
-void link_cancellation(const conn_ptr& impl, Op* op) {
-  auto slot = asio::get_associated_cancellation_slot(op->handler);
-  if (!slot.is_connected()) return;
-  op->cancel = std::make_shared<cancel_link>(cancel_link{op});
-  slot.assign([impl, l = op->cancel](asio::cancellation_type) { cancel_request(impl, l); });
-}
-template <class Handler>
-void clear_cancellation(Handler& h) {
-  auto slot = asio::get_associated_cancellation_slot(h);
-  if (slot.is_connected()) slot.clear();
-}
-/// True when a handler's executor is the connection's own. Decided once per op at
-/// initiation: such an op takes no outstanding-work guard (the connection's pending
-/// socket wait keeps that executor busy while the op is queued), and its completion,
-/// which always runs on the connection's executor, calls the handler inline.
-template <class Ex>
-bool same_executor(const Ex& ex, const conn_impl& c) noexcept {
-  if constexpr (std::is_same_v<Ex, asio::any_io_executor>)
-    return ex == executor_of(c);
-  else
-    return false;
-}
-/// True when the calling thread may run ex's handlers inline (what asio::dispatch checks
-/// before it runs a function inline): an io_context executor or a strand of one. Lets
-/// the hot paths skip dispatch's type-erased function wrapper (callgrind).
-bool running_in(const asio::any_io_executor& ex) noexcept;
-template <class Ex>
-bool running_in_this_thread(const Ex& ex) noexcept {
-  if constexpr (std::is_same_v<Ex, asio::any_io_executor>)
-    return running_in(ex);
-  else if constexpr (requires { ex.running_in_this_thread(); })
-    return ex.running_in_this_thread();
-  else
-    return false;
-}
-diagnostics& diag_of(conn_impl& c) noexcept;
 }  // namespace detail
 
+class connection;
+namespace detail {
+const conn_ptr& impl_of(const connection& c) noexcept;
+}
 class connection {
  public:
   using executor_type = asio::any_io_executor;
@@ -141,8 +102,8 @@ class connection {
     return asio::async_initiate<Token, void(std::error_code)>(
         [impl = impl_](auto h, std::string dsn) {
           auto ex = asio::get_associated_executor(h, detail::executor_of(*impl));
-          auto* op =
-              op_t<decltype(h), connect_sink>::make(std::move(h), pg::query<>(""), connect_sink{});
+          auto* op = detail::op_t<decltype(h), detail::connect_sink>::make(
+              std::move(h), pg::query<>(""), detail::connect_sink{});
           op->work.emplace(asio::prefer(ex, asio::execution::outstanding_work.tracked));
           detail::link_cancellation(impl, op);
           detail::start_connect(impl, std::move(dsn), op);
@@ -155,8 +116,8 @@ class connection {
   template <class Q, class Token = pg::use_awaitable_t>
     requires is_query<Q>::value
   auto async_query(Q q, Token&& token = {}) {
-    return initiate<void(std::error_code, result)>(std::move(q), raw_sink{},
-                                                   std::forward<Token>(token));
+    return detail::initiate<void(std::error_code, result)>(impl_, std::move(q), detail::raw_sink{},
+                                                           std::forward<Token>(token));
   }
   template <class Token = pg::use_awaitable_t>
   auto async_query(std::string_view text, Token&& token = {}) {
@@ -167,16 +128,16 @@ class connection {
   template <class Q, class Row, class Out, class Token = pg::use_awaitable_t>
     requires is_query<Q>::value
   auto async_query(Q q, into_t<Row, Out> into, Token&& token = {}) {
-    return initiate<void(std::error_code, std::size_t)>(std::move(q), into_sink<Row, Out>{into.out},
-                                                        std::forward<Token>(token));
+    return detail::initiate<void(std::error_code, std::size_t)>(
+        impl_, std::move(q), detail::into_sink<Row, Out>{into.out}, std::forward<Token>(token));
   }
 
   /// INSERT/UPDATE/DELETE/...: void(error_code, uint64_t affected_rows).
   template <class Q, class Token = pg::use_awaitable_t>
     requires is_query<Q>::value
   auto async_execute(Q q, Token&& token = {}) {
-    return initiate<void(std::error_code, std::uint64_t)>(std::move(q), exec_sink{},
-                                                          std::forward<Token>(token));
+    return detail::initiate<void(std::error_code, std::uint64_t)>(
+        impl_, std::move(q), detail::exec_sink{}, std::forward<Token>(token));
   }
   template <class Token = pg::use_awaitable_t>
   auto async_execute(std::string_view text, Token&& token = {}) {
@@ -187,8 +148,8 @@ class connection {
   /// void(error_code, batch_result); on failure batch_result::failed names the statement.
   template <class Token = pg::use_awaitable_t>
   auto async_execute(batch b, Token&& token = {}) {
-    return initiate<void(std::error_code, batch_result)>(std::move(b), batch_sink{},
-                                                         std::forward<Token>(token));
+    return detail::initiate<void(std::error_code, batch_result)>(
+        impl_, std::move(b), detail::batch_sink{}, std::forward<Token>(token));
   }
 
   // ---- synchronous forms (poll on the socket; no executor needed) --------------------
@@ -246,127 +207,6 @@ class connection {
   }
 
  private:
-  // Sinks turn the collected result into the handler's arguments.
-  struct connect_sink {
-    auto args(detail::conn_impl&, detail::request_base&, std::error_code ec) {
-      return std::make_tuple(ec);
-    }
-  };
-  struct raw_sink {
-    auto args(detail::conn_impl&, detail::request_base& r, std::error_code ec) {
-      return std::make_tuple(ec, std::move(r.res));
-    }
-  };
-  struct exec_sink {
-    auto args(detail::conn_impl&, detail::request_base& r, std::error_code ec) {
-      return std::make_tuple(ec, ec ? std::uint64_t{0} : r.res.affected_rows());
-    }
-  };
-  struct batch_sink {
-    auto args(detail::conn_impl&, detail::request_base& r, std::error_code ec) {
-      return std::make_tuple(ec, std::move(r.bat->out_ref()));
-    }
-  };
-  template <class Row, class Out>
-  struct into_sink {
-    Out* out;
-    auto args(detail::conn_impl& c, detail::request_base& r, std::error_code ec) {
-      std::size_t n = 0;
-      if (!ec) {
-        ec = r.res.template read_all<Row>(*out, &detail::diag_of(c));
-        if (!ec)
-          n = static_cast<std::size_t>(r.res.rows());
-        else
-          r.diag = std::make_unique<diagnostics>(detail::diag_of(c));
-      }
-      return std::make_tuple(ec, n);
-    }
-  };
-
-  // The typed operation: owns the handler, the query and the sink.
-  template <class Handler, class Sink, class Q = pg::query<>>
-  struct op_t final : detail::request_base {
-    using work_t = std::decay_t<decltype(asio::prefer(
-        std::declval<asio::associated_executor_t<Handler, asio::any_io_executor>>(),
-        asio::execution::outstanding_work.tracked))>;
-    Handler handler;
-    Q q;
-    Sink sink;
-    std::optional<work_t> work;
-    bool same_ex = false;  // the handler's executor is the connection's (same_executor)
-
-    op_t(Handler h, Q qq, Sink s) : handler(std::move(h)), q(std::move(qq)), sink(std::move(s)) {
-      if constexpr (is_batch<Q>::value) this->bat = &q;
-    }
-    std::string_view sql() const noexcept override {
-      if constexpr (is_batch<Q>::value)
-        return {};
-      else
-        return q.text();
-    }
-    void bind(detail::param_buffer& pb, std::error_code& e) const override {
-      if constexpr (!is_batch<Q>::value) q.bind(pb, e);
-    }
-    void deliver(detail::conn_impl& c, std::error_code e, detail::completion_from w) override {
-      auto a = sink.args(c, *this, e);
-      if (std::get<0>(a)) [[unlikely]]
-        detail::pass_diagnostics(handler, this->diag);
-      if (w == detail::completion_from::own_executor &&
-          same_ex) {  // the handler's executor is running us
-        detail::clear_cancellation(handler);
-        std::apply(std::move(handler), std::move(a));
-        return;
-      }
-      auto ex = asio::get_associated_executor(handler, detail::executor_of(c));
-      // The slot is cleared on the handler's side: that is where it may also be emitted.
-      auto fn = [h = std::move(handler), a = std::move(a)]() mutable {
-        detail::clear_cancellation(h);
-        std::apply(std::move(h), std::move(a));
-      };
-      if (w == detail::completion_from::initiation)
-        asio::post(ex, std::move(fn));
-      else if (detail::running_in_this_thread(ex))
-        fn();  // what dispatch would do, minus its wrapper
-      else
-        asio::dispatch(ex, std::move(fn));
-      work.reset();
-    }
-    // Ops come from Asio's per-thread recycling cache: no malloc per query once warm.
-    using alloc_t = asio::recycling_allocator<op_t>;
-    template <class... A>
-    static op_t* make(A&&... a) {
-      alloc_t al;
-      op_t* p = al.allocate(1);
-      try {
-        return new (p) op_t(std::forward<A>(a)...);
-      } catch (...) {
-        al.deallocate(p, 1);
-        throw;
-      }
-    }
-    void destroy() noexcept override {
-      alloc_t al;
-      this->~op_t();
-      al.deallocate(this, 1);
-    }
-  };
-
-  template <class Sig, class Q, class Sink, class Token>
-  auto initiate(Q q, Sink sink, Token&& token) {
-    return asio::async_initiate<Token, Sig>(
-        [impl = impl_](auto h, Q q, Sink sink) {
-          using H = decltype(h);
-          auto ex = asio::get_associated_executor(h, detail::executor_of(*impl));
-          auto* op = op_t<H, Sink, Q>::make(std::move(h), std::move(q), std::move(sink));
-          op->same_ex = detail::same_executor(ex, *impl);
-          if (!op->same_ex)
-            op->work.emplace(asio::prefer(ex, asio::execution::outstanding_work.tracked));
-          detail::link_cancellation(impl, op);
-          detail::start_request(impl, op);
-        },
-        token, std::move(q), std::move(sink));
-  }
-
   template <class Q>
   struct sync_op final : detail::request_base {
     const Q& q;
@@ -403,6 +243,7 @@ class connection {
     return v;
   }
 
+  friend const detail::conn_ptr& detail::impl_of(const connection& c) noexcept;
   detail::conn_ptr impl_;
 };
 

@@ -29,6 +29,12 @@ enum class errc {
   pool_closed,            ///< the pool was shut down
   busy,                   ///< a synchronous call on a connection that has async operations
   connect_timeout,        ///< every host's connect attempt reached its deadline
+  transaction_closed,     ///< a statement on a transaction that is over or was moved from
+  /// The connection was lost, or the wait given up, after COMMIT was sent: the
+  /// transaction may or may not have committed. Not a connection_error: retrying the
+  /// transaction blindly could apply it twice.
+  commit_outcome_unknown,
+  transaction_aborted,  ///< COMMIT of a transaction in which a statement had failed: rolled back
 };
 
 const std::error_category& pg_category() noexcept;

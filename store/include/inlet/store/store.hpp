@@ -21,6 +21,7 @@
 #pragma once
 
 #include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cstddef>
@@ -57,10 +58,10 @@ struct list_request {
   list_request() noexcept {}
   list_request(std::size_t start_, std::size_t limit_) noexcept : start(start_), limit(limit_) {}
 
-  std::string mailbox;   ///< non-empty: only messages whose envelope recipients include
-                         ///< it (compared after normalize_mailbox)
-  search::query query;   ///< empty: every message in scope
-  std::size_t start = 0; ///< offset among the matches, newest first
+  std::string mailbox;    ///< non-empty: only messages whose envelope recipients include
+                          ///< it (compared after normalize_mailbox)
+  search::query query;    ///< empty: every message in scope
+  std::size_t start = 0;  ///< offset among the matches, newest first
   std::size_t limit = 50;
   /// Non-empty: only messages older than the message with this ID (keyset paging; then
   /// `start` counts from there). An unknown ID gives errc::not_found.
@@ -101,6 +102,10 @@ struct selection {
 template <class Signature>
 using handler = asio::any_completion_handler<Signature>;
 
+/// The default completion token: `co_await` gives a tuple (error_code first), so an
+/// expected outcome such as not_found is a value to test, not an exception.
+using default_token = asio::as_tuple_t<asio::use_awaitable_t<>>;
+
 class store {
  public:
   virtual ~store() = default;
@@ -109,7 +114,7 @@ class store {
   virtual void put(new_message msg, put_handler done) = 0;
 
   /// void(std::error_code, page): newest first.
-  template <class Token = asio::use_awaitable_t<>>
+  template <class Token = default_token>
   auto async_list(list_request req, Token&& token = {}) {
     return asio::async_initiate<Token, void(std::error_code, page)>(
         [this](auto h, list_request r) { do_list(std::move(r), std::move(h)); }, token,
@@ -118,7 +123,7 @@ class store {
 
   /// void(std::error_code, message_ptr): the whole message, raw bytes loaded;
   /// errc::not_found for an unknown ID. Does not change the read flag.
-  template <class Token = asio::use_awaitable_t<>>
+  template <class Token = default_token>
   auto async_get(std::string id, Token&& token = {}) {
     return asio::async_initiate<Token, void(std::error_code, message_ptr)>(
         [this](auto h, std::string i) { do_get(std::move(i), std::move(h)); }, token,
@@ -126,7 +131,7 @@ class store {
   }
 
   /// void(std::error_code, std::size_t removed)
-  template <class Token = asio::use_awaitable_t<>>
+  template <class Token = default_token>
   auto async_remove(selection which, Token&& token = {}) {
     return asio::async_initiate<Token, void(std::error_code, std::size_t)>(
         [this](auto h, selection s) { do_remove(std::move(s), std::move(h)); }, token,
@@ -134,17 +139,17 @@ class store {
   }
 
   /// void(std::error_code, std::size_t changed): marks the selection read (or unread).
-  template <class Token = asio::use_awaitable_t<>>
+  template <class Token = default_token>
   auto async_set_read(selection which, bool read, Token&& token = {}) {
     return asio::async_initiate<Token, void(std::error_code, std::size_t)>(
-        [this, read](auto h, selection s) { do_set_read(std::move(s), read, std::move(h)); },
-        token, std::move(which));
+        [this, read](auto h, selection s) { do_set_read(std::move(s), read, std::move(h)); }, token,
+        std::move(which));
   }
 
   /// void(std::error_code, std::size_t changed): replaces the tags of the selected
   /// messages with `tags` (empty: removes every tag). Tags are kept as given, compared
   /// case-insensitively; duplicates are dropped.
-  template <class Token = asio::use_awaitable_t<>>
+  template <class Token = default_token>
   auto async_set_tags(selection which, std::vector<std::string> tags, Token&& token = {}) {
     return asio::async_initiate<Token, void(std::error_code, std::size_t)>(
         [this](auto h, selection s, std::vector<std::string> t) {
@@ -154,7 +159,7 @@ class store {
   }
 
   /// void(std::error_code, std::vector<std::string>): every tag in use, sorted.
-  template <class Token = asio::use_awaitable_t<>>
+  template <class Token = default_token>
   auto async_list_tags(Token&& token = {}) {
     return asio::async_initiate<Token, void(std::error_code, std::vector<std::string>)>(
         [this](auto h) { do_list_tags(std::move(h)); }, token);
@@ -162,7 +167,7 @@ class store {
 
   /// void(std::error_code, std::size_t changed): renames a tag on every message (merging
   /// into `to` where a message has both).
-  template <class Token = asio::use_awaitable_t<>>
+  template <class Token = default_token>
   auto async_rename_tag(std::string from, std::string to, Token&& token = {}) {
     return asio::async_initiate<Token, void(std::error_code, std::size_t)>(
         [this](auto h, std::string f, std::string t) {
@@ -172,7 +177,7 @@ class store {
   }
 
   /// void(std::error_code, std::size_t changed): removes a tag from every message.
-  template <class Token = asio::use_awaitable_t<>>
+  template <class Token = default_token>
   auto async_delete_tag(std::string tag, Token&& token = {}) {
     return asio::async_initiate<Token, void(std::error_code, std::size_t)>(
         [this](auto h, std::string t) { do_delete_tag(std::move(t), std::move(h)); }, token,

@@ -79,6 +79,9 @@ struct new_message {
   struct summary summary;
   std::string raw;  ///< the message exactly as received (after dot-unstuffing)
   std::vector<std::string> tags;
+  /// When set (imports, tests): the received time to record instead of the store's
+  /// clock. Listings stay in arrival order whatever it says.
+  std::optional<time_point> created;
 };
 
 /// Length of a message ID: 22 characters of [0-9A-Za-z].
@@ -96,7 +99,7 @@ struct stored_message {
   time_point created;     ///< when the store accepted it (UTC)
   struct envelope envelope;
   struct summary summary;
-  std::size_t size = 0;   ///< bytes of the raw message
+  std::size_t size = 0;  ///< bytes of the raw message
   /// The message exactly as received. Listings may hand out records without it
   /// (`has_raw` false); store::async_get always loads it.
   std::string raw;
@@ -107,9 +110,7 @@ struct stored_message {
 
   // For stores only: publication-time setup and the two mutable fields.
   void init_read(bool r) noexcept { read_.store(r, std::memory_order_relaxed); }
-  bool exchange_read(bool r) const noexcept {
-    return read_.exchange(r, std::memory_order_relaxed);
-  }
+  bool exchange_read(bool r) const noexcept { return read_.exchange(r, std::memory_order_relaxed); }
   void set_tags(tag_list t) const noexcept { tags_.store(std::move(t), std::memory_order_release); }
 
  private:
@@ -135,12 +136,12 @@ struct page {
 /// Counters for /metrics. Gauges are exact at the moment they are read for the memory
 /// store; a distributed store reports what it last knew.
 struct store_stats {
-  std::uint64_t messages = 0;     ///< held now
-  std::uint64_t unread = 0;       ///< held now and not read
-  std::uint64_t bytes = 0;        ///< bytes held now (raw + summaries + tags)
-  std::uint64_t stored_total = 0; ///< accepted since start
-  std::uint64_t evicted_total = 0;///< dropped to respect the bounds (or expired)
-  std::uint64_t deleted_total = 0;///< removed by delete requests
+  std::uint64_t messages = 0;       ///< held now
+  std::uint64_t unread = 0;         ///< held now and not read
+  std::uint64_t bytes = 0;          ///< bytes held now (raw + summaries + tags)
+  std::uint64_t stored_total = 0;   ///< accepted since start
+  std::uint64_t evicted_total = 0;  ///< dropped to respect the bounds (or expired)
+  std::uint64_t deleted_total = 0;  ///< removed by delete requests
   std::uint64_t rejected_total = 0;
 };
 

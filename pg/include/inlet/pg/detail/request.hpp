@@ -20,6 +20,11 @@ struct timer_slot;  // per-request timeout timer (src/connection.cpp)
 /// Where a completion is delivered from (request_base::deliver).
 enum class completion_from : unsigned char { initiation, own_executor, any_thread };
 
+/// What a request does to its connection's exclusive owner (a transaction): `begin`
+/// takes the connection for a new owner (later requests of others wait), `end` gives it
+/// back once its Sync has arrived.
+enum class lease_action : unsigned char { none, begin, end };
+
 struct request_base;
 /// Shared by a request and the handler installed in its cancellation slot. The slot
 /// handler runs on whichever thread emits the signal; it only posts to the connection's
@@ -35,11 +40,13 @@ struct request_base {
   int prepare_results = 0;       // leading results that belong to a Parse we sent
   bool finished = false;         // completion delivered (or abandoned)
   bool sent = false;
-  std::uint64_t seq = 0;  // send order on its connection (owner of pending statements)
-  batch* bat = nullptr;   // an explicit batch (its own result routing), else null
-  std::string stmt_key;   // cache key when this request prepared a statement
-  std::error_code ec;     // first error of this request
-  result res;             // last data result, or the error result
+  std::uint64_t seq = 0;    // send order on its connection (owner of pending statements)
+  std::uint64_t owner = 0;  // the transaction (lease) it belongs to, 0 for none
+  lease_action lease = lease_action::none;
+  batch* bat = nullptr;  // an explicit batch (its own result routing), else null
+  std::string stmt_key;  // cache key when this request prepared a statement
+  std::error_code ec;    // first error of this request
+  result res;            // last data result, or the error result
   timer_slot* timer = nullptr;
   std::unique_ptr<diagnostics> diag;    // this request's failure detail (made on failure only)
   std::shared_ptr<cancel_link> cancel;  // only when the handler has a cancellation slot

@@ -1,0 +1,13 @@
+// expect-compiles: the control: correct use compiles (also with -Wconsumed -Werror).
+#include "common.hpp"
+
+asio::awaitable<void> body(pg::pool& p) {
+  auto tx = co_await pg::async_begin(p);
+  co_await tx.async_execute("SELECT 1");
+  auto sp = co_await tx.async_savepoint();
+  co_await std::move(sp).async_release();
+  co_await std::move(tx).async_commit();
+  auto tx2 = co_await pg::async_begin(p);
+  pg::transaction moved = std::move(tx2);
+  co_await std::move(moved).async_rollback();
+}
