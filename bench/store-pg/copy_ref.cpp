@@ -27,11 +27,12 @@ using clock_type = std::chrono::steady_clock;
 namespace {
 
 constexpr const char* message_columns =
-    "id, received, home, primary_bucket, mailboxes, buckets, helo, mail_from, rcpt_to, remote, "
+    "id, received, created, home, primary_bucket, mailboxes, buckets, helo, mail_from, rcpt_to, "
+    "remote, "
     "protocol, "
     "auth_user, from_addr, to_addrs, cc_addrs, bcc_addrs, reply_to_addrs, subject, sent, "
     "message_id, snippet, "
-    "attachments, inline_parts, search_text, size, tags, read, raw";
+    "attachments, inline_parts, search_text, fields, size, tags, read, raw";
 
 bool ok(PGconn* c, PGresult* r, ExecStatusType want) {
   bool good = PQresultStatus(r) == want;
@@ -173,6 +174,7 @@ int main(int argc, char** argv) {
         m.summary = std::move(nm.summary);
         m.raw = std::move(nm.raw);
         m.size = m.raw.size();
+        m.created = now;
         std::vector<std::string> boxes{box};
         std::vector<std::int32_t> bks{b};
         pgs::copy_view v{&m, us, true, b, &boxes, &bks, false};

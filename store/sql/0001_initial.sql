@@ -35,6 +35,7 @@ CREATE TABLE mail.part (
 CREATE TABLE mail.message (
   id text COLLATE "C" NOT NULL,
   received timestamptz NOT NULL,
+  created timestamptz NOT NULL,
   home boolean NOT NULL,
   primary_bucket int NOT NULL,
   mailboxes text[] COLLATE "C" NOT NULL,
@@ -57,6 +58,7 @@ CREATE TABLE mail.message (
   attachments mail.attach[] NOT NULL,
   inline_parts int NOT NULL,
   search_text text NOT NULL,
+  fields text[] NOT NULL,
   size bigint NOT NULL,
   read boolean NOT NULL DEFAULT false,
   tags text[] NOT NULL DEFAULT '{}',
@@ -92,6 +94,7 @@ CREATE TABLE mail.tag (
 CREATE TYPE mail.new_message_v1 AS (
   id text,
   received timestamptz,
+  created timestamptz,
   home boolean,
   primary_bucket int,
   mailboxes text[],
@@ -114,6 +117,7 @@ CREATE TYPE mail.new_message_v1 AS (
   attachments mail.attach[],
   inline_parts int,
   search_text text,
+  fields text[],
   size bigint,
   tags text[],
   read boolean,
@@ -159,16 +163,16 @@ BEGIN
   -- this block, at the price of one subtransaction per batch).
   BEGIN
     WITH ins AS (
-      INSERT INTO mail.message (id, received, home, primary_bucket, mailboxes, buckets, helo,
+      INSERT INTO mail.message (id, received, created, home, primary_bucket, mailboxes, buckets, helo,
                                 mail_from, rcpt_to, remote, protocol, auth_user, from_addr,
                                 to_addrs, cc_addrs, bcc_addrs, reply_to_addrs, subject, sent,
                                 message_id, snippet, attachments, inline_parts, search_text,
-                                size, tags, read, raw)
-      SELECT m.id, m.received, m.home, m.primary_bucket, m.mailboxes, m.buckets, m.helo,
+                                fields, size, tags, read, raw)
+      SELECT m.id, m.received, m.created, m.home, m.primary_bucket, m.mailboxes, m.buckets, m.helo,
              m.mail_from, m.rcpt_to, m.remote, m.protocol, m.auth_user, m.from_addr,
              m.to_addrs, m.cc_addrs, m.bcc_addrs, m.reply_to_addrs, m.subject, m.sent,
              m.message_id, m.snippet, m.attachments, m.inline_parts, m.search_text,
-             m.size, m.tags, m.read, m.raw
+             m.fields, m.size, m.tags, m.read, m.raw
         FROM unnest(msgs) AS m
       RETURNING id, received, home, read, size, tags, mailboxes, buckets
     ), inb AS (
@@ -193,16 +197,16 @@ BEGIN
   END;
 
   WITH ins AS (
-    INSERT INTO mail.message (id, received, home, primary_bucket, mailboxes, buckets, helo,
+    INSERT INTO mail.message (id, received, created, home, primary_bucket, mailboxes, buckets, helo,
                               mail_from, rcpt_to, remote, protocol, auth_user, from_addr,
                               to_addrs, cc_addrs, bcc_addrs, reply_to_addrs, subject, sent,
                               message_id, snippet, attachments, inline_parts, search_text,
-                              size, tags, read, raw)
-    SELECT m.id, m.received, m.home, m.primary_bucket, m.mailboxes, m.buckets, m.helo,
+                              fields, size, tags, read, raw)
+    SELECT m.id, m.received, m.created, m.home, m.primary_bucket, m.mailboxes, m.buckets, m.helo,
            m.mail_from, m.rcpt_to, m.remote, m.protocol, m.auth_user, m.from_addr,
            m.to_addrs, m.cc_addrs, m.bcc_addrs, m.reply_to_addrs, m.subject, m.sent,
            m.message_id, m.snippet, m.attachments, m.inline_parts, m.search_text,
-           m.size, m.tags, m.read, m.raw
+           m.fields, m.size, m.tags, m.read, m.raw
       FROM unnest(msgs) AS m
     ON CONFLICT DO NOTHING
     RETURNING id, received, home, read, size, tags
@@ -498,6 +502,17 @@ BEGIN
 END
 $$;
 
+-- Case folding as search::fold_case does it (ASCII, Latin-1, Latin Extended-A, Greek and
+-- Cyrillic capitals; each character keeps its length): the tag comparisons of searches,
+-- renames and deletes. The message's other searchable fields are folded by inletd when it
+-- stores them (mail.message.fields). Needs a UTF-8 database.
+CREATE FUNCTION mail.fold(s text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+  SELECT translate(s,
+    'ABCDEFGHIJKLMNOPQRSTUVWXYZÀÁÂÃÄÅÆÇÈÉÊËÌÍÎÏÐÑÒÓÔÕÖØÙÚÛÜÝÞŸĀĂĄĆĈĊČĎĐĒĔĖĘĚĜĞĠĢĤĦĨĪĬĮİĲĴĶŊŌŎŐŒŔŖŘŚŜŞŠŢŤŦŨŪŬŮŰŲŴŶĹĻĽĿŁŃŅŇŹŻŽΑΒΓΔΕΖΗΘΙΚΛΜΝΞΟΠΡΣΤΥΦΧΨΩАБВГДЕЖЗИЙКЛМНОПРСТУФХЦЧШЩЪЫЬЭЮЯЀЁЂЃЄЅІЇЈЉЊЋЌЍЎЏ',
+    'abcdefghijklmnopqrstuvwxyzàáâãäåæçèéêëìíîïðñòóôõöøùúûüýþÿāăąćĉċčďđēĕėęěĝğġģĥħĩīĭįıĳĵķŋōŏőœŕŗřśŝşšţťŧũūŭůűųŵŷĺļľŀłńņňźżžαβγδεζηθικλμνξοπρστυφχψωабвгдежзийклмнопрстуфхцчшщъыьэюяѐёђѓєѕіїјљњћќѝўџ')
+$$;
+
 -- Listing tags and renaming or deleting one look tagged messages up through this index
 -- (most messages have no tag and stay out of it).
 CREATE INDEX message_tags ON mail.message USING gin (tags) WHERE tags <> '{}';
@@ -507,8 +522,8 @@ CREATE INDEX message_tags ON mail.message USING gin (tags) WHERE tags <> '{}';
 CREATE FUNCTION mail.retag(tags text[], old text, new text) RETURNS text[]
 LANGUAGE sql IMMUTABLE AS $$
   SELECT coalesce(array_agg(t ORDER BY ord), '{}')
-    FROM (SELECT t, ord, row_number() OVER (PARTITION BY lower(t) ORDER BY ord) AS rn
-            FROM (SELECT CASE WHEN lower(x) = lower(old) THEN new ELSE x END AS t, ord
+    FROM (SELECT t, ord, row_number() OVER (PARTITION BY mail.fold(t) ORDER BY ord) AS rn
+            FROM (SELECT CASE WHEN mail.fold(x) = mail.fold(old) THEN new ELSE x END AS t, ord
                     FROM unnest(tags) WITH ORDINALITY AS u(x, ord)) a
            WHERE t IS NOT NULL) b
    WHERE rn = 1
@@ -523,7 +538,7 @@ DECLARE
   spellings text[];
 BEGIN
   PERFORM mail.ownership_lock_shared();
-  SELECT coalesce(array_agg(tag), '{}') INTO spellings FROM mail.tag WHERE lower(tag) = lower(old);
+  SELECT coalesce(array_agg(tag), '{}') INTO spellings FROM mail.tag WHERE mail.fold(tag) = mail.fold(old);
   SELECT coalesce(array_agg(m.id), '{}') INTO busy
     FROM mail.message m
    WHERE m.tags <> '{}' AND m.tags && spellings AND NOT mail.writable(m.buckets);

@@ -11,6 +11,7 @@
 #include "inlet/store/pg_store.hpp"
 #include "params.hpp"
 #include "pg_test_env.hpp"
+#include "search_cases.hpp"
 #include "wire.hpp"
 
 using namespace std::chrono_literals;
@@ -533,4 +534,13 @@ TEST_F(PgStore, AMailboxCapKeepsTheNewest) {
   ASSERT_FALSE(oec);
   ASSERT_EQ(op.messages.size(), 1u);
   EXPECT_EQ(op.messages[0]->id, ids[3]);
+}
+
+TEST_F(PgStore, PassesTheSharedSearchTable) {
+  // The same queries and expectations as the memory store (store/test/search_cases.hpp):
+  // search compiled to SQL means what search::matches means. Three shards, so the
+  // fixture's messages are spread and the listing is merged.
+  st::pg_store s(pgtest::config(3));
+  ASSERT_TRUE(s.wait_ready(20s));
+  inlet::store::test::run_search_table(s);
 }

@@ -77,10 +77,10 @@ TEST(PgWire, AddressAndAttachmentArraysRoundTrip) {
   copy_view v{&m, 1'700'000'000'000'000, true, 7, &boxes, &buckets, false};
   std::string out;
   encode_copy(out, t, v);
-  // Walk the record: 28 columns, each OID + length, and decode the composite columns.
+  // Walk the record: 30 columns, each OID + length, and decode the composite columns.
   const char* p = out.data();
   const char* end = p + out.size();
-  ASSERT_EQ(get_i32(p), 28);
+  ASSERT_EQ(get_i32(p), 30);
   p += 4;
   std::vector<std::pair<std::uint32_t, std::string_view>> cols;
   while (p < end) {
@@ -92,34 +92,34 @@ TEST(PgWire, AddressAndAttachmentArraysRoundTrip) {
     if (len > 0) p += len;
   }
   ASSERT_EQ(p, end);
-  ASSERT_EQ(cols.size(), 28u);
+  ASSERT_EQ(cols.size(), 30u);
   EXPECT_EQ(cols[0].second, m.id);
-  EXPECT_EQ(cols[12].first, t.addr);
+  EXPECT_EQ(cols[13].first, t.addr);
   address from;
-  ASSERT_TRUE(decode_addr(cols[12].second, from));
+  ASSERT_TRUE(decode_addr(cols[13].second, from));
   EXPECT_EQ(from, m.summary.from);
-  EXPECT_EQ(cols[13].first, t.addr_array);
+  EXPECT_EQ(cols[14].first, t.addr_array);
   std::vector<address> to;
-  ASSERT_TRUE(decode_addr_array(cols[13].second, to));
+  ASSERT_TRUE(decode_addr_array(cols[14].second, to));
   EXPECT_EQ(to, m.summary.to);
   std::vector<address> cc{{"x", "y"}};
-  ASSERT_TRUE(decode_addr_array(cols[14].second, cc));  // empty array
+  ASSERT_TRUE(decode_addr_array(cols[15].second, cc));  // empty array
   EXPECT_TRUE(cc.empty());
-  EXPECT_EQ(cols[21].first, t.attach_array);
+  EXPECT_EQ(cols[22].first, t.attach_array);
   std::vector<attachment_info> att;
-  ASSERT_TRUE(decode_attach_array(cols[21].second, att));
+  ASSERT_TRUE(decode_attach_array(cols[22].second, att));
   ASSERT_EQ(att.size(), 2u);
   EXPECT_EQ(att[0].filename, m.summary.attachments[0].filename);
   EXPECT_EQ(att[0].content_type, "application/pdf");
   EXPECT_EQ(att[0].size, 12345u);
   std::vector<std::string> rcpt;
-  ASSERT_TRUE(decode_text_array(cols[8].second, rcpt));
+  ASSERT_TRUE(decode_text_array(cols[9].second, rcpt));
   EXPECT_EQ(rcpt, m.envelope.rcpt_to);
   std::vector<std::int32_t> b;
-  ASSERT_TRUE(decode_int4_array(cols[5].second, b));
+  ASSERT_TRUE(decode_int4_array(cols[6].second, b));
   EXPECT_EQ(b, buckets);
-  EXPECT_EQ(cols[18].second.size(), 0u);  // sent: NULL (no Date)
-  EXPECT_EQ(cols[27].second, m.raw);
+  EXPECT_EQ(cols[19].second.size(), 0u);  // sent: NULL (no Date)
+  EXPECT_EQ(cols[29].second, m.raw);
 }
 
 TEST(PgWire, DecodersRejectEveryTruncation) {

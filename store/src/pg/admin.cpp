@@ -165,8 +165,7 @@ std::error_code copy_bucket(pg::connection& a, pg::connection& b, std::int32_t b
         mine.push_back(boxes[k]);
         mine_b.push_back(bks[k]);
       }
-      auto us = std::chrono::duration_cast<std::chrono::microseconds>(m.created.time_since_epoch())
-                    .count();
+      auto us = static_cast<std::int64_t>(m.seq);  // arrival: the ID's time and the partition key
       pgs::copy_view v{&m, us, false, primary, &mine, &mine_b, m.is_read()};
       pgs::encode_copy(encoded[static_cast<std::size_t>(i)], types, v);
       last = m.id;

@@ -34,19 +34,14 @@ std::chrono::seconds choose_interval(const pg_store_config& c) {
   return seconds(s.count() / 60 * 60);
 }
 
-// Case-insensitive (ASCII) de-duplication, keeping the first spelling.
+// De-duplication as the store interface compares tags (search::fold_case), keeping the
+// first spelling.
 std::vector<std::string> dedupe_tags(std::vector<std::string> tags) {
-  std::vector<std::string> out;
-  auto lower = [](std::string s) {
-    for (auto& c : s)
-      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    return s;
-  };
-  std::vector<std::string> seen;
+  std::vector<std::string> out, seen;
   for (auto& t : tags) {
-    auto l = lower(t);
-    if (t.empty() || std::find(seen.begin(), seen.end(), l) != seen.end()) continue;
-    seen.push_back(std::move(l));
+    auto f = search::fold_case(t);
+    if (t.empty() || std::find(seen.begin(), seen.end(), f) != seen.end()) continue;
+    seen.push_back(std::move(f));
     out.push_back(std::move(t));
   }
   return out;
@@ -198,8 +193,10 @@ void engine::put(new_message msg, put_handler done) {
   auto rec = std::make_shared<stored_message>();
   rec->id = make_id(us, static_cast<std::uint32_t>(primary));
   rec->seq = static_cast<std::uint64_t>(us);
-  rec->created =
-      time_point(std::chrono::duration_cast<time_point::duration>(std::chrono::microseconds(us)));
+  // Arrival (the ID, the order of listings, the partition) is the store's clock; the time
+  // shown and searched is the caller's when it gives one (imports, tests).
+  rec->created = msg.created.value_or(
+      time_point(std::chrono::duration_cast<time_point::duration>(std::chrono::microseconds(us))));
   rec->envelope = std::move(msg.envelope);
   rec->summary = std::move(msg.summary);
   rec->raw = std::move(msg.raw);

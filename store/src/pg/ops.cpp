@@ -697,9 +697,7 @@ void engine::set_tags(selection which, std::vector<std::string> tags,
     // Kept as given, duplicates (case-insensitive) dropped.
     std::vector<std::string> clean, seen;
     for (auto& t : tags) {
-      std::string l = t;
-      for (auto& c : l)
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+      std::string l = search::fold_case(t);
       if (t.empty() || std::find(seen.begin(), seen.end(), l) != seen.end()) continue;
       seen.push_back(std::move(l));
       clean.push_back(std::move(t));
@@ -764,9 +762,7 @@ void engine::list_tags(handler<void(std::error_code, std::vector<std::string>)> 
         continue;
       }
       for (auto& t : *r) {
-        std::string l = t;
-        for (auto& c : l)
-          if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+        std::string l = search::fold_case(t);
         auto [it, fresh] = by_lower.emplace(l, t);
         if (!fresh && t < it->second) it->second = t;
       }

@@ -9,11 +9,10 @@ namespace inlet::store::pgstore {
 namespace {
 
 constexpr const char* summary_names[] = {
-    "id",         "received",  "helo",           "mail_from",    "rcpt_to",
-    "remote",     "protocol",  "auth_user",      "from_addr",    "to_addrs",
-    "cc_addrs",   "bcc_addrs", "reply_to_addrs", "subject",      "sent",
-    "message_id", "snippet",   "attachments",    "inline_parts", "size",
-    "read",       "tags"};
+    "id",          "received",       "created",   "helo",      "mail_from",  "rcpt_to",
+    "remote",      "protocol",       "auth_user", "from_addr", "to_addrs",   "cc_addrs",
+    "bcc_addrs",   "reply_to_addrs", "subject",   "sent",      "message_id", "snippet",
+    "attachments", "inline_parts",   "size",      "read",      "tags"};
 constexpr int summary_count = sizeof summary_names / sizeof summary_names[0];
 
 std::error_code bad_row() {
@@ -56,48 +55,49 @@ std::string summary_columns(std::string_view alias, bool with_raw) {
 
 std::error_code read_summary_row(const pg::result& r, int row, bool with_raw, stored_message& m) {
   if (r.columns() < summary_count + (with_raw ? 2 : 0)) return bad_row();
-  pg::timestamptz received{};
-  if (r.at(row, 1).as(received)) return bad_row();
+  pg::timestamptz received{}, created{};
+  if (r.at(row, 1).as(received) || r.at(row, 2).as(created)) return bad_row();
   text(r, row, 0, m.id);
-  m.created = to_time(received);
-  m.seq = static_cast<std::uint64_t>(received.time_since_epoch().count());
-  text(r, row, 2, m.envelope.helo);
-  text(r, row, 3, m.envelope.mail_from);
-  if (r.at(row, 4).as(m.envelope.rcpt_to)) return bad_row();
-  text(r, row, 5, m.envelope.remote);
-  text(r, row, 6, m.envelope.protocol);
-  text(r, row, 7, m.envelope.auth_user);
+  m.created = to_time(created);
+  m.seq = static_cast<std::uint64_t>(received.time_since_epoch().count());  // arrival order
+  int c = 3;
+  text(r, row, c++, m.envelope.helo);
+  text(r, row, c++, m.envelope.mail_from);
+  if (r.at(row, c++).as(m.envelope.rcpt_to)) return bad_row();
+  text(r, row, c++, m.envelope.remote);
+  text(r, row, c++, m.envelope.protocol);
+  text(r, row, c++, m.envelope.auth_user);
   auto& s = m.summary;
-  if (!decode_addr(r.at(row, 8).bytes(), s.from)) return bad_row();
-  if (!decode_addr_array(r.at(row, 9).bytes(), s.to)) return bad_row();
-  if (!decode_addr_array(r.at(row, 10).bytes(), s.cc)) return bad_row();
-  if (!decode_addr_array(r.at(row, 11).bytes(), s.bcc)) return bad_row();
-  if (!decode_addr_array(r.at(row, 12).bytes(), s.reply_to)) return bad_row();
-  text(r, row, 13, s.subject);
+  if (!decode_addr(r.at(row, c++).bytes(), s.from)) return bad_row();
+  if (!decode_addr_array(r.at(row, c++).bytes(), s.to)) return bad_row();
+  if (!decode_addr_array(r.at(row, c++).bytes(), s.cc)) return bad_row();
+  if (!decode_addr_array(r.at(row, c++).bytes(), s.bcc)) return bad_row();
+  if (!decode_addr_array(r.at(row, c++).bytes(), s.reply_to)) return bad_row();
+  text(r, row, c++, s.subject);
   std::optional<pg::timestamptz> sent;
-  if (r.at(row, 14).as(sent)) return bad_row();
+  if (r.at(row, c++).as(sent)) return bad_row();
   if (sent)
     s.date = to_time(*sent);
   else
     s.date.reset();
-  text(r, row, 15, s.message_id);
-  text(r, row, 16, s.snippet);
-  if (!decode_attach_array(r.at(row, 17).bytes(), s.attachments)) return bad_row();
+  text(r, row, c++, s.message_id);
+  text(r, row, c++, s.snippet);
+  if (!decode_attach_array(r.at(row, c++).bytes(), s.attachments)) return bad_row();
   std::int32_t inline_parts = 0;
-  if (r.at(row, 18).as(inline_parts)) return bad_row();
+  if (r.at(row, c++).as(inline_parts)) return bad_row();
   s.inline_parts = static_cast<std::uint32_t>(inline_parts);
   std::int64_t size = 0;
-  if (r.at(row, 19).as(size)) return bad_row();
+  if (r.at(row, c++).as(size)) return bad_row();
   m.size = static_cast<std::size_t>(size);
   bool read = false;
-  if (r.at(row, 20).as(read)) return bad_row();
+  if (r.at(row, c++).as(read)) return bad_row();
   m.init_read(read);
   std::vector<std::string> tags;
-  if (r.at(row, 21).as(tags)) return bad_row();
+  if (r.at(row, c++).as(tags)) return bad_row();
   m.set_tags(std::make_shared<const std::vector<std::string>>(std::move(tags)));
   if (with_raw) {
-    text(r, row, 22, s.search_text);
-    auto raw = r.at(row, 23);
+    text(r, row, c++, s.search_text);
+    auto raw = r.at(row, c++);
     if (raw.is_null()) return bad_row();
     m.raw.assign(raw.bytes());
     m.has_raw = true;
@@ -112,20 +112,17 @@ std::error_code read_summary_row(const pg::result& r, int row, bool with_raw, st
 
 namespace {
 
-// Case-insensitive containment of a lower-cased needle: lower() here and
-// search::matches' lower-casing must agree (see docs/store-pg.md, search).
-std::string contains(std::string_view expr, const std::string& param) {
-  return "strpos(lower(" + std::string(expr) + "), " + param + ") > 0";
+// A folded header field (mail.message.fields, in wire.hpp's fields_order) as SQL.
+std::string field_sql(search::field f) {
+  for (std::size_t i = 0; i < fields_order.size(); ++i)
+    if (fields_order[i] == f) return "m.fields[" + std::to_string(i + 1) + "]";
+  return "''";
 }
 
-std::string addr_list_contains(std::string_view column, const std::string& p) {
-  return "EXISTS (SELECT 1 FROM unnest(m." + std::string(column) + ") AS a WHERE " +
-         contains("a.name", p) + " OR " + contains("a.address", p) + ")";
-}
-
-std::string addr_contains(std::string_view column, const std::string& p) {
-  return "(" + contains("(m." + std::string(column) + ").name", p) + " OR " +
-         contains("(m." + std::string(column) + ").address", p) + ")";
+// Substring test on folded text: the needle is folded by search::parse, the fields by
+// inletd when it stored them (search::prepared_fields), as search::matches compares.
+std::string contains(const std::string& hay, const std::string& needle) {
+  return "strpos(" + hay + ", " + needle + ") > 0";
 }
 
 }  // namespace
@@ -160,37 +157,27 @@ compiled_search compile_search(const search::query& q, int tp, int ip, int sp) {
         auto p = text_param(t.value);
         switch (t.where) {
           case field::text:
-            c = "strpos(m.search_text, " + p + ") > 0";
+            c = contains("m.search_text", p);
             break;
           case field::to:
-            c = addr_list_contains("to_addrs", p);
-            break;
           case field::from:
-            c = addr_contains("from_addr", p);
-            break;
           case field::cc:
-            c = addr_list_contains("cc_addrs", p);
-            break;
           case field::bcc:
-            c = addr_list_contains("bcc_addrs", p);
-            break;
           case field::reply_to:
-            c = addr_list_contains("reply_to_addrs", p);
-            break;
-          case field::addressed:
-            c = "(" + addr_list_contains("to_addrs", p) + " OR " +
-                addr_list_contains("cc_addrs", p) + " OR " + addr_list_contains("bcc_addrs", p) +
-                " OR " + addr_list_contains("reply_to_addrs", p) +
-                " OR EXISTS (SELECT 1 FROM unnest(m.rcpt_to) AS r WHERE " + contains("r", p) + "))";
-            break;
           case field::subject:
-            c = contains("m.subject", p);
+            c = contains(field_sql(t.where), p);
+            break;
+          case field::addressed:  // From, To, Cc, Bcc, Reply-To, as search::matches
+            c = "(" + contains(field_sql(field::to), p) + " OR " +
+                contains(field_sql(field::from), p) + " OR " + contains(field_sql(field::cc), p) +
+                " OR " + contains(field_sql(field::bcc), p) + " OR " +
+                contains(field_sql(field::reply_to), p) + ")";
             break;
           case field::message_id:
-            c = "lower(m.message_id) = " + p;
+            c = field_sql(field::message_id) + " = " + p;
             break;
           case field::tag:
-            c = "EXISTS (SELECT 1 FROM unnest(m.tags) AS g WHERE lower(g) = " + p + ")";
+            c = "EXISTS (SELECT 1 FROM unnest(m.tags) AS g WHERE mail.fold(g) = " + p + ")";
             break;
         }
         break;
@@ -211,13 +198,13 @@ compiled_search compile_search(const search::query& q, int tp, int ip, int sp) {
         c = "m.inline_parts > 0";
         break;
       case kind::after:
-        c = "m.received >= " + instant_param(t.when);
+        c = "m.created >= " + instant_param(t.when);
         break;
       case kind::before:
-        c = "m.received < " + instant_param(t.when);
+        c = "m.created < " + instant_param(t.when);
         break;
       case kind::larger:
-        c = "m.size >= " + size_param(t.bytes);
+        c = "m.size > " + size_param(t.bytes);
         break;
       case kind::smaller:
         c = "m.size < " + size_param(t.bytes);

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "inlet/store/search.hpp"
+
 namespace inlet::store::pgstore {
 
 void put_i32(std::string& out, std::int32_t v) {
@@ -183,9 +185,10 @@ void encode_copy(std::string& out, const shard_types& t, const copy_view& c) {
   const stored_message& m = *c.msg;
   const summary& s = m.summary;
   const envelope& e = m.envelope;
-  record_writer r(out, 28);
+  record_writer r(out, 30);
   r.text(m.id);
   r.timestamptz(c.received_us);
+  r.timestamptz(unix_us(m.created));
   r.boolean(c.home);
   r.int4(c.primary_bucket);
   array_column(r, oids::text_array, oids::text, *c.mailboxes,
@@ -216,6 +219,20 @@ void encode_copy(std::string& out, const shard_types& t, const copy_view& c) {
   array_column(r, t.attach_array, t.attach, s.attachments, encode_attach_record);
   r.int4(static_cast<std::int32_t>(s.inline_parts));
   r.text(s.search_text);
+  {
+    // The header fields as search::matches sees them (folded), in the order of
+    // fields_order; searches compare against these.
+    search::prepared_fields pf(m);
+    std::size_t at = r.open(oids::text_array);
+    encode_array_header(out, oids::text, fields_order.size());
+    for (auto f : fields_order) {
+      std::size_t len_at = out.size();
+      put_i32(out, 0);
+      append_text(out, pf.get(f));
+      patch_i32(out, len_at, static_cast<std::int32_t>(out.size() - len_at - 4));
+    }
+    r.close(at);
+  }
   r.int8(static_cast<std::int64_t>(m.size));
   auto tags = m.tags();
   array_column(r, oids::text_array, oids::text, *tags,

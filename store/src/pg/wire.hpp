@@ -16,12 +16,14 @@
 // Thread-safety: plain functions over caller-owned buffers.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "inlet/store/search.hpp"
 #include "inlet/store/types.hpp"
 
 namespace inlet::store::pgstore {
@@ -45,11 +47,16 @@ struct shard_types {
 /// Microseconds since 1970 <-> PostgreSQL's timestamptz (microseconds since 2000).
 inline constexpr std::int64_t pg_epoch_offset_us = 946'684'800'000'000;
 
+/// The folded header fields a copy carries for searches (mail.message.fields), in order.
+inline constexpr std::array<search::field, 7> fields_order = {
+    search::field::to,       search::field::from,    search::field::cc,        search::field::bcc,
+    search::field::reply_to, search::field::subject, search::field::message_id};
+
 /// One copy of a message as a shard stores it: the message plus what is particular to
 /// this shard (its recipients' mailboxes here, their buckets, whether it is the home copy).
 struct copy_view {
-  const stored_message* msg = nullptr;
-  std::int64_t received_us = 0;  ///< microseconds since 1970 (== what the ID carries)
+  const stored_message* msg = nullptr;  ///< msg->created is the time the API shows
+  std::int64_t received_us = 0;  ///< arrival, microseconds since 1970 (== what the ID carries)
   bool home = false;
   std::int32_t primary_bucket = 0;
   const std::vector<std::string>* mailboxes = nullptr;
