@@ -3,7 +3,9 @@
 // running), reads, updates, tags, retention.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -543,4 +545,64 @@ TEST_F(PgStore, PassesTheSharedSearchTable) {
   st::pg_store s(pgtest::config(3));
   ASSERT_TRUE(s.wait_ready(20s));
   inlet::store::test::run_search_table(s);
+}
+
+TEST_F(PgStore, EventsReachEveryInstance) {
+  auto cfg = pgtest::config(3);
+  st::pg_store a(cfg), b(cfg);
+  ASSERT_TRUE(a.wait_ready(20s));
+  ASSERT_TRUE(b.wait_ready(20s));
+  struct seen_t {
+    std::mutex mu;
+    std::vector<st::store_event> events;
+    std::size_t count(st::store_event::kind k) {
+      std::lock_guard lk(mu);
+      return static_cast<std::size_t>(
+          std::count_if(events.begin(), events.end(), [k](auto& e) { return e.what == k; }));
+    }
+  };
+  auto on_a = std::make_shared<seen_t>(), on_b = std::make_shared<seen_t>();
+  a.subscribe([on_a](const st::store_event& e) {
+    std::lock_guard lk(on_a->mu);
+    on_a->events.push_back(e);
+  });
+  b.subscribe([on_b](const st::store_event& e) {
+    std::lock_guard lk(on_b->mu);
+    on_b->events.push_back(e);
+  });
+  auto wait_for = [](seen_t& s, st::store_event::kind k, std::size_t n) {
+    for (int i = 0; i < 500 && s.count(k) < n; ++i) std::this_thread::sleep_for(10ms);
+    return s.count(k);
+  };
+  std::error_code ec;
+  // A message on three shards is announced once on each instance.
+  auto m = pgtest::put(
+      a, pgtest::message({mailbox_on(0, 3, 64), mailbox_on(1, 3, 64), mailbox_on(2, 3, 64)}, "hi"),
+      ec);
+  ASSERT_FALSE(ec);
+  using k = st::store_event::kind;
+  EXPECT_EQ(wait_for(*on_b, k::created, 1), 1u);
+  EXPECT_EQ(wait_for(*on_a, k::created, 1), 1u);
+  {
+    std::lock_guard lk(on_b->mu);
+    auto it = std::find_if(on_b->events.begin(), on_b->events.end(),
+                           [](auto& e) { return e.what == k::created; });
+    ASSERT_NE(it, on_b->events.end());
+    ASSERT_TRUE(it->message);
+    EXPECT_EQ(it->message->id, m->id);
+    EXPECT_EQ(it->message->summary.subject, "hi");
+  }
+  auto [rec, n] = pgtest::wait<std::size_t>(
+      [&](auto h) { a.async_set_read(st::selection::of_ids({m->id}), true, std::move(h)); });
+  ASSERT_FALSE(rec);
+  EXPECT_EQ(wait_for(*on_b, k::read_changed, 1), 1u);
+  auto [dec, dn] = pgtest::wait<std::size_t>(
+      [&](auto h) { b.async_remove(st::selection::of_ids({m->id}), std::move(h)); });
+  ASSERT_FALSE(dec);
+  EXPECT_EQ(wait_for(*on_a, k::deleted, 1), 1u);
+  std::this_thread::sleep_for(300ms);  // nothing more arrives: no instance hears itself twice
+  EXPECT_EQ(on_a->count(k::created), 1u);
+  EXPECT_EQ(on_b->count(k::created), 1u);
+  EXPECT_EQ(on_b->count(k::deleted), 1u);
+  EXPECT_EQ(on_a->count(k::read_changed), 1u);
 }

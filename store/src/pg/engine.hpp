@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "inlet/pg/connection.hpp"
+#include "inlet/pg/listener.hpp"
 #include "inlet/pg/pool.hpp"
 #include "inlet/store/pg_store.hpp"
 #include "wire.hpp"
@@ -128,6 +129,7 @@ class shard {
   struct slot;
 
   asio::awaitable<void> supervise();
+  asio::awaitable<void> listen();  // other instances' changes (LISTEN inlet_events)
   asio::awaitable<void> bring_up(pg::connection& conn);
   asio::awaitable<void> refresh(pg::connection& conn);
   asio::awaitable<void> maintain(pg::connection& conn);
@@ -149,6 +151,7 @@ class shard {
   std::atomic<int> live_slots_{0};
   std::atomic<std::shared_ptr<const shard_types>> types_;
   std::unique_ptr<pg::pool> pool_;
+  std::unique_ptr<pg::listener> listener_;
   shard_counters counters_;
 
   mutable std::mutex mu_;  // detail_, holdings_
@@ -212,6 +215,10 @@ class engine : public std::enable_shared_from_this<engine> {
   std::uint64_t subscribe(event_observer o);
   void unsubscribe(std::uint64_t h);
   void emit(const store_event& ev);
+  /// A notification from shard `from` (another instance's change; see mail.notify).
+  void on_notification(shard& from, std::string_view payload);
+  /// Notifications may have been missed (a listener reconnected): observers reload.
+  void on_gap();
   bool has_observers() const noexcept { return observer_count_.load() > 0; }
 
   // ---- stats ----

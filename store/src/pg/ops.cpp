@@ -858,3 +858,89 @@ void engine::delete_tag(std::string tag, handler<void(std::error_code, std::size
 }
 
 }  // namespace inlet::store::pgstore
+
+// ---- other instances' changes (LISTEN) ----------------------------------------------
+
+namespace inlet::store::pgstore {
+
+namespace {
+
+// The home copies among `ids` on shard s (summaries only), for created / tags events.
+asio::awaitable<std::vector<message_ptr>> home_rows(shard& s, std::vector<std::string> ids) {
+  static const std::string sql =
+      "SELECT " + summary_columns("m", false) +
+      " FROM mail.message m WHERE m.id = ANY($1) AND m.received = ANY($2)"
+      " AND m.home ORDER BY m.id";
+  std::vector<pg::timestamptz> rcvd;
+  for (auto& id : ids)
+    if (auto p = parse_id(id)) rcvd.push_back(ts_of(p->received_us));
+  auto r = co_await run(s, pg::sql(sql, std::move(ids), std::move(rcvd)));
+  std::vector<message_ptr> out;
+  if (auto ec = read_rows(r, false, out)) throw std::system_error(ec);
+  co_return out;
+}
+
+}  // namespace
+
+void engine::on_gap() {
+  if (!has_observers()) return;
+  store_event ev;
+  ev.what = store_event::kind::cleared;
+  emit(ev);
+}
+
+void engine::on_notification(shard& from, std::string_view payload) {
+  // "ORIGIN KIND [ID,ID,...]" (mail.notify); "- m": a bucket changed state.
+  auto sp = payload.find(' ');
+  if (sp == std::string_view::npos) return;
+  std::string_view origin = payload.substr(0, sp), rest = payload.substr(sp + 1);
+  auto sp2 = rest.find(' ');
+  std::string_view kind = rest.substr(0, sp2);
+  std::string_view list = sp2 == std::string_view::npos ? std::string_view{} : rest.substr(sp2 + 1);
+  if (kind == "m") {
+    for (auto& s : shards_) s->refresh_soon();
+    return;
+  }
+  if (origin == cfg_.instance || !has_observers()) return;
+  std::vector<std::string> ids;
+  for (std::size_t at = 0; at < list.size();) {
+    auto comma = list.find(',', at);
+    auto id =
+        list.substr(at, comma == std::string_view::npos ? std::string_view::npos : comma - at);
+    if (!id.empty()) ids.emplace_back(id);
+    if (comma == std::string_view::npos) break;
+    at = comma + 1;
+  }
+  store_event ev;
+  if (kind == "d" || kind == "r" || kind == "u") {
+    ev.what = kind == "d" ? store_event::kind::deleted : store_event::kind::read_changed;
+    ev.read = kind == "r";
+    ev.ids = std::move(ids);
+    emit(ev);
+    return;
+  }
+  if (kind == "x") {
+    ev.what = store_event::kind::cleared;
+    emit(ev);
+    return;
+  }
+  if ((kind != "c" && kind != "t") || ids.empty()) return;
+  // New or retagged messages: the events carry the records, read from the shard that
+  // announced them (only its home copies, so a message stored on several shards is
+  // announced once).
+  auto what = kind == "c" ? store_event::kind::created : store_event::kind::tags_changed;
+  asio::co_spawn(
+      io_, home_rows(from, std::move(ids)),
+      [self = shared_from_this(), what](std::exception_ptr e, std::vector<message_ptr> rows) {
+        if (e) return;  // the shard went away: observers miss this one
+        for (auto& m : rows) {
+          store_event ev;
+          ev.what = what;
+          ev.ids = {m->id};
+          ev.message = std::move(m);
+          self->emit(ev);
+        }
+      });
+}
+
+}  // namespace inlet::store::pgstore

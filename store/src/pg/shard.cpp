@@ -102,6 +102,36 @@ std::size_t shard::queued() const {
 
 void shard::start() {
   asio::co_spawn(strand_, supervise(), asio::detached);
+  if (eng_.config().events) {
+    pg::listener_options lo;
+    lo.dsn = dsn_;
+    listener_ = std::make_unique<pg::listener>(strand_, lo);
+    asio::co_spawn(strand_, listen(), asio::detached);
+  }
+}
+
+asio::awaitable<void> shard::listen() {
+  for (;;) {
+    auto [ec] =
+        co_await listener_->async_listen(eng_.channel(), asio::as_tuple(asio::use_awaitable));
+    if (!ec || stopping_.load()) break;
+    // The listener keeps the channel and keeps trying; wait for its next attempt.
+    asio::steady_timer t(strand_, eng_.config().reconnect_delay);
+    co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+  while (!stopping_.load()) {
+    auto [ec, n] = co_await listener_->async_receive(asio::as_tuple(asio::use_awaitable));
+    if (stopping_.load()) break;
+    if (ec) {
+      asio::steady_timer t(strand_, eng_.config().reconnect_delay);
+      co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+      continue;
+    }
+    if (n.gap)
+      eng_.on_gap();
+    else
+      eng_.on_notification(*this, n.payload);
+  }
 }
 
 void shard::stop() {
@@ -115,6 +145,7 @@ void shard::stop() {
       s->conn->close();
     }
     pool_->close();
+    if (listener_) listener_->close();
     // Copies still queued will not be written: fail them now.
     std::deque<copy_item> left;
     {
