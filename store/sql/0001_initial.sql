@@ -321,9 +321,11 @@ BEGIN
   -- A copy is refused when one of its buckets (for a home copy, also its primary bucket)
   -- is not owned here. The writer lists those as pairs (copy position, bucket), so the
   -- check does not unpack the copies themselves.
+  -- (A correlated subquery: one index probe per pair. NOT EXISTS would be planned as a
+  -- hash anti-join that reads every bucket row for each batch.)
   SELECT coalesce(array_agg(DISTINCT x.c), '{}') INTO refused
     FROM unnest(copy_of, bucket_of) AS x(c, b)
-   WHERE NOT EXISTS (SELECT 1 FROM mail.bucket k WHERE k.bucket = x.b AND k.state = 'owned');
+   WHERE (SELECT k.state FROM mail.bucket k WHERE k.bucket = x.b) IS DISTINCT FROM 'owned';
   IF cardinality(refused) > 0 THEN
     msgs := ARRAY(SELECT msgs[i] FROM generate_subscripts(msgs, 1) AS i
                    WHERE i <> ALL (refused) ORDER BY i);
@@ -334,7 +336,7 @@ BEGIN
     SELECT mail.trim_mailboxes(cap, coalesce(array_agg(x.mb), '{}'), coalesce(array_agg(x.b), '{}'))
       INTO trimmed
       FROM unnest(box_names, box_buckets) AS x(mb, b)
-     WHERE EXISTS (SELECT 1 FROM mail.bucket k WHERE k.bucket = x.b AND k.state = 'owned');
+     WHERE (SELECT k.state FROM mail.bucket k WHERE k.bucket = x.b) = 'owned';
   END IF;
   PERFORM mail.notify(channel, origin, 'c', stored);
   PERFORM mail.notify(channel, origin, 'd', trimmed);
@@ -345,8 +347,8 @@ $$;
 -- change while a move copies it away).
 CREATE FUNCTION mail.writable(buckets int[]) RETURNS boolean LANGUAGE sql STABLE AS $$
   SELECT NOT EXISTS (SELECT 1 FROM unnest(buckets) AS b(bucket)
-                      WHERE NOT EXISTS (SELECT 1 FROM mail.bucket k
-                                         WHERE k.bucket = b.bucket AND k.state = 'owned'))
+                      WHERE (SELECT k.state FROM mail.bucket k WHERE k.bucket = b.bucket)
+                            IS DISTINCT FROM 'owned')
 $$;
 
 -- The functions below take messages as parallel arrays of IDs and receive times (an ID

@@ -90,6 +90,11 @@ std::vector<shard_status> status(const std::vector<std::string>& shards) {
     std::vector<std::optional<std::string>> idx;
     c.query(pg::sql("SELECT (SELECT value FROM mail.meta WHERE key = 'shard')"), pg::into(idx), ec);
     if (!ec && !idx.empty() && idx.front()) s.shard_index = std::stoi(*idx.front());
+    std::vector<std::optional<std::string>> nb;
+    c.query(pg::sql("SELECT (SELECT value FROM mail.meta WHERE key = 'buckets')"), pg::into(nb),
+            ec);
+    if (!ec && !nb.empty() && nb.front())
+      s.buckets = static_cast<std::uint32_t>(std::stoul(*nb.front()));
     std::vector<std::tuple<std::int32_t, std::string>> b;
     c.query(pg::sql("SELECT bucket, state FROM mail.bucket ORDER BY bucket"), pg::into(b), ec);
     for (auto& [bucket, state] : b) {

@@ -6,10 +6,13 @@
 //
 // The --store list is the one inletd gets (same order). docs/store-pg.md, "Adding a shard".
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
+#include "ids.hpp"
 #include "inlet/store/pg_admin.hpp"
+#include "inlet/store/store.hpp"
 
 namespace adm = inlet::store::pg_admin;
 
@@ -83,6 +86,9 @@ int main(int argc, char** argv) {
   auto* mv = app.add_subcommand("move", "move one bucket to a shard");
   mv->add_option("bucket", bucket, "bucket number")->required();
   mv->add_option("shard", to, "target shard index")->required();
+  std::vector<std::string> addresses;
+  auto* wh = app.add_subcommand("where", "the bucket and shard of each mailbox address");
+  wh->add_option("address", addresses, "mailbox addresses")->required();
   bool dry = false;
   auto* rb = app.add_subcommand("rebalance", "move buckets until every shard has an equal share");
   rb->add_flag("--dry-run", dry, "print the moves only");
@@ -95,6 +101,26 @@ int main(int argc, char** argv) {
   }
   if (st->parsed()) return print_status(shards);
   if (mv->parsed()) return move(shards, bucket, to);
+  if (wh->parsed()) {
+    auto st = adm::status(shards);
+    std::uint32_t buckets = 0;
+    for (auto& s : st) buckets = std::max(buckets, s.buckets);
+    if (buckets == 0) {
+      std::fprintf(stderr, "inlet-pg-admin: no reachable shard is set up\n");
+      return 1;
+    }
+    for (auto& a : addresses) {
+      auto mailbox = inlet::store::normalize_mailbox(a);
+      auto b = static_cast<std::int32_t>(inlet::store::pgstore::bucket_of(mailbox, buckets));
+      int owner = -1;
+      for (auto& s : st)
+        if (std::find(s.owned.begin(), s.owned.end(), b) != s.owned.end() ||
+            std::find(s.frozen.begin(), s.frozen.end(), b) != s.frozen.end())
+          owner = static_cast<int>(s.index);
+      std::printf("%s bucket %d shard %d\n", mailbox.c_str(), b, owner);
+    }
+    return 0;
+  }
   auto plan = adm::plan_rebalance(adm::status(shards));
   std::printf("%zu moves\n", plan.size());
   for (auto [b, t] : plan) {

@@ -34,6 +34,9 @@ bool is_connection_loss(std::error_code ec) {
          ec == pg::condition::query_canceled;
 }
 
+// Copies that justify a transaction beside those in flight (see pump).
+constexpr std::size_t parallel_batch = 16;
+
 std::size_t size_bucket(std::size_t n) {
   std::size_t b = 0;
   while (n > 1 && b + 1 < shard_counters::size_buckets) {
@@ -373,6 +376,8 @@ void shard::pump() {
       queue_.clear();
     }
   }
+  std::size_t busy = 0;
+  for (auto& sp : slots_) busy += sp->st == slot::state::busy ? 1 : 0;
   for (auto& sp : slots_) {
     slot& s = *sp;
     if (s.st != slot::state::idle) continue;
@@ -381,6 +386,12 @@ void shard::pump() {
     steady::time_point wake_at{};
     {
       std::lock_guard lk(queue_mu_);
+      // Group commit: with nothing in flight a batch leaves at once (the latency of one
+      // commit at low load); with transactions in flight another starts only for a
+      // batch worth it (parallel_batch copies), else the queue keeps growing until a
+      // commit frees its connection. Per-transaction work is most of a small batch's
+      // cost, so this keeps batches large under load.
+      if (busy > 0 && queue_.size() < std::min(cfg.max_batch_messages, parallel_batch)) break;
       // Linger: with few copies waiting, give others a moment to join the batch.
       if (cfg.max_batch_wait.count() > 0 && !queue_.empty() &&
           queue_.size() < cfg.max_batch_messages &&
@@ -419,6 +430,7 @@ void shard::pump() {
     }
     if (batch.empty()) break;
     send(s, std::move(batch));
+    ++busy;
   }
   for (auto& i : expired) {
     counters_.copies_failed.fetch_add(1, std::memory_order_relaxed);

@@ -32,6 +32,7 @@ struct shard_status {
   std::string error;
   int schema_version = 0;
   int shard_index = -1;  ///< what the database says it is (-1: not set up)
+  std::uint32_t buckets = 0;  ///< the cluster's bucket count (0: not set up)
   std::vector<std::int32_t> owned, frozen, incoming, gone;
   std::int64_t messages = 0;  ///< home copies (what listings count)
   std::int64_t copies = 0;    ///< rows in mail.message
