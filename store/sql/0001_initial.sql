@@ -66,6 +66,9 @@ CREATE TABLE mail.message (
   PRIMARY KEY (id, received)
 ) PARTITION BY RANGE (received);
 ALTER TABLE mail.message ALTER COLUMN raw SET COMPRESSION lz4;
+-- search_text is a message's decoded text (up to 8 KiB): compressed too, with lz4 rather
+-- than the default pglz, which costs more CPU for no smaller result on mail.
+ALTER TABLE mail.message ALTER COLUMN search_text SET COMPRESSION lz4;
 
 -- The mailbox index: one row per (recipient mailbox, message) on the mailbox's shard.
 CREATE TABLE mail.inbox (
