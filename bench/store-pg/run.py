@@ -24,6 +24,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
@@ -170,6 +171,14 @@ def run_inletd(args, shards, kind, recipients, messages, timeout):
     return res
 
 
+def scratch():
+    """A fresh path for one program's JSON line (the programs append)."""
+    fd, path = tempfile.mkstemp(prefix="store-pg-bench.", suffix=".json")
+    os.close(fd)
+    os.remove(path)
+    return path
+
+
 def run_prog(cmd, timeout):
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     sys.stdout.write(out.stdout)
@@ -233,9 +242,7 @@ def main():
         for rnd in range(a.rounds):
             for sh in ([one, three] if rnd % 2 == 0 else [three, one]):
                 base = sum([["--store", d] for d in sh.dsns], []) + sum([["--pgdata", d] for d in sh.datas], [])
-                tmp = f"/tmp/store-pg-bench.{os.getpid()}.json"
-                if os.path.exists(tmp):
-                    os.remove(tmp)
+                tmp = scratch()
                 run_prog([os.path.join(a.build, "bin", "store_pg_bench")] + base +
                          ["--seconds", str(a.seconds), "--inflight", "256", "--fresh", "--json", tmp,
                           "--label", f"store{len(sh.dsns)}"], timeout)
@@ -253,9 +260,7 @@ def main():
     if "compression" not in skip:
         for rnd in range(a.rounds):
             for comp in (["lz4", "pglz", "none"] if rnd % 2 == 0 else ["none", "pglz", "lz4"]):
-                tmp = f"/tmp/store-pg-bench.{os.getpid()}.json"
-                if os.path.exists(tmp):
-                    os.remove(tmp)
+                tmp = scratch()
                 run_prog([os.path.join(a.build, "bin", "store_pg_bench"), "--store", one.dsns[0], "--pgdata",
                           one.datas[0], "--seconds", str(a.seconds), "--inflight", "256", "--fresh",
                           "--compression", comp, "--json", tmp, "--label", comp], timeout)
