@@ -1,5 +1,7 @@
 #include "inlet/http/api.hpp"
 
+#include "page_assets.hpp"
+
 // g++ 12 reports asio's awaitable frames (operator new / sized operator delete of
 // awaitable_frame_base) as mismatched when it inlines a coroutine's destruction: a known
 // false positive of -Wmismatched-new-delete with coroutines.
@@ -255,8 +257,7 @@ awaitable<response> api::route(const request& req, bool head) const {
     return r;
   };
 
-  if (path == "/" || path == "/index.html")
-    co_return only(bh::verb::get) ? page_html(req) : not_allowed("GET, HEAD");
+  if (auto page = web::page_route(req, path)) co_return std::move(*page);
   if (path == "/metrics") co_return only(bh::verb::get) ? metrics(req) : not_allowed("GET, HEAD");
   if (path == "/api/events")  // streamed by the server; here only the method check
     co_return only(bh::verb::get)
@@ -489,18 +490,6 @@ awaitable<response> api::get_raw(const request& req, std::string id) const {
   if (ec || !m) co_return store_error(req, ec ? ec : make_error_code(store::errc::not_found));
   // The one copy on the read path: Beast's string_body owns its bytes.
   co_return make_response(req, 200, "text/plain", m->raw);
-}
-
-response api::page_html(const request& req) const {
-  auto res = make_response(req, 200, "text/html; charset=utf-8", std::string(web_page()));
-  // Inline script/style only; message HTML goes into a sandboxed srcdoc iframe that
-  // inherits this policy (no remote images, no scripts).
-  res.set("Content-Security-Policy",
-          "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-          "img-src data:; connect-src 'self'; frame-src 'self'; base-uri 'none'; "
-          "form-action 'none'; frame-ancestors 'none'");
-  res.set("Referrer-Policy", "no-referrer");
-  return res;
 }
 
 std::string api::metrics_text() const {

@@ -117,7 +117,6 @@ class api {
   boost::asio::awaitable<response> get_raw(const request& req, std::string id) const;
   // Resolves "latest" to the newest message's ID; "" when there is none.
   boost::asio::awaitable<std::string> resolve_id(std::string id) const;
-  response page_html(const request& req) const;
   response metrics(const request& req) const;
   response store_error(const request& req, std::error_code ec) const;
 
@@ -128,7 +127,7 @@ class api {
   mutable std::atomic<std::int64_t> event_clients_{0};
 };
 
-/// The web page served at "/": self-contained HTML (inline CSS and JS, no external assets).
+/// The web page's document served at "/" (its script and stylesheet are served beside it).
 std::string_view web_page() noexcept;
 
 /// Decodes %XX escapes (and '+' as space when `plus_is_space`); false on a malformed

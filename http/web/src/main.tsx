@@ -1,0 +1,11 @@
+import { render } from "preact";
+import { App } from "./app";
+import { ListModel } from "./model";
+import * as theme from "./theme";
+import "./style.css";
+
+theme.apply(theme.current());
+const model = new ListModel();
+// Tests and figures read the model's counters (list fetches) from here.
+(window as unknown as { inlet: unknown }).inlet = { model };
+render(<App model={model} />, document.getElementById("app")!);
