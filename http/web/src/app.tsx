@@ -215,7 +215,9 @@ export function App({ model }: { model: ListModel }) {
   };
 
   const move = (d: number) => {
-    const n = Math.max(0, Math.min(model.total - 1, cursor + d));
+    // The first key press goes to the list: it focuses the cursor's row where it is.
+    const inRows = !!document.activeElement?.closest?.(".list-rows");
+    const n = r.m || inRows ? Math.max(0, Math.min(model.total - 1, cursor + d)) : cursor;
     setCursor(n);
     scrollTo.current?.(n);
     setFocusCursor((k) => k + 1);
@@ -366,7 +368,8 @@ export function App({ model }: { model: ListModel }) {
           </span>
           {caps.send ? (
             <button type="button" onClick={() => setDialog("compose")}>
-              Compose
+              <span aria-hidden="true">✎</span>
+              <span class="lbl">Compose</span>
             </button>
           ) : null}
           <button
@@ -375,21 +378,24 @@ export function App({ model }: { model: ListModel }) {
             title="Notify me of new messages while this tab is hidden"
             onClick={async () => setNotify(await notifier.toggle())}
           >
-            {notify ? "Notifications on" : "Notifications off"}
+            <span aria-hidden="true">{notify ? "🔔" : "🔕"}</span>
+            <span class="lbl">{notify ? "Notifications on" : "Notifications off"}</span>
           </button>
           <button
             type="button"
-            title="Colour theme"
+            title="Colour theme: system, light or dark"
             onClick={() => {
               const n = theme.next(th);
               theme.apply(n);
               setTh(n);
             }}
           >
-            Theme: {th === "system" ? "system" : th}
+            <span aria-hidden="true">◐</span>
+            <span class="lbl">Theme: {th}</span>
           </button>
-          <button type="button" aria-label="Keyboard shortcuts" onClick={() => setDialog("help")}>
-            ?
+          <button type="button" title="Keyboard shortcuts" onClick={() => setDialog("help")}>
+            <span aria-hidden="true">?</span>
+            <span class="vh">Keyboard shortcuts</span>
           </button>
         </div>
       </header>

@@ -223,30 +223,34 @@ function Attachments({ id, parts, inline }: { id: string; parts: Part[]; inline:
       <ul>
         {list.map((a) => (
           <li key={a.PartID}>
-            <a class="att-link" href={api.partUrl(id, a.PartID)} download={a.FileName || `part-${a.PartID}`}>
-              {/^image\//i.test(a.ContentType) ? (
-                <img
-                  class="thumb"
-                  src={api.thumbUrl(id, a.PartID)}
-                  alt=""
-                  loading="lazy"
-                  onError={(e) => ((e.currentTarget as HTMLImageElement).hidden = true)}
-                />
-              ) : (
-                <span class="thumb file" aria-hidden="true">
-                  {(a.FileName.split(".").pop() || "file").slice(0, 4).toUpperCase()}
-                </span>
-              )}
-              <span class="att-name">{a.FileName || `(part ${a.PartID})`}</span>
-              <span class="att-meta">
-                {a.ContentType} · {size(a.Size)}
-                {inline.includes(a) ? " · inline" : ""}
-              </span>
-            </a>
+            <AttachmentLink id={id} a={a} inline={inline.includes(a)} />
           </li>
         ))}
       </ul>
     </section>
+  );
+}
+
+function AttachmentLink({ id, a, inline }: { id: string; a: Part; inline: boolean }) {
+  const [thumb, setThumb] = useState(/^image\//i.test(a.ContentType));
+  const name = a.FileName || (a.ContentID ? `cid:${a.ContentID.replace(/^<|>$/g, "")}` : `part ${a.PartID}`);
+  return (
+    <a class="att-link" href={api.partUrl(id, a.PartID)} download={a.FileName || `part-${a.PartID}`}>
+      {thumb ? (
+        <img class="thumb" src={api.thumbUrl(id, a.PartID)} alt="" loading="lazy" onError={() => setThumb(false)} />
+      ) : (
+        <span class="thumb file" aria-hidden="true">
+          {(a.FileName.includes(".") ? a.FileName.split(".").pop()! : a.ContentType.split("/").pop() || "file")
+            .slice(0, 4)
+            .toUpperCase()}
+        </span>
+      )}
+      <span class="att-name">{name}</span>
+      <span class="att-meta">
+        {a.ContentType} · {size(a.Size)}
+        {inline ? " · inline" : ""}
+      </span>
+    </a>
   );
 }
 

@@ -30,6 +30,7 @@ export class ListModel {
   loaded = false; // the first page of this view has arrived
   error = "";
   fetches = 0; // list requests sent (for tests and figures)
+  fetchTimes: number[] = []; // when the last 1000 of them were sent (performance.now())
   pendingNew = 0; // new messages since the last refresh (an estimate of the shift)
 
   private rows = new Map<number, Summary>();
@@ -57,8 +58,15 @@ export class ListModel {
     this.eventListeners.add(f);
     return () => this.eventListeners.delete(f);
   }
+  // Listeners (the page's render) run at most every 30 ms however many events came; a
+  // timer, not an animation frame, so a hidden tab still updates its title and icon.
+  private redraw = 0;
   private changed() {
-    for (const f of this.listeners) f();
+    if (this.redraw) return;
+    this.redraw = window.setTimeout(() => {
+      this.redraw = 0;
+      for (const f of this.listeners) f();
+    }, 30);
   }
 
   row(i: number): Summary | undefined {
@@ -104,7 +112,8 @@ export class ListModel {
   }
 
   private fillGap() {
-    if (!this.loaded || this.refreshing) return;
+    // A pending refresh fetches the rows on screen anyway (and positions are moving).
+    if (!this.loaded || this.refreshing || this.stale) return;
     const over = Math.max(20, this.last - this.first);
     const lo = Math.max(0, this.first - over);
     const hi = Math.min(this.total - 1, this.last + over);
@@ -123,6 +132,8 @@ export class ListModel {
   private async fetch(start: number, limit: number, epoch: number, replace = false): Promise<boolean> {
     this.inflight++;
     this.fetches++;
+    this.fetchTimes.push(performance.now());
+    if (this.fetchTimes.length > 1000) this.fetchTimes.shift();
     try {
       const p = await api.list(this.query, start, limit);
       if (epoch !== this.epoch) return false;
@@ -182,9 +193,9 @@ export class ListModel {
     const shift = this.first > 0 ? this.pendingNew : 0;
     this.pendingNew = 0;
     const anchor = this.first > 0 ? this.anchor : null;
-    const span = Math.max(30, this.last - this.first + 1);
-    const start = Math.max(0, this.first + shift - 10);
-    const ok = await this.fetch(start, Math.min(MAX_LIMIT, span + 20), this.epoch, true);
+    const over = Math.max(20, this.last - this.first);
+    const start = Math.max(0, this.first + shift - over);
+    const ok = await this.fetch(start, Math.min(MAX_LIMIT, this.last - this.first + 1 + 2 * over), this.epoch, true);
     this.refreshing = false;
     if (ok && anchor) {
       const now = this.index.get(anchor.id);
