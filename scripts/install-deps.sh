@@ -16,7 +16,11 @@ PKGS=(
   libhowardhinnant-date-dev tzdata
   # test peers and tools
   postgresql-15 swaks libnet-ssleay-perl curl postfix python3 openssl valgrind
+  # the web page's browser tests: Debian's chromium (driven by Playwright), fonts, venv
+  chromium fonts-dejavu fonts-noto-color-emoji python3-venv
 )
+# The web page's build: node and npm (Debian's, unless a Node.js with npm is there).
+if ! command -v npm >/dev/null 2>&1; then PKGS+=(nodejs npm); fi
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -25,15 +29,16 @@ for p in "${PKGS[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -ne 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  # postfix asks a question at install; answer it so the daemon is not configured.
+  echo "postfix postfix/main_mailer_type select No configuration" | $SUDO debconf-set-selections
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "install-deps: installing ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-# postfix asks a question at install; answer it so the daemon is not configured.
-echo "postfix postfix/main_mailer_type select No configuration" | $SUDO debconf-set-selections
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# The web page's npm packages (from the committed lockfile) and the browser tests' venv.
+bash "$(dirname "$0")/install-web-deps.sh"
