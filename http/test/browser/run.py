@@ -439,14 +439,18 @@ class T02Message(PageTest):
     def test_release_and_send(self):
         needs("send")
         self.open_page()
+        subject = f"Sent from the page {time.time()}"
         self.page.get_by_role("button", name="Compose").click()
-        self.page.get_by_label("From").fill("composer@test.example")
-        self.page.get_by_label("To").fill("someone@test.example")
-        self.page.get_by_label("Subject").fill("Sent from the page")
-        self.page.get_by_label("Text").fill("Hello via the API")
-        self.page.get_by_role("button", name="Send").click()
-        self.until(lambda: self.srv.search('subject:"Sent from the page"')["messages_count"] == 1, "the sent message")
-        needs("release")
+        d = self.page.locator("dialog[open]")
+        d.get_by_label("From", exact=True).fill("composer@test.example")
+        d.get_by_label("To", exact=True).fill("someone@test.example")
+        d.get_by_label("Subject", exact=True).fill(subject)
+        d.get_by_label("Text", exact=True).fill("Hello via the API")
+        self.shot("compose")
+        d.get_by_role("button", name="Send").click()
+        self.until(lambda: self.srv.search(f'subject:"{subject}"')["messages_count"] == 1, "the sent message")
+        sent = self.srv.search(f'subject:"{subject}"')["messages"][0]["ID"]
+        self.until(lambda: f"m={sent}" in self.page.url, "the sent message opened")
 
 
 class T03State(PageTest):
@@ -826,6 +830,38 @@ class T12Burst(PageTest):
         self.assertEqual(self.row_id(n - 1), oldest)
         self.assertLessEqual(len(self.list_fetches), 2)
         self.shot("burst-oldest")
+
+
+class T13Release(PageTest):
+    """Release through a relay: a second inletd is the relay the first one releases to."""
+
+    def setUp(self):
+        self.target = Server("relay-target")
+        try:
+            self.relaying = Server("relaying", extra=("--relay", f"127.0.0.1:{self.target.smtp}"))
+        except RuntimeError:
+            self.target.stop()
+            raise unittest.SkipTest("waits for inletd --relay and POST /api/v1/message/{ID}/release")
+        super().setUp()
+        self.srv = self.relaying
+
+    def tearDown(self):
+        super().tearDown()
+        self.relaying.stop()
+        self.target.stop()
+
+    def test_release_to_relay(self):
+        self.srv.send([live_message("Release me")])
+        m = self.srv.find("Release me")
+        self.open_page(f"?m={m['ID']}")
+        self.page.get_by_role("button", name="Release…").click()
+        d = self.page.locator("dialog[open]")
+        self.assertEqual(d.get_by_label("To", exact=True).input_value(), "inbox@test.example")
+        d.get_by_label("To", exact=True).fill("released@test.example")
+        self.shot("release")
+        d.get_by_role("button", name="Release").click()
+        self.until(lambda: self.target.get("/api/v1/mailbox/released@test.example")["total"] == 1, "the released copy")
+        self.until(lambda: "Released to 1 recipient" in self.page.locator(".toast").inner_text(), "the confirmation")
 
 
 def main():

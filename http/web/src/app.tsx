@@ -227,7 +227,15 @@ export function App({ model }: { model: ListModel }) {
     }
   };
 
+  // Keys are read by one listener that calls the latest render's handler: a second key
+  // pressed before effects rerun must see the state the first one left.
+  const keyHandler = useRef<(e: KeyboardEvent) => void>(() => {});
   useEffect(() => {
+    const onKey = (e: KeyboardEvent) => keyHandler.current(e);
+    document.addEventListener("keydown", onKey);
+    return () => document.removeEventListener("keydown", onKey);
+  }, []);
+  {
     const onKey = (e: KeyboardEvent) => {
       if (e.ctrlKey || e.metaKey || e.altKey || dialog) return;
       if (isTyping(e.target)) {
@@ -294,9 +302,8 @@ export function App({ model }: { model: ListModel }) {
       }
       e.preventDefault();
     };
-    document.addEventListener("keydown", onKey);
-    return () => document.removeEventListener("keydown", onKey);
-  });
+    keyHandler.current = onKey;
+  }
 
   const setRead = async (id: string, read: boolean) => {
     try {
