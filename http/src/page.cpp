@@ -95,6 +95,11 @@ std::optional<response> page_route(const request& req, std::string_view path) {
   res.set(bh::field::cache_control,
           a->immutable ? "public, max-age=31536000, immutable" : "no-cache");
   if (!a->immutable) {
+    // The list of everything is what most visits show first: the browser fetches its
+    // first page (model.ts's FIRST_PAGE) alongside the script instead of after it.
+    if (req.target().find('?') == std::string_view::npos)
+      res.set(bh::field::link,
+              "<api/v1/messages?start=0&limit=60>; rel=preload; as=fetch; crossorigin");
     res.set("Content-Security-Policy", content_security_policy());
     res.set("Referrer-Policy", "no-referrer");
     res.set("X-Frame-Options", "DENY");

@@ -98,8 +98,10 @@ async function check(r: Response): Promise<Response> {
   throw new ApiError(r.status, `${r.status} ${text}`);
 }
 
+// Reads use the default cache mode (the API answers no-store anyway), so the first list
+// can be the response the server preloaded with the page (a Link header).
 async function getJSON<T>(url: string, signal?: AbortSignal): Promise<T> {
-  const r = await check(await fetch(url, { cache: "no-store", signal }));
+  const r = await check(await fetch(url, { signal }));
   return (await r.json()) as T;
 }
 

@@ -4,9 +4,10 @@ import { useEffect, useMemo, useReducer, useRef, useState } from "preact/hooks";
 import * as api from "./api";
 import type { Capabilities, Message } from "./api";
 import { ComposeDialog, HelpDialog, ReleaseDialog } from "./dialogs";
+import { Bell, Contrast, Pencil } from "./icons";
 import { List } from "./list";
 import { connect, Notifier, showUnread, type LiveState } from "./live";
-import { MessageView } from "./message";
+import { MessageView, prefetch } from "./message";
 import { ListModel } from "./model";
 import * as route from "./route";
 import type { Route, Tab } from "./route";
@@ -52,10 +53,14 @@ export function App({ model }: { model: ListModel }) {
       }),
     [],
   );
+  useEffect(() => connect(model, setLive), [model]);
+  // The optional routes are asked about once the first list is there (it goes first).
+  const probed = useRef(false);
   useEffect(() => {
+    if (probed.current || (!model.loaded && !model.error)) return;
+    probed.current = true;
     void api.probe().then(setCaps);
-    return connect(model, setLive);
-  }, [model]);
+  });
 
   // A new view: a fresh list, nothing selected, the cursor at the top.
   useEffect(() => {
@@ -93,6 +98,7 @@ export function App({ model }: { model: ListModel }) {
   const fail = (e: unknown) => flash(`Failed: ${e instanceof Error ? e.message : String(e)}`);
 
   const open = (id: string, i: number, replace = false) => {
+    if (id !== r.m) prefetch(id);
     setCursor(i);
     route.go({ q: r.q, m: id, view: r.m ? r.view : "" }, replace);
   };
@@ -375,7 +381,7 @@ export function App({ model }: { model: ListModel }) {
           </span>
           {caps.send ? (
             <button type="button" onClick={() => setDialog("compose")}>
-              <span aria-hidden="true">✎</span>
+              <Pencil />
               <span class="lbl">Compose</span>
             </button>
           ) : null}
@@ -385,7 +391,7 @@ export function App({ model }: { model: ListModel }) {
             title="Notify me of new messages while this tab is hidden"
             onClick={async () => setNotify(await notifier.toggle())}
           >
-            <span aria-hidden="true">{notify ? "🔔" : "🔕"}</span>
+            <Bell off={!notify} />
             <span class="lbl">{notify ? "Notifications on" : "Notifications off"}</span>
           </button>
           <button
@@ -397,7 +403,7 @@ export function App({ model }: { model: ListModel }) {
               setTh(n);
             }}
           >
-            <span aria-hidden="true">◐</span>
+            <Contrast />
             <span class="lbl">Theme: {th}</span>
           </button>
           <button type="button" title="Keyboard shortcuts" onClick={() => setDialog("help")}>

@@ -7,6 +7,7 @@ import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import type { Summary } from "./api";
 import { shortDate, longDate, who, addr } from "./format";
 import type { ListModel } from "./model";
+import { Paperclip } from "./icons";
 import { href } from "./route";
 
 const MAX_PX = 4_000_000;
@@ -201,7 +202,7 @@ function Row({ m, i, total, p }: { m: Summary; i: number; total: number; p: List
         ) : null}
         {m.Attachments > 0 ? (
           <span class="att" title={`${m.Attachments} attachment${m.Attachments > 1 ? "s" : ""}`}>
-            <span aria-hidden="true">📎</span>
+            <Paperclip />
             <span class="vh">, has attachments</span>
           </span>
         ) : null}

@@ -1,6 +1,6 @@
 // One message: headers and SMTP envelope, attachments, and tabs for the HTML (in a
 // sandboxed frame), the text, the HTML source, every header and the raw source.
-import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 import * as api from "./api";
 import type { Capabilities, Message, Part } from "./api";
 import { addr, addrs, longDate, size } from "./format";
@@ -26,20 +26,34 @@ export interface MessageProps {
 
 const remoteAllowed = new Set<string>(); // message IDs whose remote content the user allowed
 
+// A message asked for when its row is clicked, before the view renders (opening marks
+// it read, so never on hover).
+let pending: { id: string; p: Promise<Message> } | null = null;
+export function prefetch(id: string) {
+  const p = api.message(id);
+  p.catch(() => {});
+  pending = { id, p };
+}
+function take(id: string, signal: AbortSignal): Promise<Message> {
+  const p = pending && pending.id === id ? pending.p : api.message(id, signal);
+  pending = null;
+  return p;
+}
+
 export function MessageView(p: MessageProps) {
   const [m, setM] = useState<Message | null>(null);
   const [err, setErr] = useState("");
   const [read, setRead] = useState(true);
   const [tags, setTags] = useState<string[]>([]);
 
-  useEffect(() => {
+  useLayoutEffect(() => {
     const ac = new AbortController();
     setM(null);
     setErr("");
     const t0 = performance.now();
-    api
-      .message(p.id, ac.signal)
+    take(p.id, ac.signal)
       .then((msg) => {
+        if (ac.signal.aborted) return;
         setM(msg);
         setRead(true); // opening a message marks it read, as in Mailpit
         setTags(msg.Tags ?? []);

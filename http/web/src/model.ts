@@ -14,6 +14,8 @@ import type { Summary } from "./api";
 export const REFRESH_MS = 1000;
 const KEEP_ROWS = 3000; // rows kept beyond the window before far ones are dropped
 const MAX_LIMIT = 500; // the largest page the model asks for
+// The first page of a view; the server preloads it with the page (page.cpp's Link header).
+const FIRST_PAGE = 60;
 
 export interface ModelEvent {
   type: "new" | "delete" | "update" | "prune";
@@ -58,15 +60,19 @@ export class ListModel {
     this.eventListeners.add(f);
     return () => this.eventListeners.delete(f);
   }
-  // Listeners (the page's render) run at most every 30 ms however many events came; a
-  // timer, not an animation frame, so a hidden tab still updates its title and icon.
+  // Listeners (the page's render) run at most every 30 ms however many events came, the
+  // first change at once; a timer, not an animation frame, so a hidden tab still updates
+  // its title and icon.
   private redraw = 0;
+  private lastDraw = -1e9;
   private changed() {
     if (this.redraw) return;
+    const wait = Math.max(0, this.lastDraw + 30 - performance.now());
     this.redraw = window.setTimeout(() => {
       this.redraw = 0;
+      this.lastDraw = performance.now();
       for (const f of this.listeners) f();
-    }, 30);
+    }, wait);
   }
 
   row(i: number): Summary | undefined {
@@ -76,8 +82,11 @@ export class ListModel {
     return this.index.get(id);
   }
 
+  private started = false;
+
   setQuery(q: string) {
-    if (q === this.query && this.loaded) return;
+    if (q === this.query && this.started) return;
+    this.started = true;
     this.query = q;
     this.loaded = false;
     this.total = 0;
@@ -85,7 +94,7 @@ export class ListModel {
     this.clear();
     this.first = 0;
     this.last = 30;
-    void this.fetch(0, 100, this.epoch);
+    void this.fetch(0, FIRST_PAGE, this.epoch);
     this.changed();
   }
 
