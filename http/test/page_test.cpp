@@ -63,6 +63,9 @@ TEST_F(PageTest, DocumentHasStrictPolicyAndNoInlineScript) {
   EXPECT_FALSE(linked(b, "src", "js").empty()) << b;
   EXPECT_FALSE(linked(b, "href", "css").empty()) << b;
   EXPECT_EQ(get("/index.html").body(), b);
+  // The plain list's first page is preloaded; a view with a query asks for its own.
+  EXPECT_EQ(r[bh::field::link], "<api/v1/messages?start=0&limit=60>; rel=preload; as=fetch; crossorigin");
+  EXPECT_TRUE(get("/?q=from%3Aann")[bh::field::link].empty());
   EXPECT_EQ(inlet::http::web_page(), b);
 }
 

@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
 """The page's figures with 100,000 stored messages: time to the first list, to open a
-message, and to reach the oldest message; optionally side by side (alternating rounds)
-with another inletd's page as the reference (the page before the rebuild, say).
+message, and to reach the oldest message; and, with --burst N, the list fetches and the
+main thread's busy time while N messages arrive with the page open. Optionally side by
+side (alternating rounds) with another inletd's page as the reference (the page before
+the rebuild, say).
 
     http/web/.venv/bin/python http/test/browser/bench_page.py --inletd build/bin/inletd \\
-        [--reference-inletd OLD/inletd] [--messages 100000] [--rounds 5] [--out FILE.json]
+        [--reference-inletd OLD/inletd] [--messages 100000] [--rounds 5] [--burst 10000]
+        [--out FILE.json]
 
 Times are read inside the page (performance.now(), from navigation start or from the
 click), polled every animation frame, so Playwright's own latency is not counted.
 """
 import argparse
 import json
+import re
 import statistics
 import sys
 import time
@@ -77,15 +81,39 @@ def measure(browser, srv, sel, n):
     return {"first_list_ms": first, "open_ms": opened, "oldest_ms": oldest}
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--inletd", required=True)
-    ap.add_argument("--reference-inletd")
-    ap.add_argument("--messages", type=int, default=100000)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--out")
-    a = ap.parse_args()
-    run.OUT = Path(a.out).parent if a.out else Path(".")
+LIST_REQUEST = re.compile(r"/api/v1/(messages|search|mailbox/[^/?]+)\?")
+
+
+def burst(browser, inletd, name, n):
+    """A fresh inletd, the page open on it, n messages over 4 SMTP connections."""
+    run.INLETD = inletd
+    srv = run.Server(f"burst-{name}")
+    try:
+        ctx = browser.new_context(viewport=run.DESKTOP)
+        page = ctx.new_page()
+        lists = []
+        page.on("request", lambda r: lists.append(r.url) if LIST_REQUEST.search(r.url) else None)
+        page.goto(srv.url())
+        page.wait_for_timeout(1000)
+        cdp = ctx.new_cdp_session(page)
+        cdp.send("Performance.enable")
+        m0 = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+        lists.clear()
+        t0 = time.time()
+        srv.send([mail.tiny(i) for i in range(n)], connections=4)
+        while srv.get("/api/v1/messages?limit=1")["total"] < n and time.time() - t0 < 120:
+            page.wait_for_timeout(100)
+        page.wait_for_timeout(3000)  # what the page still does once the burst is over
+        m1 = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+        ctx.close()
+        return {"list_fetches": len(lists), "seconds": round(time.time() - t0, 2),
+                "main_thread_busy_s": round(m1["TaskDuration"] - m0["TaskDuration"], 3),
+                "script_s": round(m1["ScriptDuration"] - m0["ScriptDuration"], 3)}
+    finally:
+        srv.stop()
+
+
+def first_list_and_open(a):
     servers = {}
     run.INLETD = a.inletd
     servers["new"] = run.Server("bench-new")
@@ -107,11 +135,39 @@ def main():
     finally:
         for s in servers.values():
             s.stop()
+    return results
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--inletd", required=True)
+    ap.add_argument("--reference-inletd")
+    ap.add_argument("--messages", type=int, default=100000)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--burst", type=int, default=0, help="also a burst of this many messages")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    run.OUT = Path(a.out).parent if a.out else Path(".")
+    results = {}
+    if a.messages:
+        results = first_list_and_open(a)
+    if a.burst:
+        kinds = {"new": a.inletd, **({"old": a.reference_inletd} if a.reference_inletd else {})}
+        bursts = {k: [] for k in kinds}
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=run.CHROMIUM, args=run.CHROMIUM_ARGS)
+            for r in range(max(1, a.rounds // 2)):
+                for k, exe in kinds.items():
+                    bursts[k].append(burst(browser, exe, k, a.burst))
+                    print(f"bench: burst {k}: {bursts[k][-1]}", flush=True)
+            browser.close()
     summary = {"messages": a.messages, "rounds": a.rounds}
+    if a.burst:
+        summary["burst"] = {"messages": a.burst, **bursts}
     for k, rs in results.items():
         summary[k] = {m: statistics.median([x[m] for x in rs]) for m in rs[0] if rs[0][m] is not None}
         summary[k]["raw"] = rs
-    if "old" in results:
+    if "old" in results and "new" in results:
         summary["ratio_new_over_old"] = {
             m: statistics.median([n[m] / o[m] for n, o in zip(results["new"], results["old"]) if o[m] > 0])
             for m in ("first_list_ms", "open_ms")}
