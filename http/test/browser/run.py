@@ -224,7 +224,7 @@ class PageTest(unittest.TestCase):
         _shots[0] += 1
         self.page.screenshot(path=str(OUT / f"{_shots[0]:02d}-{name}.png"))
 
-    def until(self, fn, what, timeout=8.0):
+    def until(self, fn, what, timeout=15.0):
         deadline = time.monotonic() + timeout
         while True:
             v = fn()
