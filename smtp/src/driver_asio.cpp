@@ -198,8 +198,8 @@ std::shared_ptr<pending_delivery> asio_server::deliver(const std::shared_ptr<asi
     lk.unlock();
     auto conn = wc.lock();
     if (!conn) return;  // the connection is gone (server destroyed)
-    // Posting from inside an initiation deadlocked the strand in Asio 1.26
-    // with many inline completions in a row: the inline phase above avoids it.
+    // Only a later answer is posted: posting from inside the hook's call can
+    // deadlock the strand in Asio 1.26 when many answers come inline in a row.
     asio::post(conn->sock.get_executor(), [p, r = std::move(r)]() mutable {
       p->result = std::move(r);
       if (p->wake) p->wake->cancel();

@@ -1,4 +1,4 @@
-// The `process` I/O model: a process per connection (seed 000). One accept
+// The `process` I/O model: a process per connection. One accept
 // thread polls the listening sockets, forks a child per admitted connection
 // and reaps the children; the child runs the session over blocking I/O with
 // the thread model's loop (driver_thread.cpp) and exits with _exit().
