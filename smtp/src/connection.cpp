@@ -107,6 +107,7 @@ connection::io_state& connection::io() {
 }
 
 buffer::streambuf::mutable_buffers_type connection::read_buffers() {
+  if (tls_) return tls_->read_space();
   return io().in.prepare(session_.in_body());
 }
 
@@ -173,18 +174,28 @@ action connection::advance(clock::time_point now) {
 // our replies within the command timeout is closed (no reply could reach it).
 action connection::flush(then next, clock::time_point now) {
   after_write_ = next;
-  if (session_.output().empty()) return on_written(now);
+  if (session_.output().empty() && (!tls_ || tls_->output().empty())) return on_written(now);
   session_.take_output(wbuf_);  // a stop may queue a 421 while this is written
+  if (tls_ && tls_->write(wbuf_) != tls_engine::status::ok)
+    return close(make_error_code(errc::tls_failed));
   return make(act::write, now + (forced_ ? p_.last_word_timeout : p_.command_timeout));
 }
 
 action connection::on_written(clock::time_point now) {
+  if (tls_) tls_->clear_output();
   switch (after_write_) {
     case then::close:
       return close(make_error_code(errc::client_quit));
     case then::handshake:
       io().in.clear();  // RFC 3207 4.2: discard whatever was pipelined after STARTTLS
-      return make(act::handshake, now + p_.command_timeout);
+      tls_ = std::make_unique<tls_engine>(*p_.tls);
+      handshaking_ = true;
+      handshake_deadline_ = now + p_.command_timeout;
+      return handshake(now);
+    case then::handshake_more:
+      return handshake(now);
+    case then::decrypt:
+      return decrypt(now);
     case then::input:
       if (session_.closing() || !session_.output().empty()) return advance(now);
       return need_input(now);
@@ -212,7 +223,7 @@ clock::time_point connection::input_deadline(clock::time_point now) {
 action connection::need_input(clock::time_point now) {
   clock::time_point dl = input_deadline(now);
   bool waited_last = std::exchange(would_block_, false);
-  if (!waited_last && !tls_) {
+  if (!waited_last) {
     if (reads_left_ > 0) {
       extra_read_ = true;
       return make(act::read, dl);
@@ -226,7 +237,8 @@ action connection::need_input(clock::time_point now) {
   }
   bool in_message = session_.in_body() || (io_ && io_->body.holding());
   if (io_) io_->in.release_for_wait(in_message);
-  bool idle = !tls_ && !in_message && (!io_ || io_->in.empty()) && session_.output().empty();
+  bool idle = !in_message && (!io_ || io_->in.empty()) && session_.output().empty();
+  if (tls_) tls_->release_for_wait(idle);
   if (idle) go_idle();
   return make(act::wait, dl, idle);
 }
@@ -239,9 +251,56 @@ void connection::go_idle() noexcept {
 }
 
 action connection::on_read(std::size_t n, clock::time_point now) {
-  io().in.commit(n);
   first_read_ = false;
   if (std::exchange(extra_read_, false)) --reads_left_;
+  if (!tls_) {
+    io().in.commit(n);
+    return advance(now);
+  }
+  tls_->commit(n);
+  return handshaking_ ? handshake(now) : decrypt(now);
+}
+
+// The TLS server handshake, one flight at a time: write what OpenSSL
+// produced, wait for the client's next flight. It has one deadline, the
+// command timeout from STARTTLS on; past it the connection closes silently.
+action connection::handshake(clock::time_point now) {
+  tls_engine::status st = tls_->handshake();
+  if (st == tls_engine::status::failed) return close(make_error_code(errc::tls_failed));
+  if (st == tls_engine::status::ok) {
+    handshaking_ = false;
+    session_.tls_started();
+    cmd_deadline_ = now + p_.command_timeout;
+  }
+  if (!tls_->output().empty()) {
+    after_write_ = st == tls_engine::status::ok ? then::decrypt : then::handshake_more;
+    return make(act::write, handshake_deadline_);
+  }
+  if (st == tls_engine::status::ok) return decrypt(now);
+  return make(act::wait, handshake_deadline_);
+}
+
+// Decrypts every record the ciphertext read so far completes into the
+// receive buffer, then lets the session see it.
+action connection::decrypt(clock::time_point now) {
+  driver_input& in = io().in;
+  for (;;) {
+    std::size_t got = 0;
+    tls_engine::status st = tls_engine::status::ok;
+    for (auto b : in.prepare(session_.in_body())) {
+      std::size_t off = 0;
+      while (off < b.size() && st == tls_engine::status::ok) {
+        std::size_t n = 0;
+        st = tls_->read({static_cast<char*>(b.data()) + off, b.size() - off}, n);
+        off += n;
+      }
+      got += off;
+      if (st != tls_engine::status::ok) break;
+    }
+    in.commit(got);
+    if (st == tls_engine::status::failed) return close(make_error_code(errc::connection_lost));
+    if (st == tls_engine::status::want_read) break;
+  }
   return advance(now);
 }
 
@@ -261,13 +320,6 @@ action connection::on_delivered(const delivery_result& r, clock::time_point now)
   return advance(now);
 }
 
-action connection::on_handshake(clock::time_point now) {
-  tls_ = true;
-  session_.tls_started();
-  cmd_deadline_ = now + p_.command_timeout;
-  return advance(now);
-}
-
 void connection::expire(clock::time_point now) {
   if (grace_over(now)) {
     forced_ = true;
@@ -278,13 +330,13 @@ void connection::expire(clock::time_point now) {
 }
 
 action connection::on_interrupted(clock::time_point now) {
+  if (handshaking_) return close(make_error_code(errc::timeout));
   switch (op_) {
     case act::read:
     case act::wait:
       if (now >= deadline()) expire(now);
       return advance(now);  // a stop's 421 (or the expiry's) is written, then close
     case act::write:        // the peer does not read our replies
-    case act::handshake:
       return close(make_error_code(errc::timeout));
     case act::deliver:
     case act::close:

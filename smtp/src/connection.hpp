@@ -4,18 +4,20 @@
 // written and every deadline, and it says what to do next as an `action`:
 //
 //   read       read what the socket has now (non-blocking) into read_buffers()
-//   wait       wait until the socket is readable (or, under TLS, read through
-//              the TLS stream), then read into read_buffers(); `idle`: the
-//              connection holds no input, body or reply (a driver may drop
-//              whatever it keeps per busy connection, a coroutine frame)
+//   wait       wait until the socket is readable, then read into
+//              read_buffers(); `idle`: the connection holds no input, body or
+//              reply (a driver may drop whatever it keeps per busy
+//              connection, a coroutine frame)
 //   write      write output() whole
 //   deliver    hand take_message() to the deliver hook
-//   handshake  run the TLS server handshake
 //   close      close the socket; close_reason() says why
 //
+// STARTTLS is the connection's own business (tls.hpp): under TLS the driver
+// reads and writes ciphertext through the same actions.
+//
 // The driver does that and reports the result: on_read(n) / on_would_block()
-// for a read or wait, on_written(), on_delivered(result), on_handshake(),
-// on_interrupted() when a wait, write or handshake ended because its deadline
+// for a read or wait, on_written(), on_delivered(result), on_interrupted()
+// when a wait or write ended because its deadline
 // passed or a stop cancelled it, on_lost() when the peer went away. Each
 // returns the next action. A driver enforces action::deadline (read, wait,
 // write, handshake) by cancelling the operation and calling on_interrupted();
@@ -45,16 +47,17 @@
 #include <system_error>
 
 #include "driver_buffer.hpp"
+#include "tls.hpp"
 
 namespace inlet::smtp::detail {
 
 using clock = std::chrono::steady_clock;
 
-enum class act : std::uint8_t { read, wait, write, deliver, handshake, close };
+enum class act : std::uint8_t { read, wait, write, deliver, close };
 
 struct action {
   act kind = act::close;
-  clock::time_point deadline = clock::time_point::max();  ///< read, wait, write, handshake
+  clock::time_point deadline = clock::time_point::max();  ///< read, wait, write
   bool idle = false;                                      ///< wait: nothing is held while waiting
 };
 
@@ -72,6 +75,7 @@ struct conn_policy {
   std::size_t max_command_line = 512;
   bool flat_receive_buffer = false;
   const body_observer_factory* observer = nullptr;  ///< null or empty: none
+  const tls_context* tls = nullptr;                 ///< null: no STARTTLS
   /// The server's stop flag, polled between steps (a connection accepted as
   /// the stop begins may miss on_stop()). Null: never stops by itself.
   const std::atomic<bool>* stopping = nullptr;
@@ -151,9 +155,8 @@ class connection {
   action on_would_block(clock::time_point now);          ///< a read found nothing
   action on_written(clock::time_point now);
   action on_delivered(const delivery_result& r, clock::time_point now);
-  action on_handshake(clock::time_point now);
-  /// The pending wait, write or handshake was cancelled: its deadline passed,
-  /// or on_stop() asked for it.
+  /// The pending wait or write was cancelled: its deadline passed, or
+  /// on_stop() asked for it.
   action on_interrupted(clock::time_point now);
   /// The peer closed or reset the connection, an I/O error, or (`why` =
   /// errc::tls_failed) the handshake failed: close.
@@ -167,23 +170,23 @@ class connection {
 
   // ---- what the action works on
   /// Space to read into (read, wait): one fragment for commands, the read
-  /// buffer size inside a message body.
+  /// buffer size inside a message body; ciphertext space under TLS.
   buffer::streambuf::mutable_buffers_type read_buffers();
-  std::string_view output() const noexcept { return wbuf_; }
+  std::string_view output() const noexcept { return tls_ ? tls_->output() : wbuf_; }
   received_message take_message() { return std::move(msg_); }
 
   /// The pending action's deadline (max when it has none).
   clock::time_point deadline() const noexcept;
   act pending() const noexcept { return op_; }
   std::error_code close_reason() const noexcept { return reason_; }
-  bool tls() const noexcept { return tls_; }
+  bool tls() const noexcept { return tls_ != nullptr && !handshaking_; }
   const server_session& session() const noexcept { return session_; }
   /// Does it hold a receive buffer or body now? (tests; idle connections do not)
   bool holds_input() const noexcept { return io_ != nullptr; }
 
  private:
   struct io_state;
-  enum class then : std::uint8_t { input, handshake, close };
+  enum class then : std::uint8_t { input, handshake, handshake_more, decrypt, close };
 
   io_state& io();
   action advance(clock::time_point now);
@@ -197,22 +200,26 @@ class connection {
     return stop_seen_ && !forced_ && now >= force_at_;
   }
   void go_idle() noexcept;
+  action handshake(clock::time_point now);
+  action decrypt(clock::time_point now);
 
   const conn_policy& p_;
   server_session session_;
   std::unique_ptr<io_state> io_;               // receive buffer and body: only while busy
   std::unique_ptr<std::string> flat_storage_;  // flat mode: the connection's buffer, kept idle
-  std::string wbuf_;                           // the reply being written
+  std::string wbuf_;                           // the reply being written (plain text)
+  std::unique_ptr<tls_engine> tls_;            // after STARTTLS
   received_message msg_;                       // the message being delivered
   std::error_code reason_;
   clock::time_point op_deadline_ = clock::time_point::max();
   clock::time_point cmd_deadline_{};  // the next command's deadline (kept across idle)
   clock::time_point body_deadline_ = clock::time_point::max();
   clock::time_point force_at_ = clock::time_point::max();  // end of the shutdown grace
+  clock::time_point handshake_deadline_{};
   unsigned reads_left_ = 0;  // extra reads before waiting (reads_per_event)
   act op_ = act::close;
   then after_write_ = then::input;
-  bool tls_ = false;
+  bool handshaking_ = false;
   bool first_read_ = true;
   bool would_block_ = false;  // the last read found nothing: wait next
   bool extra_read_ = false;   // the pending read is one of reads_per_event's

@@ -9,8 +9,6 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 
-#include "tls_context.hpp"
-
 namespace inlet::smtp::detail {
 namespace {
 
@@ -75,13 +73,6 @@ action after_write(asio_conn& c, const error_code& ec) {
   return c.conn.on_lost();
 }
 
-action after_handshake(asio_conn& c, const error_code& ec) {
-  c.disarm();
-  if (!ec) return c.conn.on_handshake(clock::now());
-  if (ec == asio::error::operation_aborted) return c.conn.on_interrupted(clock::now());
-  return c.conn.on_lost(errc::tls_failed);
-}
-
 // ---------------------------------------------------------------- server
 
 asio_server::asio_server(const server_config& cfg, deliver_fn d)
@@ -91,7 +82,8 @@ asio_server::asio_server(const server_config& cfg, deliver_fn d)
       adm_(cfg.max_connections, cfg.max_connections_per_ip) {}
 
 std::error_code asio_server::start() {
-  if (auto ec = make_tls_context(cfg_, ssl_)) return ec;
+  if (auto ec = tls_context::load(cfg_.tls_cert, cfg_.tls_key, tls_)) return ec;
+  policy_.tls = tls_.get();
   unsigned n = cfg_.threads ? cfg_.threads : std::max(1u, std::thread::hardware_concurrency());
   bool per_core = cfg_.model == io_model::async_nn || cfg_.model == io_model::async_n2n;
   std::size_t nctx = per_core ? n : 1;
@@ -168,7 +160,7 @@ void asio_server::take(tcp::socket s, bool lmtp) {
   s.set_option(tcp::no_delay(true), ig);
   s.non_blocking(true, ig);
   auto c =
-      std::make_shared<asio_conn>(std::move(s), policy_, session_for(cfg_, lmtp, ssl_.has_value()));
+      std::make_shared<asio_conn>(std::move(s), policy_, session_for(cfg_, lmtp, tls_ != nullptr));
   c->ip = std::move(ip);
   c->conn.set_remote(c->ip, peer.port());
   {

@@ -1,8 +1,8 @@
 // What the Asio models (coro, async-1n/nn/n2n, stackful) share: the
 // connection object, accepting and admission, the registry of live
 // connections, the deadline reaper, the graceful stop, the thread topology,
-// the STARTTLS context and the bridge from the deliver hook's callback back
-// to the connection's strand. A model adds only its dispatcher: how it waits
+// the STARTTLS context (TLS itself runs in the connection core) and the bridge from the deliver
+// hook's callback back to the connection's strand. A model adds only its dispatcher: how it waits
 // for an action to complete (C++20 coroutine or stackful fiber), in
 // driver_coro.cpp and driver_stackful.cpp.
 //
@@ -13,7 +13,6 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <condition_variable>
 #include <limits>
@@ -36,8 +35,7 @@ using boost::system::error_code;
 // One connection of an Asio model. It holds only what must survive while the
 // peer is silent: an idle connection is a pending readiness wait whose
 // handler owns it (see connection::action::idle). There is no timer per
-// connection: `deadline` is checked by the server's reaper. TLS state exists
-// only after STARTTLS.
+// connection: `deadline` is checked by the server's reaper.
 //
 // Ownership: a shared_ptr held by whatever waits for it (dispatcher, readiness
 // handler); the registry holds a weak_ptr. Touched only on its strand, except
@@ -47,7 +45,7 @@ struct asio_conn {
   asio_conn(tcp::socket s, const conn_policy& p, session_config cfg)
       : sock(std::move(s)), conn(p, std::move(cfg)) {}
   tcp::socket sock;
-  std::unique_ptr<asio::ssl::stream<tcp::socket&>> tls;
+
   connection conn;
   std::string ip;
   std::atomic<clock::rep> deadline{no_deadline};  // of the pending wait (steady_clock ticks)
@@ -69,7 +67,6 @@ struct asio_conn {
 action read_now(asio_conn& c);  ///< a non-blocking read
 action after_read(asio_conn& c, const error_code& ec, std::size_t n);
 action after_write(asio_conn& c, const error_code& ec);
-action after_handshake(asio_conn& c, const error_code& ec);
 
 // The deliver hook's answer for one message. The hook may answer inline
 // (taken at once) or later from any thread (posted to the connection's strand,
@@ -119,10 +116,7 @@ class asio_server : public model_driver {
   std::shared_ptr<pending_delivery> deliver(const std::shared_ptr<asio_conn>& c);
   /// The answer of a finished delivery, counted, as the next action.
   action delivered(asio_conn& c, pending_delivery& p);
-  /// The STARTTLS stream over c's socket.
-  void make_tls(asio_conn& c) {
-    c.tls = std::make_unique<asio::ssl::stream<tcp::socket&>>(c.sock, *ssl_);
-  }
+
   /// The close action: shut the socket, release the admission slot.
   void finish(asio_conn& c);
 
@@ -143,7 +137,7 @@ class asio_server : public model_driver {
   conn_policy policy_;
   admission adm_;
   driver_counters cnt_;
-  std::optional<asio::ssl::context> ssl_;
+  std::unique_ptr<tls_context> tls_;  // STARTTLS, when a certificate is configured
   std::vector<std::unique_ptr<asio::io_context>> ctxs_;
   std::vector<std::thread> threads_;
   // Keep every io_context running while the server lives (the per-core

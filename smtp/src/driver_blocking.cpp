@@ -97,9 +97,6 @@ void run_blocking(int fd, connection& conn, const std::atomic<bool>& stopping,
         a = conn.on_delivered(r, clock::now());
         break;
       }
-      case act::handshake:
-        a = conn.on_lost(errc::tls_failed);
-        break;  // STARTTLS is not offered
       case act::close:
         return;
     }

@@ -99,6 +99,7 @@ class process_driver final : public model_driver {
   deliver_fn hook_;
   conn_policy policy_;  // the child's: it stops on SIGTERM
   admission adm_;       // taken by the accept thread only (see the note on fork above)
+  std::unique_ptr<tls_context> tls_;
   blocking_listeners listeners_;
   driver_counters* shared_ = nullptr;  // MAP_SHARED page
   std::atomic<bool> stopping_{false};
@@ -111,6 +112,8 @@ std::error_code process_driver::start() {
                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (page == MAP_FAILED) return {errno, std::system_category()};
   shared_ = new (page) driver_counters;
+  if (auto ec = tls_context::load(cfg_.tls_cert, cfg_.tls_key, tls_)) return ec;
+  policy_.tls = tls_.get();
   if (auto ec = listeners_.bind(cfg_)) return ec;
   acceptor_ = std::thread([this] {
     sigset_t term;
@@ -155,7 +158,7 @@ void process_driver::child_main(const blocking_listeners::accepted& a) {
   sigaddset(&unblock, SIGTERM);
   ::sigprocmask(SIG_UNBLOCK, &unblock, nullptr);
   {
-    connection conn(policy_, session_for(cfg_, a.lmtp, false));
+    connection conn(policy_, session_for(cfg_, a.lmtp, tls_ != nullptr));
     conn.set_remote(a.ip, a.port);
     run_blocking(a.fd, conn, child_stopping, [this](received_message&& msg) {
       return deliver_sync(hook_, *shared_, std::move(msg));

@@ -48,27 +48,18 @@ void stackful_driver::run(const std::shared_ptr<asio_conn>& c, asio::yield_conte
   action a = c->conn.start(clock::now());
   for (;;) {
     error_code ec;
-    std::size_t n = 0;
     switch (a.kind) {
       case act::read:
         a = read_now(*c);
         break;
       case act::wait:
         c->arm(a.deadline);
-        if (c->tls) {  // the SSL layer may hold bytes the socket does not show
-          n = c->tls->async_read_some(c->conn.read_buffers(), y[ec]);
-          a = after_read(*c, ec, n);
-        } else {
-          c->sock.async_wait(tcp::socket::wait_read, y[ec]);
-          a = ec ? after_read(*c, ec, 0) : read_now(*c);
-        }
+        c->sock.async_wait(tcp::socket::wait_read, y[ec]);
+        a = ec ? after_read(*c, ec, 0) : read_now(*c);
         break;
       case act::write:
         c->arm(a.deadline);
-        if (c->tls)
-          asio::async_write(*c->tls, asio::buffer(c->conn.output()), y[ec]);
-        else
-          asio::async_write(c->sock, asio::buffer(c->conn.output()), y[ec]);
+        asio::async_write(c->sock, asio::buffer(c->conn.output()), y[ec]);
         a = after_write(*c, ec);
         break;
       case act::deliver: {
@@ -77,12 +68,6 @@ void stackful_driver::run(const std::shared_ptr<asio_conn>& c, asio::yield_conte
         a = delivered(*c, *w.p);
         break;
       }
-      case act::handshake:
-        make_tls(*c);
-        c->arm(a.deadline);
-        c->tls->async_handshake(asio::ssl::stream_base::server, y[ec]);
-        a = after_handshake(*c, ec);
-        break;
       case act::close:
         return;
     }

@@ -18,6 +18,8 @@ class thread_driver final : public model_driver {
         policy_(conn_policy::from(cfg_, &stopping_)),
         adm_(cfg.max_connections, cfg.max_connections_per_ip) {}
   std::error_code start() override {
+    if (auto ec = tls_context::load(cfg_.tls_cert, cfg_.tls_key, tls_)) return ec;
+    policy_.tls = tls_.get();
     if (auto ec = listeners_.bind(cfg_)) return ec;
     acceptor_ = std::thread([this] {
       listeners_.run({}, [this](blocking_listeners::accepted a) { take(std::move(a)); });
@@ -47,7 +49,7 @@ class thread_driver final : public model_driver {
   }
   void serve(const blocking_listeners::accepted& a) {
     {
-      connection conn(policy_, session_for(cfg_, a.lmtp, false));  // no STARTTLS here
+      connection conn(policy_, session_for(cfg_, a.lmtp, tls_ != nullptr));
       conn.set_remote(a.ip, a.port);
       run_blocking(a.fd, conn, stopping_, [this](received_message&& m) {
         return deliver_sync(hook_, cnt_, std::move(m));
@@ -64,6 +66,7 @@ class thread_driver final : public model_driver {
   conn_policy policy_;
   admission adm_;
   driver_counters cnt_;
+  std::unique_ptr<tls_context> tls_;
   blocking_listeners listeners_;
   std::thread acceptor_;
 };

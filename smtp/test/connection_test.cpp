@@ -5,6 +5,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include <algorithm>
 #include <cstring>
@@ -42,6 +45,64 @@ smtp::session_config test_session() {
   return s;
 }
 
+// A TLS client in memory (OpenSSL, memory BIOs): what it sends goes into the
+// harness's socket, what the server writes is fed to it.
+struct tls_client {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  SSL* ssl = nullptr;
+  BIO* from_server = BIO_new(BIO_s_mem());
+  BIO* to_server = BIO_new(BIO_s_mem());
+  std::string plain;  // decrypted replies
+  tls_client() {
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);  // a throwaway self-signed server
+    ssl = SSL_new(ctx);
+    SSL_set_bio(ssl, from_server, to_server);
+    SSL_set_connect_state(ssl);
+  }
+  ~tls_client() {
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+  }
+  bool done() const { return SSL_is_init_finished(ssl) == 1; }
+  void step() { SSL_do_handshake(ssl); }
+  void receive(std::string_view cipher) {
+    BIO_write(from_server, cipher.data(), static_cast<int>(cipher.size()));
+    char buf[4096];
+    std::size_t n = 0;
+    while (SSL_read_ex(ssl, buf, sizeof buf, &n) == 1) plain.append(buf, n);
+  }
+  void encrypt(std::string_view p) { SSL_write(ssl, p.data(), static_cast<int>(p.size())); }
+  std::string take_sent() {
+    std::string out;
+    char buf[4096];
+    int n;
+    while ((n = BIO_read(to_server, buf, sizeof buf)) > 0)
+      out.append(buf, static_cast<std::size_t>(n));
+    return out;
+  }
+};
+
+// A server context with a throwaway EC key and self-signed certificate.
+std::unique_ptr<smtp::detail::tls_context> test_tls_context() {
+  EVP_PKEY* key = EVP_EC_gen("P-256");
+  X509* x = X509_new();
+  ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+  X509_gmtime_adj(X509_getm_notBefore(x), 0);
+  X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+  X509_set_pubkey(x, key);
+  X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>("mx.test"), -1, -1, 0);
+  X509_set_issuer_name(x, X509_get_subject_name(x));
+  X509_sign(x, key, EVP_sha256());
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  SSL_CTX_use_certificate(ctx, x);
+  SSL_CTX_use_PrivateKey(ctx, key);
+  SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+  X509_free(x);
+  EVP_PKEY_free(key);
+  return std::make_unique<smtp::detail::tls_context>(ctx);
+}
+
 // A scripted peer and a fake clock around one connection: the "socket" holds
 // chunks the client sent (a read takes one chunk, or what fits); writes are
 // taken at once unless stalled; deliveries are answered at once unless held.
@@ -60,7 +121,8 @@ struct harness {
   std::vector<act> trail;  // every action, in order
   action a;
   bool started = false, closed = false, stall_writes = false, hold_delivery = false;
-  int handshakes = 0, queued = 0;
+  int queued = 0;
+  std::unique_ptr<tls_client> client;  // after start_tls(): the socket carries ciphertext
 
   void start() {
     a = c.start(now);
@@ -68,15 +130,30 @@ struct harness {
     run();
   }
   void send(std::string bytes) {
+    if (client) {
+      client->encrypt(bytes);
+      bytes = client->take_sent();
+    }
     socket.push_back(std::move(bytes));
     run();
   }
+  // The client's side of STARTTLS: handshake flights both ways until done.
+  void start_tls() {
+    client = std::make_unique<tls_client>();
+    for (int i = 0; i < 20 && !closed; ++i) {
+      client->step();
+      std::string flight = client->take_sent();
+      if (client->done() && flight.empty()) return;
+      if (!flight.empty()) socket.push_back(std::move(flight));
+      run();
+    }
+  }
+  std::string replies() const { return client ? out + "<TLS>" + client->plain : out; }
   // Advances the clock; a pending wait, write or handshake past its deadline
   // is interrupted (as a driver's timer does).
   void at(steady::time_point t) {
     now = t;
-    if ((a.kind == act::wait || a.kind == act::write || a.kind == act::handshake) &&
-        now >= c.deadline()) {
+    if ((a.kind == act::wait || a.kind == act::write) && now >= c.deadline()) {
       a = c.on_interrupted(now);
       run();
     }
@@ -117,7 +194,10 @@ struct harness {
           continue;
         case act::write:
           if (stall_writes) return;
-          out += c.output();
+          if (client)
+            client->receive(c.output());
+          else
+            out += c.output();
           a = c.on_written(now);
           continue;
         case act::deliver:
@@ -125,10 +205,6 @@ struct harness {
           if (hold_delivery) return;
           a = c.on_delivered({smtp::delivery_status::accepted("Q" + std::to_string(++queued)), {}},
                              now);
-          continue;
-        case act::handshake:
-          ++handshakes;
-          a = c.on_handshake(now);
           continue;
         case act::close:
           closed = true;
@@ -385,27 +461,87 @@ TEST(Connection, AWriteThatDoesNotDrainIsClosed) {
   EXPECT_EQ(h.out, "");
 }
 
-// RFC 3207: what was pipelined after STARTTLS is discarded; after the
-// handshake the client starts again with EHLO, and the envelope says TLS.
+// RFC 3207: what was pipelined after STARTTLS is discarded; after a real
+// handshake (an OpenSSL client in memory) the client starts again with EHLO,
+// STARTTLS is not offered twice, and the envelope says TLS.
 TEST(Connection, StartTlsDiscardsPipelinedInputAndRestarts) {
+  auto ctx = test_tls_context();
+  conn_policy p = test_policy();
+  p.tls = ctx.get();
   smtp::session_config s = test_session();
   s.starttls = true;
-  harness h(test_policy(), s);
+  harness h(p, s);
   h.start();
   h.send(ehlo + "STARTTLS\r\nNOOP\r\nNOOP\r\n");
-  EXPECT_EQ(h.handshakes, 1);
+  EXPECT_THAT(
+      h.out,
+      EndsWith("250-STARTTLS\r\n250 ENHANCEDSTATUSCODES\r\n220 2.0.0 Ready to start TLS\r\n"));
+  EXPECT_FALSE(h.c.tls());
+  h.start_tls();
+  ASSERT_TRUE(h.client->done());
   EXPECT_TRUE(h.c.tls());
-  EXPECT_THAT(h.out, EndsWith("220 2.0.0 Ready to start TLS\r\n"));
   EXPECT_EQ(h.a.kind, act::wait);
-  EXPECT_FALSE(h.a.idle);  // a TLS read is a read, not a readiness wait
   h.send(ehlo);
-  std::string after = h.out.substr(h.out.find("Ready to start TLS"));
-  EXPECT_THAT(after, HasSubstr("250 ENHANCEDSTATUSCODES"));
-  EXPECT_THAT(after, Not(HasSubstr("STARTTLS")));  // not offered twice
-  h.send(envelope_cmds + "x\r\n.\r\n");
+  EXPECT_THAT(h.client->plain, HasSubstr("250 ENHANCEDSTATUSCODES"));
+  EXPECT_THAT(h.client->plain, Not(HasSubstr("STARTTLS")));  // not offered twice
+  h.send(envelope_cmds + "x\r\n.\r\nQUIT\r\n");
   ASSERT_EQ(h.messages.size(), 1u);
   EXPECT_TRUE(h.messages[0].envelope.tls);
-  EXPECT_THAT(h.out, Not(HasSubstr("250 2.0.0 Ok\r\n250 2.0.0 Ok")));  // the NOOPs
+  EXPECT_EQ(h.messages[0].body.to_string(), "x\r\n");
+  EXPECT_THAT(h.client->plain, Not(HasSubstr("250 2.0.0 Ok\r\n")));  // the NOOPs were discarded
+  EXPECT_THAT(h.client->plain, EndsWith("250 2.0.0 Ok: queued as Q1\r\n221 2.0.0 Bye\r\n"));
+  EXPECT_TRUE(h.closed);
+}
+
+// An idle TLS connection holds no receive buffer and no ciphertext.
+TEST(Connection, IdleTlsConnectionHoldsNoInput) {
+  auto ctx = test_tls_context();
+  conn_policy p = test_policy();
+  p.tls = ctx.get();
+  smtp::session_config s = test_session();
+  s.starttls = true;
+  harness h(p, s);
+  h.start();
+  h.send(ehlo + "STARTTLS\r\n");
+  h.start_tls();
+  h.send(ehlo);
+  ASSERT_EQ(h.a.kind, act::wait);
+  EXPECT_TRUE(h.a.idle);
+  EXPECT_FALSE(h.c.holds_input());
+}
+
+// Garbage instead of a ClientHello fails the handshake: closed, no reply.
+TEST(Connection, AFailedHandshakeCloses) {
+  auto ctx = test_tls_context();
+  conn_policy p = test_policy();
+  p.tls = ctx.get();
+  smtp::session_config s = test_session();
+  s.starttls = true;
+  harness h(p, s);
+  h.start();
+  h.send(ehlo + "STARTTLS\r\n");
+  std::string before = h.out;
+  h.send("MAIL FROM:<evil@x.test>\r\n");  // plain text where a handshake belongs
+  EXPECT_TRUE(h.closed);
+  EXPECT_EQ(h.c.close_reason(), smtp::errc::tls_failed);
+  EXPECT_EQ(h.out, before);
+}
+
+// A handshake that does not finish within the command timeout is closed.
+TEST(Connection, AStalledHandshakeTimesOut) {
+  auto ctx = test_tls_context();
+  conn_policy p = test_policy();
+  p.tls = ctx.get();
+  smtp::session_config s = test_session();
+  s.starttls = true;
+  harness h(p, s);
+  h.start();
+  h.send(ehlo + "STARTTLS\r\n");
+  auto t = h.now;
+  EXPECT_EQ(h.c.deadline(), t + 60s);
+  h.at(t + 60s);
+  EXPECT_TRUE(h.closed);
+  EXPECT_EQ(h.c.close_reason(), smtp::errc::timeout);
 }
 
 TEST(Connection, APeerLostInsideABodyDeliversNothing) {

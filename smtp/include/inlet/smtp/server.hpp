@@ -71,7 +71,7 @@ struct server_config {
   /// no observer, no cost.
   body_observer_factory body_observer;
   std::string tls_cert;                 ///< PEM certificate chain file; enables STARTTLS
-                                        ///< (async and stackful models)
+                                        ///< (every model)
   std::string tls_key;                  ///< PEM private key file
 };
 
