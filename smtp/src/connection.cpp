@@ -91,7 +91,12 @@ struct connection::io_state {
       : in(p.read_buffer_size, p.max_command_line, flat), body(p.observer, in) {}
   driver_input in;
   body_collector body;
+  received_message msg;  // the message being delivered
 };
+
+received_message connection::take_message() {
+  return std::move(io().msg);
+}
 
 connection::connection(const conn_policy& p, session_config cfg)
     : p_(p), session_(std::move(cfg)), reads_left_(p.reads_per_event - 1) {}
@@ -123,8 +128,8 @@ action connection::make(act kind, clock::time_point deadline, bool idle) {
   return action{kind, this->deadline(), idle};
 }
 
-action connection::close(std::error_code why) {
-  if (!reason_) reason_ = why;
+action connection::close(errc why) {
+  if (reason_ == errc::ok) reason_ = why;
   io_.reset();  // an unfinished message is dropped here (its observer aborted)
   return make(act::close, clock::time_point::max());
 }
@@ -154,13 +159,14 @@ action connection::advance(clock::time_point now) {
         s.body.abort();
         continue;
       case step_kind::message_complete:
-        msg_ = s.body.complete(session_.take_envelope(), session_.body_size());
+        s.msg = s.body.complete(session_.take_envelope(), session_.body_size());
         body_deadline_ = clock::time_point::max();
         return make(act::deliver, clock::time_point::max());
       case step_kind::start_tls:
         return flush(then::handshake, now);
       case step_kind::close:
-        if (!reason_) reason_ = st.reason;
+        if (reason_ == errc::ok && st.reason.category() == smtp_category())
+          reason_ = static_cast<errc>(st.reason.value());
         return flush(then::close, now);
       case step_kind::need_more:
         if (again) continue;  // the next readable span follows
@@ -176,8 +182,7 @@ action connection::flush(then next, clock::time_point now) {
   after_write_ = next;
   if (session_.output().empty() && (!tls_ || tls_->output().empty())) return on_written(now);
   session_.take_output(wbuf_);  // a stop may queue a 421 while this is written
-  if (tls_ && tls_->write(wbuf_) != tls_engine::status::ok)
-    return close(make_error_code(errc::tls_failed));
+  if (tls_ && tls_->write(wbuf_) != tls_engine::status::ok) return close(errc::tls_failed);
   return make(act::write, now + (forced_ ? p_.last_word_timeout : p_.command_timeout));
 }
 
@@ -185,12 +190,12 @@ action connection::on_written(clock::time_point now) {
   if (tls_) tls_->clear_output();
   switch (after_write_) {
     case then::close:
-      return close(make_error_code(errc::client_quit));
+      return close(errc::client_quit);
     case then::handshake:
       io().in.clear();  // RFC 3207 4.2: discard whatever was pipelined after STARTTLS
       tls_ = std::make_unique<tls_engine>(*p_.tls);
       handshaking_ = true;
-      handshake_deadline_ = now + p_.command_timeout;
+      cmd_deadline_ = now + p_.command_timeout;  // the whole handshake's
       return handshake(now);
     case then::handshake_more:
       return handshake(now);
@@ -200,7 +205,7 @@ action connection::on_written(clock::time_point now) {
       if (session_.closing() || !session_.output().empty()) return advance(now);
       return need_input(now);
   }
-  return close(make_error_code(errc::connection_lost));
+  return close(errc::connection_lost);
 }
 
 // The deadline of the next read. A command line must arrive whole within
@@ -248,6 +253,8 @@ action connection::need_input(clock::time_point now) {
 void connection::go_idle() noexcept {
   io_.reset();
   std::string().swap(wbuf_);
+  std::string none;
+  session_.take_output(none);  // the session's reply buffer too
 }
 
 action connection::on_read(std::size_t n, clock::time_point now) {
@@ -266,7 +273,7 @@ action connection::on_read(std::size_t n, clock::time_point now) {
 // command timeout from STARTTLS on; past it the connection closes silently.
 action connection::handshake(clock::time_point now) {
   tls_engine::status st = tls_->handshake();
-  if (st == tls_engine::status::failed) return close(make_error_code(errc::tls_failed));
+  if (st == tls_engine::status::failed) return close(errc::tls_failed);
   if (st == tls_engine::status::ok) {
     handshaking_ = false;
     session_.tls_started();
@@ -274,10 +281,10 @@ action connection::handshake(clock::time_point now) {
   }
   if (!tls_->output().empty()) {
     after_write_ = st == tls_engine::status::ok ? then::decrypt : then::handshake_more;
-    return make(act::write, handshake_deadline_);
+    return make(act::write, cmd_deadline_);
   }
   if (st == tls_engine::status::ok) return decrypt(now);
-  return make(act::wait, handshake_deadline_);
+  return make(act::wait, cmd_deadline_);
 }
 
 // Decrypts every record the ciphertext read so far completes into the
@@ -298,7 +305,7 @@ action connection::decrypt(clock::time_point now) {
       if (st != tls_engine::status::ok) break;
     }
     in.commit(got);
-    if (st == tls_engine::status::failed) return close(make_error_code(errc::connection_lost));
+    if (st == tls_engine::status::failed) return close(errc::connection_lost);
     if (st == tls_engine::status::want_read) break;
   }
   return advance(now);
@@ -330,23 +337,23 @@ void connection::expire(clock::time_point now) {
 }
 
 action connection::on_interrupted(clock::time_point now) {
-  if (handshaking_) return close(make_error_code(errc::timeout));
+  if (handshaking_) return close(errc::timeout);
   switch (op_) {
     case act::read:
     case act::wait:
       if (now >= deadline()) expire(now);
       return advance(now);  // a stop's 421 (or the expiry's) is written, then close
     case act::write:        // the peer does not read our replies
-      return close(make_error_code(errc::timeout));
+      return close(errc::timeout);
     case act::deliver:
     case act::close:
       break;
   }
-  return close(make_error_code(errc::connection_lost));
+  return close(errc::connection_lost);
 }
 
 action connection::on_lost(errc why) {
-  return close(make_error_code(why));
+  return close(why);
 }
 
 bool connection::on_stop(clock::time_point now) {

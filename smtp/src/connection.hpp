@@ -173,12 +173,14 @@ class connection {
   /// buffer size inside a message body; ciphertext space under TLS.
   buffer::streambuf::mutable_buffers_type read_buffers();
   std::string_view output() const noexcept { return tls_ ? tls_->output() : wbuf_; }
-  received_message take_message() { return std::move(msg_); }
+  received_message take_message();
 
   /// The pending action's deadline (max when it has none).
   clock::time_point deadline() const noexcept;
   act pending() const noexcept { return op_; }
-  std::error_code close_reason() const noexcept { return reason_; }
+  std::error_code close_reason() const noexcept {
+    return reason_ == errc::ok ? std::error_code{} : make_error_code(reason_);
+  }
   bool tls() const noexcept { return tls_ != nullptr && !handshaking_; }
   const server_session& session() const noexcept { return session_; }
   /// Does it hold a receive buffer or body now? (tests; idle connections do not)
@@ -192,7 +194,7 @@ class connection {
   action advance(clock::time_point now);
   action need_input(clock::time_point now);
   action flush(then next, clock::time_point now);
-  action close(std::error_code why);
+  action close(errc why);
   action make(act kind, clock::time_point deadline, bool idle = false);
   clock::time_point input_deadline(clock::time_point now);
   void expire(clock::time_point now);  // a read deadline passed: timeout or the end of the grace
@@ -209,13 +211,13 @@ class connection {
   std::unique_ptr<std::string> flat_storage_;  // flat mode: the connection's buffer, kept idle
   std::string wbuf_;                           // the reply being written (plain text)
   std::unique_ptr<tls_engine> tls_;            // after STARTTLS
-  received_message msg_;                       // the message being delivered
-  std::error_code reason_;
+
+  errc reason_ = errc::ok;
   clock::time_point op_deadline_ = clock::time_point::max();
-  clock::time_point cmd_deadline_{};  // the next command's deadline (kept across idle)
+  clock::time_point cmd_deadline_{};  // the next command's (or the TLS handshake's) deadline
   clock::time_point body_deadline_ = clock::time_point::max();
   clock::time_point force_at_ = clock::time_point::max();  // end of the shutdown grace
-  clock::time_point handshake_deadline_{};
+
   unsigned reads_left_ = 0;  // extra reads before waiting (reads_per_event)
   act op_ = act::close;
   then after_write_ = then::input;

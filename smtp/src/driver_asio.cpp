@@ -66,6 +66,19 @@ action after_read(asio_conn& c, const error_code& ec, std::size_t n) {
   return c.conn.on_lost();  // peer closed or reset: an unfinished message is dropped
 }
 
+bool write_now(asio_conn& c, std::size_t& done, action& next) {
+  std::string_view out = c.conn.output();
+  error_code ec;
+  done = c.sock.write_some(asio::buffer(out), ec);
+  if (ec == asio::error::would_block || ec == asio::error::try_again) {
+    done = 0;
+    return false;
+  }
+  if (!ec && done < out.size()) return false;
+  next = after_write(c, ec);
+  return true;
+}
+
 action after_write(asio_conn& c, const error_code& ec) {
   c.disarm();
   if (!ec) return c.conn.on_written(clock::now());
@@ -178,25 +191,39 @@ void asio_server::finish(asio_conn& c) {
   adm_.release(c.ip);
 }
 
+void pending_delivery::answer(delivery_result r) {
+  std::unique_lock lk(m);
+  if (answered) return;  // the callback runs once; a second call is ignored
+  answered = true;
+  if (inline_phase) {
+    result = std::move(r);
+    return;
+  }
+  lk.unlock();
+  auto c = conn.lock();
+  if (!c) return;  // the connection is gone (server destroyed)
+  // Only a later answer is posted: posting from inside the hook's call can
+  // deadlock the strand in Asio 1.26 when many answers come inline in a row.
+  asio::post(c->sock.get_executor(), [self = shared_from_this(), r = std::move(r)]() mutable {
+    self->result = std::move(r);
+    if (self->wake) self->wake->cancel();
+  });
+}
+
+// One allocation for the answer's state and one for the callback (a lambda
+// holding a shared_ptr does not fit std::function's inline storage).
 std::shared_ptr<pending_delivery> asio_server::deliver(const std::shared_ptr<asio_conn>& c) {
   auto p = std::make_shared<pending_delivery>();
-  std::weak_ptr<asio_conn> wc = c;
-  call_deliver(hook_, cnt_, c->conn.take_message(), [p, wc](delivery_result r) {
-    std::unique_lock lk(p->m);
-    if (p->inline_phase) {
-      p->result = std::move(r);
-      return;
-    }
-    lk.unlock();
-    auto conn = wc.lock();
-    if (!conn) return;  // the connection is gone (server destroyed)
-    // Only a later answer is posted: posting from inside the hook's call can
-    // deadlock the strand in Asio 1.26 when many answers come inline in a row.
-    asio::post(conn->sock.get_executor(), [p, r = std::move(r)]() mutable {
-      p->result = std::move(r);
-      if (p->wake) p->wake->cancel();
-    });
-  });
+  p->conn = c;
+  if (!hook_) {
+    p->result = sink_answer(cnt_);
+    return p;
+  }
+  try {
+    hook_(c->conn.take_message(), [p](delivery_result r) { p->answer(std::move(r)); });
+  } catch (...) {
+    p->answer(hook_failed());
+  }
   std::lock_guard lk(p->m);
   p->inline_phase = false;
   return p;

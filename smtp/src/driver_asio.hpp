@@ -67,17 +67,24 @@ struct asio_conn {
 action read_now(asio_conn& c);  ///< a non-blocking read
 action after_read(asio_conn& c, const error_code& ec, std::size_t n);
 action after_write(asio_conn& c, const error_code& ec);
+/// Writes output() without waiting. True when that settled it (`next` is the
+/// next action); false when the socket is full: `done` octets went, the rest
+/// needs an asynchronous write. Replies are small, so this is the usual case.
+bool write_now(asio_conn& c, std::size_t& done, action& next);
 
 // The deliver hook's answer for one message. The hook may answer inline
 // (taken at once) or later from any thread (posted to the connection's strand,
 // where it cancels `wake` to resume the dispatcher). Only a weak reference to
 // the connection travels with the callback: a copy the application keeps
 // after calling it must not keep sockets alive past the server.
-struct pending_delivery {
+struct pending_delivery : std::enable_shared_from_this<pending_delivery> {
+  void answer(delivery_result r);  // the callback; any thread, the first call counts
   std::mutex m;
   bool inline_phase = true;
+  bool answered = false;
   std::optional<delivery_result> result;  // set on the strand
   asio::steady_timer* wake = nullptr;     // the dispatcher's, while it waits
+  std::weak_ptr<asio_conn> conn;
 };
 
 // A dispatcher's wait for a delivery: the timer that the answer cancels,

@@ -6,25 +6,16 @@
 
 namespace inlet::smtp::detail {
 
-void call_deliver(const deliver_fn& hook, driver_counters& c, received_message&& msg,
-                  delivery_callback done) {
-  if (!hook) {
-    char id[24];
-    std::snprintf(id, sizeof id, "%016llX",
-                  static_cast<unsigned long long>(c.queue_seq.fetch_add(1) + 1));
-    done(delivery_result{delivery_status::accepted(id), {}});
-    return;
-  }
-  auto once = std::make_shared<std::atomic<bool>>(false);
-  auto guarded = [once, done](delivery_result r) {
-    if (!once->exchange(true)) done(std::move(r));
-  };
-  try {
-    hook(std::move(msg), guarded);
-  } catch (...) {
-    guarded(delivery_result{
-        delivery_status::rejected(451, "4.3.0", "Error: local delivery failure"), {}});
-  }
+delivery_result sink_answer(driver_counters& c) {
+  char id[24];
+  std::snprintf(id, sizeof id, "%016llX",
+                static_cast<unsigned long long>(c.queue_seq.fetch_add(1) + 1));
+  return delivery_result{delivery_status::accepted(id), {}};
+}
+
+delivery_result hook_failed() {
+  return delivery_result{delivery_status::rejected(451, "4.3.0", "Error: local delivery failure"),
+                         {}};
 }
 
 server_stats stats_of(const driver_counters& c, std::size_t active) {
@@ -50,11 +41,20 @@ delivery_result deliver_sync(const deliver_fn& hook, driver_counters& c, receive
     std::optional<delivery_result> res;
   };
   auto w = std::make_shared<waiter>();
-  call_deliver(hook, c, std::move(msg), [w](delivery_result r) {
+  auto answer = [w](delivery_result r) {
     std::lock_guard lk(w->m);
+    if (w->res) return;  // the first call counts
     w->res = std::move(r);
     w->cv.notify_one();
-  });
+  };
+  if (!hook)
+    answer(sink_answer(c));
+  else
+    try {
+      hook(std::move(msg), answer);
+    } catch (...) {
+      answer(hook_failed());
+    }
   std::unique_lock lk(w->m);
   w->cv.wait(lk, [&] { return w->res.has_value(); });
   count(c, *w->res);

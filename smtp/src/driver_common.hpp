@@ -52,10 +52,11 @@ static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
 /// The stats of a driver with counters `c` and `active` open connections.
 server_stats stats_of(const driver_counters& c, std::size_t active);
 
-/// Calls the deliver hook; `done` runs exactly once. An empty hook accepts
-/// and drops the message (a sink) with a queue id from `c.queue_seq`.
-void call_deliver(const deliver_fn& hook, driver_counters& c, received_message&& msg,
-                  delivery_callback done);
+/// Without a deliver hook a message is accepted and dropped (a sink), with a
+/// queue id from `c.queue_seq`.
+delivery_result sink_answer(driver_counters& c);
+/// The answer when the deliver hook throws.
+delivery_result hook_failed();
 /// Counts the answer as delivered (2xx) or rejected.
 void count(driver_counters& c, const delivery_result& r);
 /// Calls the hook and blocks until its callback ran (blocking models).

@@ -1,8 +1,9 @@
 // The coroutine models (coro, async-1n, async-nn, async-n2n): a C++20
 // coroutine per busy connection runs the connection core's actions. They
-// differ in io_context/thread topology only (asio_server::start). A wait ends
-// the coroutine: the connection is handed to a readiness wait whose handler
-// starts a new one, so a waiting connection holds no coroutine frame.
+// differ in io_context/thread topology only (asio_server::start). An idle
+// wait ends the coroutine: the connection is handed to a readiness wait whose
+// handler starts a new one, so an idle connection holds no coroutine frame.
+// Writes and inline delivery answers complete without suspending.
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -39,20 +40,33 @@ asio::awaitable<void> coro_driver::run(std::shared_ptr<asio_conn> c, std::option
       case act::read:
         a = read_now(*c);
         break;
-      case act::wait:
-        wait_readable(std::move(c), a,
-                      [this](auto conn, action next) { resume(std::move(conn), next); });
-        co_return;
-      case act::write: {
+      case act::wait: {
+        if (a.idle) {  // nothing held: no coroutine either while the peer is silent
+          wait_readable(std::move(c), a,
+                        [this](auto conn, action next) { resume(std::move(conn), next); });
+          co_return;
+        }
         c->arm(a.deadline);
-        auto [ec, n] = co_await asio::async_write(c->sock, asio::buffer(c->conn.output()), tok);
+        auto [ec] = co_await c->sock.async_wait(tcp::socket::wait_read, tok);
+        a = ec ? after_read(*c, ec, 0) : read_now(*c);
+        break;
+      }
+      case act::write: {
+        std::size_t done = 0;
+        if (write_now(*c, done, a)) break;
+        c->arm(a.deadline);
+        auto [ec, n] =
+            co_await asio::async_write(c->sock, asio::buffer(c->conn.output()) + done, tok);
         a = after_write(*c, ec);
         break;
       }
       case act::deliver: {
-        delivery_wait w(deliver(c), c->sock.get_executor());
-        while (!w.done()) co_await w.timer.async_wait(tok);
-        a = delivered(*c, *w.p);
+        auto p = deliver(c);
+        if (!p->result) {
+          delivery_wait w(p, c->sock.get_executor());
+          while (!w.done()) co_await w.timer.async_wait(tok);
+        }
+        a = delivered(*c, *p);
         break;
       }
       case act::close:

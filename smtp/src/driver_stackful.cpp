@@ -57,15 +57,21 @@ void stackful_driver::run(const std::shared_ptr<asio_conn>& c, asio::yield_conte
         c->sock.async_wait(tcp::socket::wait_read, y[ec]);
         a = ec ? after_read(*c, ec, 0) : read_now(*c);
         break;
-      case act::write:
+      case act::write: {
+        std::size_t done = 0;
+        if (write_now(*c, done, a)) break;
         c->arm(a.deadline);
-        asio::async_write(c->sock, asio::buffer(c->conn.output()), y[ec]);
+        asio::async_write(c->sock, asio::buffer(c->conn.output()) + done, y[ec]);
         a = after_write(*c, ec);
         break;
+      }
       case act::deliver: {
-        delivery_wait w(deliver(c), c->sock.get_executor());
-        while (!w.done()) w.timer.async_wait(y[ec]);
-        a = delivered(*c, *w.p);
+        auto p = deliver(c);
+        if (!p->result) {
+          delivery_wait w(p, c->sock.get_executor());
+          while (!w.done()) w.timer.async_wait(y[ec]);
+        }
+        a = delivered(*c, *p);
         break;
       }
       case act::close:

@@ -72,6 +72,9 @@ std::error_code tls_context::load(const std::string& cert, const std::string& ke
   // OpenSSL frees a connection's 17 KB read and write record buffers whenever
   // they are empty: an idle TLS connection keeps only its SSL state.
   SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+  // No server-side session cache: it would keep a session per connection
+  // (up to 20,480) after the connection is gone. Resumption by ticket stays.
+  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
   const std::string& k = key.empty() ? cert : key;
   if (SSL_CTX_use_certificate_chain_file(ctx, cert.c_str()) != 1 ||
       SSL_CTX_use_PrivateKey_file(ctx, k.c_str(), SSL_FILETYPE_PEM) != 1 ||
