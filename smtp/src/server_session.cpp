@@ -6,9 +6,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 #include <optional>
 
 namespace inlet::smtp {
@@ -452,42 +449,6 @@ std::optional<step> server_session::consume_bdat(std::string_view in, std::size_
   return step{step_kind::message_complete, 0, {}, {}};
 }
 
-namespace {
-
-// The LFs of a body, 16 bytes at a time: one compare per block, then the LFs
-// of the block from its bit mask, so a line costs a few instructions instead
-// of a memchr call. The last partial block falls back to memchr.
-struct lf_finder {
-  const char* base;
-  std::size_t size;
-  std::size_t block = static_cast<std::size_t>(-1);
-  unsigned mask = 0;
-
-  // The first LF at or after `pos`, or `size`.
-  std::size_t next(std::size_t pos) {
-#if defined(__SSE2__)
-    const __m128i lf = _mm_set1_epi8('\n');
-    for (;;) {
-      std::size_t b = pos & ~std::size_t{15};
-      if (b + 16 > size) break;
-      if (b != block) {
-        block = b;
-        __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + b));
-        mask = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, lf)));
-      }
-      unsigned m = mask & (~0u << (pos - b));
-      if (m != 0) return b + static_cast<std::size_t>(__builtin_ctz(m));
-      pos = b + 16;
-    }
-#endif
-    if (pos >= size) return size;
-    const void* hit = std::memchr(base + pos, '\n', size - pos);
-    return hit ? static_cast<std::size_t>(static_cast<const char*>(hit) - base) : size;
-  }
-};
-
-}  // namespace
-
 std::optional<step> server_session::consume_data(std::string_view in, std::size_t& n) {
   if (in.empty()) return step{step_kind::need_more, 0, {}, {}};
   std::size_t start = 0;
@@ -514,13 +475,13 @@ std::optional<step> server_session::consume_data(std::string_view in, std::size_
   std::size_t pos = start;
   std::size_t end = in.size();
   line_state after = line_state::mid;
-  lf_finder lf{base, in.size()};
   while (pos < in.size()) {
-    std::size_t p = lf.next(pos);
-    if (p == in.size()) {
+    const void* hit = std::memchr(base + pos, '\n', in.size() - pos);
+    if (!hit) {
       after = base[in.size() - 1] == '\r' ? line_state::cr : line_state::mid;
       break;
     }
+    std::size_t p = static_cast<const char*>(hit) - base;
     if (limit && line_len_ + (p + 1 - line_start) > limit) body_long_ = true;
     line_len_ = 0;
     line_start = p + 1;
