@@ -40,7 +40,11 @@ bool wait_fd(int fd, short events, connection& conn, const std::atomic<bool>& st
   }
 }
 
-action read_fd(int fd, connection& conn) {
+// A blocking read into the connection's buffers: the socket's receive
+// timeout (one tick) bounds each recvmsg, so a stop or the deadline is seen
+// within a tick. One syscall per read while bytes keep coming, as a thread
+// per connection should be.
+action read_fd(int fd, connection& conn, const std::atomic<bool>& stopping) {
   iovec iov[16];
   int k = 0;
   for (auto b : conn.read_buffers()) {
@@ -50,12 +54,15 @@ action read_fd(int fd, connection& conn) {
   msghdr m{};
   m.msg_iov = iov;
   m.msg_iovlen = static_cast<std::size_t>(k);
-  ssize_t n;
-  do n = ::recvmsg(fd, &m, MSG_DONTWAIT);
-  while (n < 0 && errno == EINTR);
-  if (n > 0) return conn.on_read(static_cast<std::size_t>(n), clock::now());
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return conn.on_would_block(clock::now());
-  return conn.on_lost();
+  for (;;) {
+    ssize_t n = ::recvmsg(fd, &m, 0);
+    if (n > 0) return conn.on_read(static_cast<std::size_t>(n), clock::now());
+    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+      return conn.on_lost();
+    auto now = clock::now();
+    if ((stopping.load(std::memory_order_relaxed) && conn.on_stop(now)) || now >= conn.deadline())
+      return conn.on_interrupted(now);
+  }
 }
 
 action write_fd(int fd, connection& conn, const std::atomic<bool>& stopping) {
@@ -79,15 +86,19 @@ action write_fd(int fd, connection& conn, const std::atomic<bool>& stopping) {
 
 void run_blocking(int fd, connection& conn, const std::atomic<bool>& stopping,
                   const std::function<delivery_result(received_message&&)>& deliver) {
+  timeval tv{0, static_cast<suseconds_t>(std::chrono::microseconds(tick).count())};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   action a = conn.start(clock::now());
   for (;;) {
     switch (a.kind) {
-      case act::read:
-        a = read_fd(fd, conn);
+      case act::read:  // a thread may block: no separate readiness wait
+        a = read_fd(fd, conn, stopping);
         break;
-      case act::wait:
-        a = wait_fd(fd, POLLIN, conn, stopping) ? read_fd(fd, conn)
-                                                : conn.on_interrupted(clock::now());
+      case act::wait:  // idle: poll first, so that no fragment is held while the peer is silent
+        if (a.idle && !wait_fd(fd, POLLIN, conn, stopping))
+          a = conn.on_interrupted(clock::now());
+        else
+          a = read_fd(fd, conn, stopping);
         break;
       case act::write:
         a = write_fd(fd, conn, stopping);
