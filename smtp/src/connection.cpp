@@ -20,7 +20,18 @@ conn_policy conn_policy::from(const server_config& cfg, const std::atomic<bool>*
   p.flat_receive_buffer = cfg.flat_receive_buffer;
   p.observer = &cfg.body_observer;
   p.stopping = stopping;
+  p.use(nullptr, cfg);
   return p;
+}
+
+void conn_policy::use(const tls_context* ctx, const server_config& cfg) {
+  tls = ctx;
+  for (bool lmtp : {false, true}) {
+    session_config s = cfg.session;
+    s.lmtp = lmtp;
+    s.starttls = ctx != nullptr;
+    (lmtp ? lmtp_session : smtp_session) = std::make_shared<const session_config>(std::move(s));
+  }
 }
 
 // ---------------------------------------------------------------- body
@@ -92,13 +103,19 @@ struct connection::io_state {
   driver_input in;
   body_collector body;
   received_message msg;  // the message being delivered
+  std::string wbuf;      // the reply being written (plain text)
 };
+
+std::string_view connection::output() const noexcept {
+  if (tls_) return tls_->output();
+  return io_ ? std::string_view(io_->wbuf) : std::string_view();
+}
 
 received_message connection::take_message() {
   return std::move(io().msg);
 }
 
-connection::connection(const conn_policy& p, session_config cfg)
+connection::connection(const conn_policy& p, std::shared_ptr<const session_config> cfg)
     : p_(p), session_(std::move(cfg)), reads_left_(p.reads_per_event - 1) {}
 
 connection::~connection() = default;
@@ -181,8 +198,9 @@ action connection::advance(clock::time_point now) {
 action connection::flush(then next, clock::time_point now) {
   after_write_ = next;
   if (session_.output().empty() && (!tls_ || tls_->output().empty())) return on_written(now);
-  session_.take_output(wbuf_);  // a stop may queue a 421 while this is written
-  if (tls_ && tls_->write(wbuf_) != tls_engine::status::ok) return close(errc::tls_failed);
+  std::string& wbuf = io().wbuf;
+  session_.take_output(wbuf);  // a stop may queue a 421 while this is written
+  if (tls_ && tls_->write(wbuf) != tls_engine::status::ok) return close(errc::tls_failed);
   return make(act::write, now + (forced_ ? p_.last_word_timeout : p_.command_timeout));
 }
 
@@ -252,7 +270,6 @@ action connection::need_input(clock::time_point now) {
 // the reply strings' capacity.
 void connection::go_idle() noexcept {
   io_.reset();
-  std::string().swap(wbuf_);
   std::string none;
   session_.take_output(none);  // the session's reply buffer too
 }

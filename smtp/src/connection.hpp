@@ -76,11 +76,18 @@ struct conn_policy {
   bool flat_receive_buffer = false;
   const body_observer_factory* observer = nullptr;  ///< null or empty: none
   const tls_context* tls = nullptr;                 ///< null: no STARTTLS
+  /// The session configs of SMTP and LMTP listeners, shared by every connection.
+  std::shared_ptr<const session_config> smtp_session, lmtp_session;
   /// The server's stop flag, polled between steps (a connection accepted as
   /// the stop begins may miss on_stop()). Null: never stops by itself.
   const std::atomic<bool>* stopping = nullptr;
 
   static conn_policy from(const server_config& cfg, const std::atomic<bool>* stopping);
+  /// Sets `tls` and the shared session configs (STARTTLS offered with a context).
+  void use(const tls_context* ctx, const server_config& cfg);
+  const std::shared_ptr<const session_config>& session(bool lmtp) const {
+    return lmtp ? lmtp_session : smtp_session;
+  }
 };
 
 /// The body of the message being received, as every connection collects it:
@@ -138,7 +145,7 @@ class body_collector {
 
 class connection {
  public:
-  connection(const conn_policy& p, session_config cfg);
+  connection(const conn_policy& p, std::shared_ptr<const session_config> cfg);
   ~connection();
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
@@ -172,7 +179,7 @@ class connection {
   /// Space to read into (read, wait): one fragment for commands, the read
   /// buffer size inside a message body; ciphertext space under TLS.
   buffer::streambuf::mutable_buffers_type read_buffers();
-  std::string_view output() const noexcept { return tls_ ? tls_->output() : wbuf_; }
+  std::string_view output() const noexcept;
   received_message take_message();
 
   /// The pending action's deadline (max when it has none).
@@ -209,8 +216,8 @@ class connection {
   server_session session_;
   std::unique_ptr<io_state> io_;               // receive buffer and body: only while busy
   std::unique_ptr<std::string> flat_storage_;  // flat mode: the connection's buffer, kept idle
-  std::string wbuf_;                           // the reply being written (plain text)
-  std::unique_ptr<tls_engine> tls_;            // after STARTTLS
+
+  std::unique_ptr<tls_engine> tls_;  // after STARTTLS
 
   errc reason_ = errc::ok;
   clock::time_point op_deadline_ = clock::time_point::max();

@@ -96,7 +96,7 @@ asio_server::asio_server(const server_config& cfg, deliver_fn d)
 
 std::error_code asio_server::start() {
   if (auto ec = tls_context::load(cfg_.tls_cert, cfg_.tls_key, tls_)) return ec;
-  policy_.tls = tls_.get();
+  policy_.use(tls_.get(), cfg_);
   unsigned n = cfg_.threads ? cfg_.threads : std::max(1u, std::thread::hardware_concurrency());
   bool per_core = cfg_.model == io_model::async_nn || cfg_.model == io_model::async_n2n;
   std::size_t nctx = per_core ? n : 1;
@@ -172,10 +172,8 @@ void asio_server::take(tcp::socket s, bool lmtp) {
   }
   s.set_option(tcp::no_delay(true), ig);
   s.non_blocking(true, ig);
-  auto c =
-      std::make_shared<asio_conn>(std::move(s), policy_, session_for(cfg_, lmtp, tls_ != nullptr));
-  c->ip = std::move(ip);
-  c->conn.set_remote(c->ip, peer.port());
+  auto c = std::make_shared<asio_conn>(std::move(s), policy_, policy_.session(lmtp));
+  c->conn.set_remote(std::move(ip), peer.port());
   {
     std::lock_guard lk(mu_);
     conns_.push_back(c);  // expired entries are pruned by reap()
@@ -188,7 +186,7 @@ void asio_server::finish(asio_conn& c) {
   error_code ig;
   c.sock.shutdown(tcp::socket::shutdown_both, ig);  // io_uring: close alone leaves its ops pending
   c.sock.close(ig);
-  adm_.release(c.ip);
+  adm_.release(c.conn.session().remote_address());
 }
 
 void pending_delivery::answer(delivery_result r) {

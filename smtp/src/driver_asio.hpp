@@ -42,12 +42,11 @@ using boost::system::error_code;
 // `deadline`, which the reaper reads from its own strand.
 struct asio_conn {
   static constexpr clock::rep no_deadline = std::numeric_limits<clock::rep>::max();
-  asio_conn(tcp::socket s, const conn_policy& p, session_config cfg)
+  asio_conn(tcp::socket s, const conn_policy& p, std::shared_ptr<const session_config> cfg)
       : sock(std::move(s)), conn(p, std::move(cfg)) {}
   tcp::socket sock;
 
   connection conn;
-  std::string ip;
   std::atomic<clock::rep> deadline{no_deadline};  // of the pending wait (steady_clock ticks)
   bool armed = false;  // a wait, write or handshake the reaper may cancel is pending
 

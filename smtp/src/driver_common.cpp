@@ -104,11 +104,4 @@ std::string shutting_down_reply(const server_config& cfg) {
   return "421 4.3.2 " + cfg.session.hostname + " Service shutting down\r\n";
 }
 
-session_config session_for(const server_config& cfg, bool lmtp, bool tls_offered) {
-  session_config s = cfg.session;
-  s.lmtp = lmtp;
-  s.starttls = tls_offered;
-  return s;
-}
-
 }  // namespace inlet::smtp::detail

@@ -84,7 +84,5 @@ class admission {
 
 std::string refusal_reply(const server_config& cfg);        ///< 421 4.7.0 too many connections
 std::string shutting_down_reply(const server_config& cfg);  ///< 421 4.3.2
-/// The session config of one connection of `cfg`'s server.
-session_config session_for(const server_config& cfg, bool lmtp, bool tls_offered);
 
 }  // namespace inlet::smtp::detail

@@ -113,7 +113,7 @@ std::error_code process_driver::start() {
   if (page == MAP_FAILED) return {errno, std::system_category()};
   shared_ = new (page) driver_counters;
   if (auto ec = tls_context::load(cfg_.tls_cert, cfg_.tls_key, tls_)) return ec;
-  policy_.tls = tls_.get();
+  policy_.use(tls_.get(), cfg_);
   if (auto ec = listeners_.bind(cfg_)) return ec;
   acceptor_ = std::thread([this] {
     sigset_t term;
@@ -158,7 +158,7 @@ void process_driver::child_main(const blocking_listeners::accepted& a) {
   sigaddset(&unblock, SIGTERM);
   ::sigprocmask(SIG_UNBLOCK, &unblock, nullptr);
   {
-    connection conn(policy_, session_for(cfg_, a.lmtp, tls_ != nullptr));
+    connection conn(policy_, policy_.session(a.lmtp));
     conn.set_remote(a.ip, a.port);
     run_blocking(a.fd, conn, child_stopping, [this](received_message&& msg) {
       return deliver_sync(hook_, *shared_, std::move(msg));

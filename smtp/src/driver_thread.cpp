@@ -19,7 +19,7 @@ class thread_driver final : public model_driver {
         adm_(cfg.max_connections, cfg.max_connections_per_ip) {}
   std::error_code start() override {
     if (auto ec = tls_context::load(cfg_.tls_cert, cfg_.tls_key, tls_)) return ec;
-    policy_.tls = tls_.get();
+    policy_.use(tls_.get(), cfg_);
     if (auto ec = listeners_.bind(cfg_)) return ec;
     acceptor_ = std::thread([this] {
       listeners_.run({}, [this](blocking_listeners::accepted a) { take(std::move(a)); });
@@ -49,7 +49,7 @@ class thread_driver final : public model_driver {
   }
   void serve(const blocking_listeners::accepted& a) {
     {
-      connection conn(policy_, session_for(cfg_, a.lmtp, tls_ != nullptr));
+      connection conn(policy_, policy_.session(a.lmtp));
       conn.set_remote(a.ip, a.port);
       run_blocking(a.fd, conn, stopping_, [this](received_message&& m) {
         return deliver_sync(hook_, cnt_, std::move(m));

@@ -108,7 +108,7 @@ std::unique_ptr<smtp::detail::tls_context> test_tls_context() {
 // taken at once unless stalled; deliveries are answered at once unless held.
 struct harness {
   explicit harness(conn_policy pol = test_policy(), smtp::session_config s = test_session())
-      : policy(pol), c(policy, std::move(s)) {
+      : policy(pol), c(policy, std::make_shared<const smtp::session_config>(std::move(s))) {
     c.set_remote("192.0.2.7", 2525);
   }
 
