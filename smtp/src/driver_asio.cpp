@@ -66,17 +66,19 @@ action after_read(asio_conn& c, const error_code& ec, std::size_t n) {
   return c.conn.on_lost();  // peer closed or reset: an unfinished message is dropped
 }
 
-bool write_now(asio_conn& c, std::size_t& done, action& next) {
+bool write_now(asio_conn& c, asio::const_buffer& rest, action& next) {
   std::string_view out = c.conn.output();
   error_code ec;
-  done = c.sock.write_some(asio::buffer(out), ec);
-  if (ec == asio::error::would_block || ec == asio::error::try_again) {
+  std::size_t done = c.sock.write_some(asio::buffer(out), ec);
+  if (ec == asio::error::would_block || ec == asio::error::try_again)
     done = 0;
-    return false;
+  else if (ec || done == out.size()) {
+    next = after_write(c, ec);
+    return true;
   }
-  if (!ec && done < out.size()) return false;
-  next = after_write(c, ec);
-  return true;
+  rest = asio::buffer(out) + done;
+  c.arm(next.deadline);
+  return false;
 }
 
 action after_write(asio_conn& c, const error_code& ec) {
@@ -178,7 +180,8 @@ void asio_server::take(tcp::socket s, bool lmtp) {
     std::lock_guard lk(mu_);
     conns_.push_back(c);  // expired entries are pruned by reap()
   }
-  spawn(std::move(c));
+  auto ex = c->sock.get_executor();
+  spawn(std::move(c), ex);
 }
 
 void asio_server::finish(asio_conn& c) {
@@ -204,7 +207,7 @@ void pending_delivery::answer(delivery_result r) {
   // deadlock the strand in Asio 1.26 when many answers come inline in a row.
   asio::post(c->sock.get_executor(), [self = shared_from_this(), r = std::move(r)]() mutable {
     self->result = std::move(r);
-    if (self->wake) self->wake->cancel();
+    if (self->timer) self->timer->cancel();
   });
 }
 
@@ -224,6 +227,7 @@ std::shared_ptr<pending_delivery> asio_server::deliver(const std::shared_ptr<asi
   }
   std::lock_guard lk(p->m);
   p->inline_phase = false;
+  if (!p->result) p->timer.emplace(c->sock.get_executor(), clock::time_point::max());
   return p;
 }
 

@@ -65,40 +65,32 @@ struct asio_conn {
 // the wait the reaper was watching).
 action read_now(asio_conn& c);  ///< a non-blocking read
 action after_read(asio_conn& c, const error_code& ec, std::size_t n);
+/// A readiness wait ended: read, or report why it ended.
+inline action after_wait(asio_conn& c, const error_code& ec) {
+  return ec ? after_read(c, ec, 0) : read_now(c);
+}
 action after_write(asio_conn& c, const error_code& ec);
 /// Writes output() without waiting. True when that settled it (`next` is the
-/// next action); false when the socket is full: `done` octets went, the rest
-/// needs an asynchronous write. Replies are small, so this is the usual case.
-bool write_now(asio_conn& c, std::size_t& done, action& next);
+/// next action); false when the socket is full: the rest (`rest`) needs an
+/// asynchronous write, whose deadline is armed. Replies are small, so this is
+/// the usual case.
+bool write_now(asio_conn& c, asio::const_buffer& rest, action& next);
 
 // The deliver hook's answer for one message. The hook may answer inline
 // (taken at once) or later from any thread (posted to the connection's strand,
-// where it cancels `wake` to resume the dispatcher). Only a weak reference to
-// the connection travels with the callback: a copy the application keeps
-// after calling it must not keep sockets alive past the server.
+// where it cancels `timer` to resume the dispatcher, which waits on it while
+// waiting() is true). Only a weak reference to the connection travels with the
+// callback: a copy the application keeps after calling it must not keep
+// sockets alive past the server.
 struct pending_delivery : std::enable_shared_from_this<pending_delivery> {
   void answer(delivery_result r);  // the callback; any thread, the first call counts
+  bool waiting() const noexcept { return !result.has_value(); }
   std::mutex m;
   bool inline_phase = true;
   bool answered = false;
-  std::optional<delivery_result> result;  // set on the strand
-  asio::steady_timer* wake = nullptr;     // the dispatcher's, while it waits
+  std::optional<delivery_result> result;    // set on the strand
+  std::optional<asio::steady_timer> timer;  // only when the answer did not come inline
   std::weak_ptr<asio_conn> conn;
-};
-
-// A dispatcher's wait for a delivery: the timer that the answer cancels,
-// unhooked when the wait ends (also when a coroutine frame is destroyed).
-struct delivery_wait {
-  delivery_wait(std::shared_ptr<pending_delivery> pd, const asio::any_io_executor& ex)
-      : p(std::move(pd)), timer(ex, clock::time_point::max()) {
-    p->wake = &timer;
-  }
-  ~delivery_wait() { p->wake = nullptr; }
-  delivery_wait(const delivery_wait&) = delete;
-  delivery_wait& operator=(const delivery_wait&) = delete;
-  bool done() const noexcept { return p->result.has_value(); }
-  std::shared_ptr<pending_delivery> p;
-  asio::steady_timer timer;
 };
 
 class asio_server : public model_driver {
@@ -111,8 +103,9 @@ class asio_server : public model_driver {
   server_stats stats() const override;
 
  protected:
-  /// Runs a connection that was just admitted, from its first action.
-  virtual void spawn(std::shared_ptr<asio_conn> c) = 0;
+  /// Runs a connection that was just admitted, from its first action, on
+  /// `ex` (the connection's strand).
+  virtual void spawn(std::shared_ptr<asio_conn> c, const asio::any_io_executor& ex) = 0;
   /// A dispatcher's plain-TCP wait: hand the connection to a readiness wait
   /// and return. The handler reads (or reports the interruption) and calls
   /// `resume` with the connection and its next action.

@@ -22,8 +22,7 @@ class coro_driver final : public asio_server {
   using asio_server::asio_server;
 
  private:
-  void spawn(std::shared_ptr<asio_conn> c) override {
-    auto ex = c->sock.get_executor();
+  void spawn(std::shared_ptr<asio_conn> c, const asio::any_io_executor& ex) override {
     asio::co_spawn(ex, run(std::move(c), std::nullopt), asio::detached);
   }
   void resume(std::shared_ptr<asio_conn> c, action a) {
@@ -48,24 +47,19 @@ asio::awaitable<void> coro_driver::run(std::shared_ptr<asio_conn> c, std::option
         }
         c->arm(a.deadline);
         auto [ec] = co_await c->sock.async_wait(tcp::socket::wait_read, tok);
-        a = ec ? after_read(*c, ec, 0) : read_now(*c);
+        a = after_wait(*c, ec);
         break;
       }
       case act::write: {
-        std::size_t done = 0;
-        if (write_now(*c, done, a)) break;
-        c->arm(a.deadline);
-        auto [ec, n] =
-            co_await asio::async_write(c->sock, asio::buffer(c->conn.output()) + done, tok);
+        asio::const_buffer rest;
+        if (write_now(*c, rest, a)) break;
+        auto [ec, n] = co_await asio::async_write(c->sock, rest, tok);
         a = after_write(*c, ec);
         break;
       }
       case act::deliver: {
         auto p = deliver(c);
-        if (!p->result) {
-          delivery_wait w(p, c->sock.get_executor());
-          while (!w.done()) co_await w.timer.async_wait(tok);
-        }
+        while (p->waiting()) co_await p->timer->async_wait(tok);
         a = delivered(*c, *p);
         break;
       }

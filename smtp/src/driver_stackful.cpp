@@ -30,8 +30,7 @@ class stackful_driver final : public asio_server {
   using asio_server::asio_server;
 
  private:
-  void spawn(std::shared_ptr<asio_conn> c) override {
-    auto ex = c->sock.get_executor();
+  void spawn(std::shared_ptr<asio_conn> c, const asio::any_io_executor& ex) override {
     asio::spawn(
         ex, std::allocator_arg, boost::context::protected_fixedsize_stack(stack_size),
         [this, c = std::move(c)](asio::yield_context y) { run(c, y); }, ignore_exception{});
@@ -52,25 +51,20 @@ void stackful_driver::run(const std::shared_ptr<asio_conn>& c, asio::yield_conte
       case act::read:
         a = read_now(*c);
         break;
-      case act::wait:
+      case act::wait:  // the fiber stays: that is the model
         c->arm(a.deadline);
         c->sock.async_wait(tcp::socket::wait_read, y[ec]);
-        a = ec ? after_read(*c, ec, 0) : read_now(*c);
+        a = after_wait(*c, ec);
         break;
-      case act::write: {
-        std::size_t done = 0;
-        if (write_now(*c, done, a)) break;
-        c->arm(a.deadline);
-        asio::async_write(c->sock, asio::buffer(c->conn.output()) + done, y[ec]);
-        a = after_write(*c, ec);
+      case act::write:
+        if (asio::const_buffer rest; !write_now(*c, rest, a)) {
+          asio::async_write(c->sock, rest, y[ec]);
+          a = after_write(*c, ec);
+        }
         break;
-      }
       case act::deliver: {
         auto p = deliver(c);
-        if (!p->result) {
-          delivery_wait w(p, c->sock.get_executor());
-          while (!w.done()) w.timer.async_wait(y[ec]);
-        }
+        while (p->waiting()) p->timer->async_wait(y[ec]);
         a = delivered(*c, *p);
         break;
       }
