@@ -220,6 +220,32 @@ void blocking_listeners::stop() noexcept {
   [[maybe_unused]] auto n = ::write(wake_[1], &c, 1);
 }
 
+blocking_server::blocking_server(const server_config& cfg, deliver_fn d,
+                                 const std::atomic<bool>* conn_stop)
+    : cfg_(cfg),
+      hook_(std::move(d)),
+      policy_(conn_policy::from(cfg_, conn_stop != nullptr ? conn_stop : &stopping_)),
+      adm_(cfg.max_connections, cfg.max_connections_per_ip) {}
+
+std::error_code blocking_server::prepare() {
+  if (auto ec = tls_context::load(cfg_.tls_cert, cfg_.tls_key, tls_)) return ec;
+  policy_.use(tls_.get(), cfg_);
+  return listeners_.bind(cfg_);
+}
+
+void blocking_server::serve(const blocking_listeners::accepted& a, const std::atomic<bool>& stop,
+                            driver_counters& cnt) {
+  {
+    connection conn(policy_, policy_.session(a.lmtp));
+    conn.set_remote(a.ip, a.port);
+    run_blocking(a.fd, conn, stop, [this, &cnt](received_message&& m) {
+      return deliver_sync(hook_, cnt, std::move(m));
+    });
+  }
+  ::shutdown(a.fd, SHUT_RDWR);
+  ::close(a.fd);
+}
+
 bool admit_blocking(const blocking_listeners::accepted& a, const server_config& cfg, admission& adm,
                     driver_counters& cnt, bool stopping) {
   cnt.accepted.fetch_add(1, std::memory_order_relaxed);

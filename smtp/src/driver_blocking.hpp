@@ -10,6 +10,7 @@
 #include <functional>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include "connection.hpp"
@@ -64,5 +65,32 @@ class blocking_listeners {
 /// stopping) answers 421 on `fd` and closes it, returning false.
 bool admit_blocking(const blocking_listeners::accepted& a, const server_config& cfg, admission& adm,
                     driver_counters& cnt, bool stopping);
+
+/// What the thread and process drivers share: the config, the deliver hook,
+/// the connection policy, the limits, STARTTLS, the listeners and the accept
+/// thread. `conn_stop` is the flag connections watch (the process model's
+/// children have their own); null: this server's `stopping_`.
+class blocking_server : public model_driver {
+ public:
+  blocking_server(const server_config& cfg, deliver_fn d, const std::atomic<bool>* conn_stop);
+  std::vector<listen_endpoint> local_endpoints() const override { return listeners_.bound(); }
+
+ protected:
+  /// Loads the STARTTLS context and binds the listeners.
+  std::error_code prepare();
+  /// Runs the connection of `a` on the calling thread to its end, then
+  /// closes the socket. Deliveries are counted in `cnt`.
+  void serve(const blocking_listeners::accepted& a, const std::atomic<bool>& stop,
+             driver_counters& cnt);
+
+  const server_config cfg_;
+  deliver_fn hook_;
+  std::atomic<bool> stopping_{false};
+  conn_policy policy_;
+  admission adm_;
+  std::unique_ptr<tls_context> tls_;
+  blocking_listeners listeners_;
+  std::thread acceptor_;
+};
 
 }  // namespace inlet::smtp::detail

@@ -75,16 +75,15 @@ extern "C" void on_child_sigterm(int) {
   child_stopping.store(true);
 }
 
-class process_driver final : public model_driver {
+// Connections (in the children) stop on SIGTERM: child_stopping. The
+// admission slots and children map are the accept thread's (see the note on
+// fork above).
+class process_driver final : public blocking_server {
  public:
   process_driver(const server_config& cfg, deliver_fn d)
-      : cfg_(cfg),
-        hook_(std::move(d)),
-        policy_(conn_policy::from(cfg_, &child_stopping)),
-        adm_(cfg.max_connections, cfg.max_connections_per_ip) {}
+      : blocking_server(cfg, std::move(d), &child_stopping) {}
   ~process_driver() override;
   std::error_code start() override;
-  std::vector<listen_endpoint> local_endpoints() const override { return listeners_.bound(); }
   void stop() override;
   void wait() override;
   server_stats stats() const override;
@@ -95,15 +94,7 @@ class process_driver final : public model_driver {
   void reap();
   void drain_children();
 
-  const server_config cfg_;
-  deliver_fn hook_;
-  conn_policy policy_;  // the child's: it stops on SIGTERM
-  admission adm_;       // taken by the accept thread only (see the note on fork above)
-  std::unique_ptr<tls_context> tls_;
-  blocking_listeners listeners_;
-  driver_counters* shared_ = nullptr;  // MAP_SHARED page
-  std::atomic<bool> stopping_{false};
-  std::thread acceptor_;
+  driver_counters* shared_ = nullptr;      // MAP_SHARED page
   std::map<pid_t, std::string> children_;  // the accept thread's own
 };
 
@@ -112,9 +103,7 @@ std::error_code process_driver::start() {
                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (page == MAP_FAILED) return {errno, std::system_category()};
   shared_ = new (page) driver_counters;
-  if (auto ec = tls_context::load(cfg_.tls_cert, cfg_.tls_key, tls_)) return ec;
-  policy_.use(tls_.get(), cfg_);
-  if (auto ec = listeners_.bind(cfg_)) return ec;
+  if (auto ec = prepare()) return ec;
   acceptor_ = std::thread([this] {
     sigset_t term;
     sigemptyset(&term);
@@ -157,15 +146,7 @@ void process_driver::child_main(const blocking_listeners::accepted& a) {
   sigemptyset(&unblock);
   sigaddset(&unblock, SIGTERM);
   ::sigprocmask(SIG_UNBLOCK, &unblock, nullptr);
-  {
-    connection conn(policy_, policy_.session(a.lmtp));
-    conn.set_remote(a.ip, a.port);
-    run_blocking(a.fd, conn, child_stopping, [this](received_message&& msg) {
-      return deliver_sync(hook_, *shared_, std::move(msg));
-    });
-  }
-  ::shutdown(a.fd, SHUT_RDWR);
-  ::close(a.fd);
+  serve(a, child_stopping, *shared_);
   ::_exit(0);  // no atexit handlers, no destructors of the parent's objects
 }
 
