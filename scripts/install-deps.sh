@@ -14,8 +14,11 @@ PKGS=(
   libfmt-dev libspdlog-dev libcli11-dev
   # time zones of search dates (the date library reads the system zoneinfo)
   libhowardhinnant-date-dev tzdata
+  # the HTTP API: thumbnails (GraphicsMagick), link check and message release (libcurl)
+  libgraphicsmagick1-dev libcurl4-openssl-dev
   # test peers and tools
   postgresql-15 swaks libnet-ssleay-perl curl postfix python3 openssl valgrind
+  python3-jsonschema
 )
 
 missing=()
@@ -24,6 +27,11 @@ for p in "${PKGS[@]}"; do
     missing+=("$p")
   fi
 done
+
+# caniemail's data for the API's HTML check (an npm package; without npm, skipped).
+sudo_cmd=""
+if [ "$(id -u)" != "0" ]; then sudo_cmd="sudo"; fi
+$sudo_cmd bash "$(dirname "$0")/fetch-caniemail.sh" || echo "install-deps: caniemail data not fetched" >&2
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0

@@ -20,7 +20,7 @@ main{display:flex;height:calc(100vh - 3.2em)}#list{width:42%;min-width:20em;over
 #detail{flex:1;overflow:auto;padding:1em}table{width:100%;border-collapse:collapse}
 td,th{padding:.4em .6em;border-bottom:1px solid #eee;text-align:left;vertical-align:top;overflow-wrap:anywhere}
 tr.msg{cursor:pointer}tr.msg:hover{background:#eef3ff}tr.sel{background:#dde7ff}
-.sub{font-weight:400}tr.unread .sub{font-weight:700}tr.unread td:first-child{box-shadow:inset 3px 0 #36c}.muted{color:#777;font-size:.85em}#pager{display:flex;gap:.5em;align-items:center;padding:.5em}
+.sub{font-weight:400}tr.unread .sub{font-weight:700}tr.unread td:first-child{box-shadow:inset 3px 0 #36c}.muted{color:#777;font-size:.85em}#pager{display:flex;gap:.5em;align-items:center;padding:.5em}.tag{display:inline-block;font-size:.75em;font-weight:400;background:#e8ecf8;color:#234;border-radius:3px;padding:0 .35em;margin-left:.35em}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em;margin:0 0 1em}dt{font-weight:600}dd{margin:0;overflow-wrap:anywhere}
 pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#fff;border:1px solid #ddd;padding:.8em}
 iframe{width:100%;height:60vh;border:1px solid #ddd;background:#fff}.tabs{display:flex;gap:.4em;margin:.5em 0}
@@ -50,7 +50,7 @@ async function refresh(){
   for(const m of d.messages||[]){
     shownIds.push(m.ID);const tr=el("tr",null,"msg"+(m.Read?"":" unread")+(m.ID===selected?" sel":""));
     const f=el("td",addr(m.From));tr.appendChild(f);
-    const s=el("td");s.appendChild(el("div",m.Subject||"(no subject)","sub"));s.appendChild(el("div",m.Snippet||"","muted"));tr.appendChild(s);
+    const s=el("td");const sub=el("div",m.Subject||"(no subject)","sub");for(const t of m.Tags||[])sub.appendChild(el("span",t,"tag"));s.appendChild(sub);s.appendChild(el("div",m.Snippet||"","muted"));tr.appendChild(s);
     const c=el("td",when(m.Created));c.appendChild(el("div",size(m.Size),"muted"));tr.appendChild(c);
     tr.addEventListener("click",()=>openMsg(m.ID));rows.appendChild(tr);}
   const n=(d.messages||[]).length;
@@ -63,7 +63,7 @@ async function openMsg(id){
   box.replaceChildren();box.appendChild(el("h2",m.Subject||"(no subject)"));
   const dl=el("dl");row(dl,"From",addr(m.From));row(dl,"To",addrs(m.To));row(dl,"Cc",addrs(m.Cc));
   row(dl,"Reply-To",addrs(m.ReplyTo));row(dl,"Date",m.Date?when(m.Date):"");row(dl,"Received",when(m.Created));
-  row(dl,"Message-ID",m.MessageID);row(dl,"Size",size(m.Size));
+  row(dl,"Message-ID",m.MessageID);row(dl,"Size",size(m.Size));row(dl,"Tags",(m.Tags||[]).join(", "));
   if(m.Envelope){row(dl,"Envelope from",m.Envelope.From||"<>");row(dl,"Envelope to",(m.Envelope.To||[]).join(", "));row(dl,"HELO",m.Envelope.Helo);row(dl,"Remote",m.Envelope.Remote);}
   if(m.Attachments&&m.Attachments.length)row(dl,"Attachments",m.Attachments.map(a=>(a.FileName||"(unnamed)")+" ("+a.ContentType+", "+size(a.Size)+")").join("; "));
   box.appendChild(dl);
@@ -104,6 +104,8 @@ $("box").value=mailbox;refresh();live();
 
 }  // namespace
 
-std::string_view web_page() noexcept { return page; }
+std::string_view web_page() noexcept {
+  return page;
+}
 
 }  // namespace inlet::http
