@@ -80,6 +80,16 @@ std::string_view content_security_policy() noexcept {
 std::optional<response> page_route(const request& req, std::string_view path) {
   const asset* a = find(path);
   if (!a) return std::nullopt;
+  // Under a webroot, "/mail" is the page too; its relative URLs need "/mail/".
+  const std::string_view target = req.target();
+  const auto raw_path = target.substr(0, target.find('?'));
+  if (path == "/" && !raw_path.ends_with('/')) {
+    auto res = base(req, bh::status::permanent_redirect);
+    res.set(bh::field::location,
+            std::string(raw_path) + "/" + std::string(target.substr(raw_path.size())));
+    res.prepare_payload();
+    return res;
+  }
   if (req.method() != bh::verb::get) {
     auto res = base(req, bh::status::method_not_allowed);
     res.set(bh::field::content_type, "application/json");

@@ -131,4 +131,5 @@ TEST_F(PageTest, MethodsAndUnknownAssets) {
   EXPECT_EQ(head[bh::field::content_length], std::to_string(get("/").body().size()));
   EXPECT_EQ(get("/assets/app-000000000000.js").result_int(), 404u);
   EXPECT_EQ(get("/assets/").result_int(), 404u);
+  EXPECT_EQ(get("/index.html").result_int(), 200u);
 }

@@ -1,5 +1,7 @@
 // Loopback tests (label net): real HTTP over 127.0.0.1 with a Beast client. ctest's
 // TIMEOUT bounds every test; each loop below is bounded in count.
+#include "inlet/http/server.hpp"
+
 #include <gtest/gtest.h>
 
 #include <boost/asio/connect.hpp>
@@ -12,7 +14,6 @@
 #include <boost/beast/http/write.hpp>
 #include <thread>
 
-#include "inlet/http/server.hpp"
 #include "inlet/store/memory_store.hpp"
 
 namespace asio = boost::asio;
@@ -108,7 +109,7 @@ TEST_F(ServerTest, KeepAliveListGetRawDelete) {
   auto r = c.request(bh::verb::get, "/api/v1/message/" + id + "/raw");  // same connection
   ASSERT_EQ(r.result_int(), 200u);
   EXPECT_EQ(r.body(), raw);
-  EXPECT_EQ(r[bh::field::content_type], "text/plain");
+  EXPECT_EQ(r[bh::field::content_type], "text/plain; charset=utf-8");
 
   EXPECT_EQ(c.request(bh::verb::get, "/api/v1/message/" + id).result_int(), 200u);
   EXPECT_EQ(c.request(bh::verb::get, "/api/v1/message/AAAAAAAAAAAAAAAAAAAAAA").result_int(), 404u);
@@ -261,7 +262,8 @@ TEST_F(ServerTest, RunsOnCallersIoContext) {
 
 TEST_F(ServerTest, ManyClientsConcurrently) {
   start();
-  for (int i = 0; i < 20; ++i) put("m" + std::to_string(i) + "\r\n", "b" + std::to_string(i % 3) + "@x");
+  for (int i = 0; i < 20; ++i)
+    put("m" + std::to_string(i) + "\r\n", "b" + std::to_string(i % 3) + "@x");
   std::vector<std::thread> ts;
   std::atomic<int> ok{0};
   for (int t = 0; t < 4; ++t) {

@@ -115,6 +115,9 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   std::string connect_errors_;
   asio::steady_timer connect_timer_{ex_};
   std::atomic<bool> async_used_{false};  // set by any async initiation (read by ~connection)
+  // A listener's hooks (listener.cpp): notifications, and the loss of an open connection.
+  std::function<void(const PGnotify&)> on_notify_;
+  std::function<void(std::error_code)> on_lost_;
 
   // ---- lifetime ---------------------------------------------------------------------
   void release(request_base* r) {
@@ -152,6 +155,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
         diag_.client_message.pop_back();
       fail_msg_ = diag_.client_message;
     }
+    const bool lost_open = state_ == state::open;
     if (state_ == state::open || state_ == state::connecting) state_ = state::broken;
     detach_socket();
     ++connect_attempt_;  // a pending connect wait or deadline is stale now
@@ -168,6 +172,9 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
       release(r);
     }
     owner_ = 0;
+    if (on_lost_ && lost_open && ec != std::errc::operation_canceled) {  // lost: tell the listener
+      asio::post(ex_, [f = on_lost_, ec] { f(ec); });
+    }
     while (held_head_) {
       auto* r = held_head_;
       held_head_ = r->next;
@@ -310,6 +317,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
     connect_req_ = nullptr;
     finish(r, {}, completion_from::own_executor);
     release(r);
+    if (on_notify_) arm_read();  // a listener reads while idle
   }
 
   // ---- send -------------------------------------------------------------------------
@@ -644,7 +652,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
                      });
   }
   void arm_read() {
-    if (reading_ || !head_ || state_ != state::open) return;
+    if (reading_ || (!head_ && !on_notify_) || state_ != state::open) return;
     reading_ = true;
     sock_.async_wait(asio::posix::descriptor_base::wait_read,
                      [self = shared_from_this()](boost::system::error_code ec) {
@@ -664,7 +672,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   void on_readable() {
     do {
       if (!read_once()) return;
-    } while (head_ && tls_pending());
+    } while ((head_ || on_notify_) && tls_pending());
     arm_read();
   }
   bool tls_pending() const {
@@ -692,6 +700,17 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
       }
       nulls = 0;
       route(res);
+    }
+    if (on_notify_) [[unlikely]]
+      deliver_notifications();
+  }
+  /// A listener's connection: notifications parsed by libpq go to its hook.
+  void deliver_notifications() {
+    while (pg_ && on_notify_) {
+      PGnotify* n = PQnotifies(pg_);
+      if (!n) break;
+      on_notify_(*n);
+      PQfreemem(n);
     }
   }
   void route(PGresult* res) {
@@ -900,6 +919,12 @@ void on_executor(const conn_ptr& c, F f) {
 const conn_ptr& impl_of(const connection& c) noexcept {
   return c.impl_;
 }
+void set_listener_hooks(const conn_ptr& c, std::function<void(const PGnotify&)> on_notify,
+                        std::function<void(std::error_code)> on_lost) {
+  c->on_notify_ = std::move(on_notify);
+  c->on_lost_ = std::move(on_lost);
+  c->arm_read();
+}
 const asio::any_io_executor& executor_of(const conn_impl& c) noexcept {
   return c.ex_;
 }
@@ -939,6 +964,12 @@ bool connection::probe_alive() const noexcept {
   if (n == 0) return false;  // orderly shutdown by the server
   if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK;
   return true;  // pending bytes (a notice, a termination message): reading will tell
+}
+bool connection::probe_quiet() const noexcept {
+  if (!is_open()) return false;
+  char c;
+  ssize_t n = ::recv(PQsocket(impl_->pg_), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 std::size_t connection::in_flight() const noexcept {
   return impl_ ? impl_->count_ : 0;

@@ -28,6 +28,14 @@ inline std::string pg_dsn() {
     if (pg_dsn().empty()) GTEST_SKIP() << "INLET_PG_DSN not set (run via ctest)"; \
   } while (0)
 
+/// ASSERT_TRUE for coroutines (gtest's ASSERT_* return, which a coroutine cannot).
+#define CO_ASSERT_TRUE(cond)                     \
+  do {                                           \
+    const bool co_ok_ = static_cast<bool>(cond); \
+    EXPECT_TRUE(co_ok_) << #cond;                \
+    if (!co_ok_) co_return;                      \
+  } while (0)
+
 /// Runs an awaitable on a fresh io_context, rethrowing its exception. Bounded by the
 /// ctest timeout; every test's awaitables finish by themselves.
 template <class F>

@@ -599,6 +599,8 @@ def live_message(subject):
 
 class T06Keyboard(PageTest):
     def test_keyboard_only(self):
+        # Three messages of its own on top: the keys below delete one of them.
+        self.srv.send([live_message(f"Keyboard {k}") for k in range(3)])
         self.open_page()
         kb = self.page.keyboard
         kb.press("j")  # the first key focuses the list where its cursor is
@@ -621,6 +623,7 @@ class T06Keyboard(PageTest):
         self.until(lambda: self.js("document.activeElement.closest('.row')?.dataset.index") == "2", "focus back on the row")
         # Delete removes the row under the cursor.
         doomed = self.row_id(2)
+        self.assertIn("Keyboard", next(r["text"] for r in self.rows() if r["id"] == doomed))
         kb.press("Delete")
         self.until(lambda: self.srv.request(f"/api/v1/message/{doomed}")[0] == 404, "Delete deletes")
         # x selects, Esc clears; / focuses the search, Esc leaves it.
