@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "api_internal.hpp"
+#include "page_assets.hpp"
 
 namespace inlet::http {
 namespace detail {
@@ -224,18 +225,6 @@ response readyz(const ctx_t& c, const request& req) {
 
 namespace {
 
-response page_html(const request& req) {
-  auto res = make_response(req, 200, "text/html; charset=utf-8", std::string(web_page()));
-  // Inline script/style only; message HTML goes into a sandboxed srcdoc iframe that
-  // inherits this policy (no remote images, no scripts).
-  res.set("Content-Security-Policy",
-          "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-          "img-src data:; connect-src 'self'; frame-src 'self'; base-uri 'none'; "
-          "form-action 'none'; frame-ancestors 'none'");
-  res.set("Referrer-Policy", "no-referrer");
-  return res;
-}
-
 response not_allowed(const request& req, std::string_view allow) {
   auto r = error_response(req, 405, "method not allowed");
   r.set(bh::field::allow, allow);
@@ -304,8 +293,7 @@ awaitable<response> route(const ctx_t& c, const request& req, const target& t, b
   auto only = [&](bh::verb v) { return method == v; };
 
   if (path.empty()) co_return error_response(req, 404, "not found");  // outside the webroot
-  if (path == "/" || path == "/index.html")
-    co_return only(bh::verb::get) ? page_html(req) : not_allowed(req, "GET, HEAD");
+  if (auto page = web::page_route(req, path)) co_return std::move(*page);
   if (path == "/livez")
     co_return only(bh::verb::get) ? livez(c, req) : not_allowed(req, "GET, HEAD");
   if (path == "/readyz")

@@ -168,7 +168,7 @@ class api {
   std::unique_ptr<context> ctx_;
 };
 
-/// The web page served at "/": self-contained HTML (inline CSS and JS, no external assets).
+/// The web page's document served at "/" (its script and stylesheet are served beside it).
 std::string_view web_page() noexcept;
 
 /// Mailpit's API description (OpenAPI 2.0), as served at /api/v1/swagger.json.
