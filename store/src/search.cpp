@@ -370,9 +370,38 @@ std::error_code parse_arg(std::string_view w, std::string_view tz, query& q, std
 
 // ---- evaluation ----
 
+// Substring test. With SSE2, 16 positions at a time: a position is a candidate when the
+// needle's first and last bytes both match there, and only candidates are compared whole
+// ("generic SIMD" substring search). glibc's memmem prepares the needle on every call,
+// which a search over 100,000 short texts pays 100,000 times.
 bool contains(std::string_view hay, std::string_view needle) noexcept {
-  if (needle.empty()) return true;
-  if (hay.size() < needle.size()) return false;
+  const std::size_t m = needle.size();
+  if (m == 0) return true;
+  if (hay.size() < m) return false;
+#if defined(__SSE2__)
+  if (m >= 2 && hay.size() >= m + 15) {
+    const __m128i first = _mm_set1_epi8(needle.front());
+    const __m128i last = _mm_set1_epi8(needle.back());
+    const char* p = hay.data();
+    const std::size_t stop = hay.size() - m + 1;  // candidate start positions [0, stop)
+    std::size_t i = 0;
+    for (; i + 16 <= stop; i += 16) {
+      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i + m - 1));
+      unsigned mask = static_cast<unsigned>(
+          _mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, first), _mm_cmpeq_epi8(b, last))));
+      while (mask) {
+        const unsigned k = static_cast<unsigned>(__builtin_ctz(mask));
+        if (std::memcmp(p + i + k + 1, needle.data() + 1, m - 2) == 0) return true;
+        mask &= mask - 1;
+      }
+    }
+    for (; i < stop; ++i)
+      if (p[i] == needle.front() && std::memcmp(p + i + 1, needle.data() + 1, m - 1) == 0)
+        return true;
+    return false;
+  }
+#endif
   return ::memmem(hay.data(), hay.size(), needle.data(), needle.size()) != nullptr;
 }
 
