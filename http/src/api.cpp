@@ -200,7 +200,8 @@ awaitable<std::string> resolve_id(const ctx_t& c, std::string id) {
 
 awaitable<store::message_ptr> fetch_message(const ctx_t& c, const request& req, std::string id,
                                             std::optional<response>& fail) {
-  id = co_await resolve_id(c, std::move(id));
+  if (id == "latest") id = co_await resolve_id(c, std::move(id));  // else no frame for it
+  else if (!is_id(id)) id.clear();
   if (id.empty()) {
     fail = error_response(req, 404, "message not found");
     co_return nullptr;

@@ -1,8 +1,8 @@
 // Tags, send, release, checks, chaos, info and the web UI's configuration.
 #include <openssl/evp.h>
+#include <regex.h>
 
 #include <fstream>
-#include <regex>
 
 #include "api_internal.hpp"
 #include "inlet/http/render.hpp"
@@ -236,6 +236,26 @@ awaitable<response> send_message(const ctx_t& c, const request& req) {
 
 // ---- release ----
 
+namespace {
+
+struct posix_regex {
+  regex_t re{};
+  bool ready = false;
+  bool compile(const std::string& pattern) {
+    ready = ::regcomp(&re, pattern.c_str(), REG_EXTENDED | REG_ICASE | REG_NOSUB) == 0;
+    return ready;
+  }
+  bool search(const std::string& s) const { return ::regexec(&re, s.c_str(), 0, nullptr, 0) == 0; }
+  posix_regex() = default;
+  posix_regex(const posix_regex&) = delete;
+  posix_regex& operator=(const posix_regex&) = delete;
+  ~posix_regex() {
+    if (ready) ::regfree(&re);
+  }
+};
+
+}  // namespace
+
 awaitable<response> release_message(const ctx_t& c, const request& req, std::string id) {
   if (!c.cfg.relay) co_return error_response(req, 400, "SMTP relay is not configured");
   std::optional<response> fail;
@@ -248,22 +268,21 @@ awaitable<response> release_message(const ctx_t& c, const request& req, std::str
   if (ec || !body_members(v, {"To"}, mem) || !string_array(mem[0], to) || to.empty())
     co_return error_response(req, 400, "body must be {\"To\": [\"address\", ...]}");
   const relay_config& rc = *c.cfg.relay;
-  try {
-    std::optional<std::regex> allowed, blocked;
-    if (!rc.allowed_recipients.empty()) allowed.emplace(rc.allowed_recipients, std::regex::icase);
-    if (!rc.blocked_recipients.empty()) blocked.emplace(rc.blocked_recipients, std::regex::icase);
-    for (const auto& addr : to) {
-      auto at = addr.find('@');
-      if (at == std::string::npos || at == 0 || at + 1 == addr.size() ||
-          addr.find_first_of(" <>\r\n,;\"") != std::string::npos)
-        co_return error_response(req, 400, "invalid address \"" + addr + "\"");
-      if (allowed && !std::regex_search(addr, *allowed))
-        co_return error_response(req, 400, "relaying to \"" + addr + "\" is not allowed");
-      if (blocked && std::regex_search(addr, *blocked))
-        co_return error_response(req, 400, "relaying to \"" + addr + "\" is blocked");
-    }
-  } catch (const std::regex_error&) {
+  // POSIX extended regular expressions: Mailpit's (Go) patterns such as '@example\.com$'
+  // read the same.
+  posix_regex allowed, blocked;
+  if ((!rc.allowed_recipients.empty() && !allowed.compile(rc.allowed_recipients)) ||
+      (!rc.blocked_recipients.empty() && !blocked.compile(rc.blocked_recipients)))
     co_return error_response(req, 400, "the relay's recipient pattern does not compile");
+  for (const auto& addr : to) {
+    auto at = addr.find('@');
+    if (at == std::string::npos || at == 0 || at + 1 == addr.size() ||
+        addr.find_first_of(" <>\r\n,;\"") != std::string::npos)
+      co_return error_response(req, 400, "invalid address \"" + addr + "\"");
+    if (allowed.ready && !allowed.search(addr))
+      co_return error_response(req, 400, "relaying to \"" + addr + "\" is not allowed");
+    if (blocked.ready && blocked.search(addr))
+      co_return error_response(req, 400, "relaying to \"" + addr + "\" is blocked");
   }
   std::string from = !rc.return_path.empty()          ? rc.return_path
                      : !m->envelope.mail_from.empty() ? m->envelope.mail_from

@@ -9,9 +9,12 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/beast/websocket.hpp>
+#include <future>
 #include <thread>
 
 #include "inlet/store/memory_store.hpp"
@@ -241,6 +244,45 @@ TEST_F(ServerTest, EventStreamDeliversNewMessages) {
   EXPECT_NE(srv->api().metrics_text().find("inlet_http_event_clients 1\n"), std::string::npos);
   srv->stop();  // must not hang on the open stream
   EXPECT_TRUE(c.closed_by_peer());
+}
+
+// Mailpit's websocket: stats on open, then new/update/delete as the store changes from
+// other threads, and stop() closes it.
+TEST_F(ServerTest, WebsocketDeliversMailpitMessages) {
+  start();
+  asio::io_context io;
+  beast::websocket::stream<tcp::socket> ws(io);
+  ws.next_layer().connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), srv->port()));
+  ws.handshake("127.0.0.1", "/api/events");
+  beast::flat_buffer b;
+  auto next = [&] {
+    b.clear();
+    ws.read(b);
+    return beast::buffers_to_string(b.data());
+  };
+  EXPECT_EQ(next().rfind("{\"Type\":\"stats\"", 0), 0u);
+  std::string id;
+  std::thread writer([&] { id = put("Subject: over ws\r\n\r\nx\r\n"); });
+  writer.join();
+  std::string m;
+  do m = next();
+  while (m.rfind("{\"Type\":\"new\"", 0) != 0);
+  EXPECT_NE(m.find("\"ID\":\"" + id + "\""), std::string::npos) << m;
+  std::thread deleter([&] {
+    std::promise<void> done;
+    store.async_remove(st::selection::of_ids({id}),
+                       [&](std::error_code, std::size_t) { done.set_value(); });
+    done.get_future().wait();
+  });
+  deleter.join();
+  do m = next();
+  while (m.rfind("{\"Type\":\"delete\"", 0) != 0);
+  EXPECT_EQ(m, "{\"Type\":\"delete\",\"Data\":{\"ID\":\"" + id + "\"}}");
+  EXPECT_NE(srv->api().metrics_text().find("inlet_http_event_clients 1\n"), std::string::npos);
+  srv->stop();  // must not hang on the open websocket
+  beast::error_code ec;
+  for (int i = 0; i < 100 && !ec; ++i) ws.read(b, ec);  // drains to the end
+  EXPECT_TRUE(ec);
 }
 
 TEST_F(ServerTest, RunsOnCallersIoContext) {
