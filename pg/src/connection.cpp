@@ -965,6 +965,12 @@ bool connection::probe_alive() const noexcept {
   if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK;
   return true;  // pending bytes (a notice, a termination message): reading will tell
 }
+bool connection::probe_quiet() const noexcept {
+  if (!is_open()) return false;
+  char c;
+  ssize_t n = ::recv(PQsocket(impl_->pg_), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
 std::size_t connection::in_flight() const noexcept {
   return impl_ ? impl_->count_ : 0;
 }

@@ -27,7 +27,7 @@
 
 namespace inlet::smtp::detail {
 
-// Flat mode (server_config::receive_buffer::flat, the seed's copying
+// Flat mode (server_config::flat_receive_buffer, a copying
 // baseline for comparisons): reads go into one per-connection contiguous
 // std::string (consumed bytes are skipped, and the rest moves to the front at
 // the next prepare, as asio::streambuf does), and every body piece is copied into a
@@ -36,7 +36,7 @@ namespace inlet::smtp::detail {
 class driver_input {
  public:
   /// `flat_storage` non-null selects flat mode; the string is the connection's
-  /// buffer and outlives this object (the seed's baseline keeps it while idle).
+  /// buffer and outlives this object (the copying baseline keeps it while idle).
   driver_input(std::size_t read_size, std::size_t max_line, std::string* flat_storage = nullptr)
       : flat_(flat_storage),
         read_size_(std::max<std::size_t>(read_size, 512)),

@@ -1,5 +1,10 @@
 // inletd's configuration: every flag, parsed with CLI11 into one plain struct.
 // docs/configuration.md lists the flags; keep the two in step.
+//
+// Mailpit's flags and MP_* environment variables are accepted too, for everything inletd
+// has an equivalent of, so a Mailpit command line or compose file works unchanged; the
+// Mailpit options inletd has no equivalent for are accepted, reported in `ignored` and
+// warned about at start; anything else is refused with a message (exit code 2).
 #pragma once
 
 #include <cstdint>
@@ -39,7 +44,8 @@ struct options {
   unsigned reads_per_event = 1;
   unsigned accepts_per_event = 1;
   std::string receive_buffer = "segment";  ///< "segment" (zero-copy) or "flat" (copying baseline)
-  std::string parse = "after";  ///< "after" (parse the complete message) or "streaming" (while receiving)
+  std::string parse =
+      "after";  ///< "after" (parse the complete message) or "streaming" (while receiving)
   std::size_t max_connections = 10000;
   std::size_t max_connections_per_ip = 1000;
   std::size_t max_command_line = 512;
@@ -52,7 +58,54 @@ struct options {
   std::string filter_action = "tag";
   double filter_threshold = 1.0;
   bool quiet = false;
+
+  // ---- Mailpit's options ----
+  std::string label;          ///< --label, MP_LABEL
+  std::string webroot = "/";  ///< --webroot, MP_WEBROOT
+  std::string ui_auth_file;   ///< --ui-auth-file, MP_UI_AUTH_FILE
+  std::string ui_auth;        ///< MP_UI_AUTH: "user:password user2:password2"
+  std::string api_cors;       ///< --api-cors, MP_API_CORS
+  bool block_remote_css_and_fonts = false;
+  bool allow_untrusted_tls = false;  ///< link check: do not verify certificates
+  std::vector<std::string> tags;     ///< --tag, MP_TAG: `tag=query ...` rules
+  std::string tags_config;           ///< --tags-config: YAML of match/tags filters
+  bool tags_title_case = false;
+  std::string tags_disable;    ///< "x-tags", "plus-addresses" (comma-separated)
+  bool enable_chaos = false;   ///< --enable-chaos, MP_ENABLE_CHAOS
+  std::string chaos_triggers;  ///< --chaos-triggers, MP_CHAOS_TRIGGERS
+  // SMTP AUTH (parsed here, for the SMTP server)
+  std::string smtp_auth_file;
+  std::string smtp_auth;  ///< MP_SMTP_AUTH: "user:password ..."
+  bool smtp_auth_accept_any = false;
+  bool smtp_auth_allow_insecure = false;
+  /// Message release (POST /api/v1/message/{ID}/release): Mailpit's relay configuration
+  /// file, MP_SMTP_RELAY_* variables, or the --relay-* flags.
+  struct relay_options {
+    std::string config_file;
+    std::string host;
+    std::uint16_t port = 25;
+    bool starttls = false;
+    bool tls = false;
+    bool allow_insecure = false;
+    std::string auth = "none";
+    std::string username;
+    std::string password;
+    std::string return_path;
+    std::string allowed_recipients;
+    std::string blocked_recipients;
+    bool preserve_message_ids = false;
+  } relay;
+  /// Mailpit options given that inletd has no equivalent for ("--database", ...).
+  std::vector<std::string> ignored;
 };
+
+/// Reads Mailpit's relay configuration file (YAML `key: value` lines) into `r`; false and
+/// a message in `error` on a file that cannot be read or a key it does not know.
+bool read_relay_config(const std::string& path, options::relay_options& r, std::string& error);
+
+/// The MP_SMTP_RELAY_* variables (Mailpit's relay without a file) into `r`, when
+/// MP_SMTP_RELAY_HOST is set.
+void relay_from_environment(options::relay_options& r);
 
 /// Parses HOST:PORT or [V6]:PORT. Returns false on a malformed value.
 bool parse_host_port(const std::string& text, host_port& out);

@@ -160,7 +160,11 @@ class streambuf {
   void rewind_if_possible() noexcept;
   void release_all() noexcept;
   void shrink_one(std::size_t k) noexcept;
-  static constexpr std::size_t slots = 4;
+  // Inline slice slots: a 64 KiB read prepares 8 fragments of 8 KiB, and
+  // commit() needs a readable slot per writable piece, so 10 keeps a bulk
+  // read off the heap (two 240-byte arrays; a receiver holds a streambuf only
+  // while busy).
+  static constexpr std::size_t slots = 10;
 
   pool* pool_;
   std::size_t max_size_;
