@@ -5,10 +5,12 @@
 
 #include <csignal>
 #include <cstdio>
+#include <functional>
 #include <inlet/http/server.hpp>
 #include <inlet/smtp/server.hpp>
 #include <inlet/store/memory_store.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "filter_stage.hpp"
@@ -16,6 +18,9 @@
 #include "options.hpp"
 #include "pipeline.hpp"
 #include "streaming_parse.hpp"
+#ifndef INLETD_IO_URING
+#include "pg_options.hpp"
+#endif
 #ifdef INLETD_IO_URING
 #include <linux/io_uring.h>
 #include <sys/syscall.h>
@@ -78,6 +83,29 @@ std::string endpoint_text(const std::string& host, std::uint16_t port) {
   return host + ":" + std::to_string(port);
 }
 
+#ifndef INLETD_IO_URING
+// The PostgreSQL store: connects and migrates in the background; inletd waits a few
+// seconds for its shards, then starts anyway (mail for a shard that is down gets 451
+// until it is back; the store's health says which).
+std::optional<int> start_pg_store(const inletd::options& opt,
+                                  std::unique_ptr<inlet::store::store>& out,
+                                  std::function<void(std::string&)>& metrics) {
+  inlet::store::pg_store_config cfg;
+  std::string error;
+  if (!inletd::pg_store_config_from(opt, cfg, error)) {
+    std::fprintf(stderr, "inletd: %s\n", error.c_str());
+    return 2;
+  }
+  auto pg = std::make_unique<inlet::store::pg_store>(cfg);
+  if (!pg->wait_ready(std::chrono::seconds(5)))
+    std::fprintf(stderr, "inletd: PostgreSQL store not ready yet: %s\n",
+                 pg->health().detail.c_str());
+  metrics = [p = pg.get()](std::string& o) { p->append_metrics(o); };
+  out = std::move(pg);
+  return std::nullopt;
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -114,16 +142,26 @@ int main(int argc, char** argv) {
   }
 
   std::unique_ptr<inlet::store::memory_store> memory;
+  std::unique_ptr<inlet::store::store> durable;  // the PostgreSQL store
+  std::function<void(std::string&)> store_metrics;
   if (opt.store == "memory") {
     memory = std::make_unique<inlet::store::memory_store>(
         inlet::store::memory_store_config{opt.max_messages, opt.max_store_bytes});
-  } else if (opt.store.starts_with("postgresql://") || opt.store.starts_with("postgres://")) {
-    std::fprintf(stderr, "inletd: the PostgreSQL store is not built yet; use --store memory\n");
+  } else if (opt.store == "postgresql" || opt.store.starts_with("postgresql://") ||
+             opt.store.starts_with("postgres://")) {
+#ifdef INLETD_IO_URING
+    std::fprintf(stderr, "inletd-uring: the PostgreSQL store runs in inletd (epoll) only\n");
     return 2;
+#else
+    if (auto rc = start_pg_store(opt, durable, store_metrics)) return *rc;
+#endif
   } else if (opt.store != "sink") {
-    std::fprintf(stderr, "inletd: unknown --store '%s' (memory, sink)\n", opt.store.c_str());
+    std::fprintf(stderr, "inletd: unknown --store '%s' (memory, sink, postgresql://...)\n",
+                 opt.store.c_str());
     return 2;
   }
+  inlet::store::store* backing =
+      memory ? static_cast<inlet::store::store*>(memory.get()) : durable.get();
 
   std::unique_ptr<inletd::filter_stage> filter;
   if (!opt.filter_terms.empty()) {
@@ -147,19 +185,20 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  inletd::pipeline pipe(memory.get(), filter.get(), std::move(popts));
+  inletd::pipeline pipe(backing, filter.get(), std::move(popts));
 
   // The HTTP API reads the store; with --store sink it serves an always-empty store.
   inlet::store::memory_store empty_store(inlet::store::memory_store_config{1, 1});
-  inlet::store::store& readable = memory ? static_cast<inlet::store::store&>(*memory) : empty_store;
+  inlet::store::store& readable = backing ? *backing : empty_store;
   inlet::http::server_config hc;
   hc.address = opt.http.host;
   hc.port = opt.http.port;
   hc.threads = 1;
-  hc.api.extra_metrics = [&pipe, &filter](std::string& out) {
+  hc.api.extra_metrics = [&pipe, &filter, &store_metrics](std::string& out) {
     inletd::append_metrics(pipe, filter.get(), out);
+    if (store_metrics) store_metrics(out);
   };
-  if (memory)
+  if (backing)
     hc.api.submit = [&pipe](inlet::http::submission m,
                             std::function<void(std::error_code, std::string)> done) {
       pipe.submit(std::move(m), std::move(done));
@@ -174,7 +213,8 @@ int main(int argc, char** argv) {
     return a;
   };
   hc.api.version = "inlet 0.1.0";
-  hc.api.database = memory ? "memory" : opt.store;
+  // The PostgreSQL store's URIs may hold passwords: named, not shown.
+  hc.api.database = memory ? "memory" : durable ? "postgresql" : opt.store;
   hc.api.label = opt.label;
   hc.api.webroot = opt.webroot;
   hc.api.cors_origin = opt.api_cors;

@@ -187,6 +187,27 @@ constexpr mailpit_only mailpit_only_options[] = {
 
 }  // namespace
 
+bool parse_duration(const std::string& text, std::uint64_t& seconds) {
+  std::uint64_t n = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc{} || p == text.data()) return false;
+  std::string_view unit(p, static_cast<std::size_t>(text.data() + text.size() - p));
+  std::uint64_t mul = 0;
+  if (unit.empty() || unit == "s")
+    mul = 1;
+  else if (unit == "m")
+    mul = 60;
+  else if (unit == "h")
+    mul = 3600;
+  else if (unit == "d")
+    mul = 86400;
+  else
+    return false;
+  if (n > UINT64_MAX / mul) return false;
+  seconds = n * mul;
+  return true;
+}
+
 bool read_relay_config(const std::string& path, options::relay_options& r, std::string& error) {
   std::ifstream in(path);
   if (!in) {
@@ -253,8 +274,46 @@ std::optional<int> parse_options(int argc, char** argv, options& o) {
          },
          "LMTP listener (RFC 2033); off unless given")
       ->type_name("HOST:PORT");
-  app.add_option("--store", o.store, "memory (default), sink (accept and discard after parsing)")
+  app.add_option(
+         "--store", o.store,
+         "memory (default), sink (accept and discard after parsing), or a postgresql:// URI "
+         "(the first shard of the PostgreSQL store; `postgresql`: shards from "
+         "--shard/--shards-file)")
       ->capture_default_str();
+  app.add_option("--shard", o.shards,
+                 "PostgreSQL store: another shard's URI, in shard order (repeatable)");
+  app.add_option("--shards-file", o.shards_file,
+                 "PostgreSQL store: file with one shard URI per line, in order")
+      ->check(CLI::ExistingFile);
+  app.add_option_function<std::string>(
+         "--retention",
+         [&o](const std::string& v) {
+           if (!parse_duration(v, o.retention_seconds) || o.retention_seconds == 0)
+             throw CLI::ValidationError(
+                 "--retention", "expected a duration such as 90m, 24h or 7d, got '" + v + "'");
+         },
+         "PostgreSQL store: drop messages older than this (whole time partitions); default: keep")
+      ->type_name("DURATION");
+  app.add_option("--mailbox-cap", o.mailbox_cap,
+                 "PostgreSQL store: messages kept per mailbox (newest); 0 = no cap")
+      ->capture_default_str();
+  app.add_option("--buckets", o.buckets,
+                 "PostgreSQL store: buckets of a new cluster (fixed once created)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 3844u));
+  app.add_option("--pg-writers", o.pg_writers,
+                 "PostgreSQL store: writer connections (transactions in flight) per shard")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 64u));
+  app.add_option("--pg-max-batch", o.pg_max_batch,
+                 "PostgreSQL store: messages per transaction at most")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{256}));
+  app.add_option("--pg-batch-wait", o.pg_batch_wait_us,
+                 "PostgreSQL store: microseconds a batch may wait for more messages while a "
+                 "connection is free")
+      ->capture_default_str()
+      ->check(CLI::Range(0u, 100000u));
   app.add_option("--max-messages", o.max_messages, "memory store: messages kept (oldest evicted)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

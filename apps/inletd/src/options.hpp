@@ -23,7 +23,16 @@ struct options {
   host_port smtp{"127.0.0.1", 1025};
   host_port http{"127.0.0.1", 8025};
   std::optional<host_port> lmtp;
-  std::string store = "memory";  ///< "memory", "sink", or a postgresql:// URI
+  std::string store = "memory";  ///< "memory", "sink", "postgresql" or a postgresql:// URI
+  // PostgreSQL store (docs/store-pg.md): shards after --store's URI, or from a file.
+  std::vector<std::string> shards;
+  std::string shards_file;
+  std::uint64_t retention_seconds = 0;  ///< 0: keep
+  std::size_t mailbox_cap = 0;          ///< 0: no cap
+  std::uint32_t buckets = 1024;
+  unsigned pg_writers = 4;
+  std::size_t pg_max_batch = 256;
+  unsigned pg_batch_wait_us = 0;
   std::size_t max_messages = 10000;
   std::size_t max_store_bytes = std::size_t{1} << 30;
   std::uint64_t max_message_size = 32u << 20;
@@ -100,6 +109,10 @@ void relay_from_environment(options::relay_options& r);
 
 /// Parses HOST:PORT or [V6]:PORT. Returns false on a malformed value.
 bool parse_host_port(const std::string& text, host_port& out);
+
+/// Parses a duration: a number with an optional unit s, m, h or d ("90m", "7d"; no unit:
+/// seconds). Returns false on a malformed value.
+bool parse_duration(const std::string& text, std::uint64_t& seconds);
 
 /// Parses argv. On --help or an error, prints to stdout/stderr and returns the exit
 /// code to use; otherwise returns nullopt and fills `out`.

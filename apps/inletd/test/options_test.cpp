@@ -183,6 +183,32 @@ TEST(Options, ConfigFileThenEnvironmentThenFlags) {
   ::rmdir(dir);
 }
 
+TEST(InletdOptions, PostgresStoreFlags) {
+  std::uint64_t s = 0;
+  EXPECT_TRUE(inletd::parse_duration("90m", s));
+  EXPECT_EQ(s, 5400u);
+  EXPECT_TRUE(inletd::parse_duration("7d", s));
+  EXPECT_EQ(s, 7u * 86400);
+  EXPECT_TRUE(inletd::parse_duration("3600", s));
+  EXPECT_EQ(s, 3600u);
+  EXPECT_FALSE(inletd::parse_duration("", s));
+  EXPECT_FALSE(inletd::parse_duration("h", s));
+  EXPECT_FALSE(inletd::parse_duration("5w", s));
+  EXPECT_FALSE(inletd::parse_duration("-5m", s));
+  inletd::options o;
+  ASSERT_FALSE(
+      parse({"--store", "postgresql://a/x", "--shard", "postgresql://b/x", "--shard",
+             "postgresql://c/x", "--retention", "24h", "--mailbox-cap", "100", "--pg-writers", "2"},
+            o)
+          .has_value());
+  EXPECT_EQ(o.shards, (std::vector<std::string>{"postgresql://b/x", "postgresql://c/x"}));
+  EXPECT_EQ(o.retention_seconds, 86400u);
+  EXPECT_EQ(o.mailbox_cap, 100u);
+  EXPECT_EQ(o.pg_writers, 2u);
+  inletd::options bad;
+  EXPECT_NE(parse({"--retention", "soon"}, bad).value_or(0), 0);
+}
+
 namespace {
 
 // Sets environment variables for one test and restores them after.
