@@ -47,6 +47,8 @@ struct pg_cat final : std::error_category {
         return "COMMIT of a transaction in which a statement failed: rolled back";
       case errc::no_host:
         return "no host of the requested role is reachable";
+      case errc::copy_closed:
+        return "the COPY is over (finished, aborted or failed)";
     }
     return "unknown inlet.pg error";
   }

@@ -36,6 +36,7 @@ enum class errc {
   commit_outcome_unknown,
   transaction_aborted,  ///< COMMIT of a transaction in which a statement had failed: rolled back
   no_host,              ///< cluster: no host of the requested role (primary, replica) in time
+  copy_closed,  ///< a COPY writer/reader used after its COPY ended (finished, aborted, failed)
 };
 
 const std::error_category& pg_category() noexcept;
