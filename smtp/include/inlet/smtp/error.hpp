@@ -19,6 +19,7 @@ enum class errc {
   connection_lost,    ///< the peer closed or reset the connection
   tls_failed,         ///< the TLS handshake after STARTTLS failed
   bad_config,         ///< the server configuration is invalid
+  too_many_auth_failures,  ///< max_auth_failures failed AUTH attempts; 421 4.7.0 sent
 };
 
 const std::error_category& smtp_category() noexcept;
