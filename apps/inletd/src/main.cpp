@@ -130,22 +130,24 @@ std::optional<int> configure_smtp_auth(const inletd::options& o, inlet::smtp::se
 
 // Mailpit's chaos triggers on the SMTP side: the session's policy hook at MAIL, RCPT
 // and AUTH asks the shared state, which PUT /api/v1/chaos changes at run time.
-inlet::smtp::policy_hook chaos_policy(std::shared_ptr<inlet::http::chaos_state> chaos) {
-  return [chaos = std::move(chaos)](inlet::smtp::policy_stage stage,
-                                    std::string_view) -> std::optional<inlet::smtp::delivery_status> {
-    using ps = inlet::smtp::policy_stage;
-    using cs = inlet::http::chaos_stage;
-    const cs c = stage == ps::mail ? cs::sender : stage == ps::rcpt ? cs::recipient
-                                                                    : cs::authentication;
-    auto code = chaos->smtp_error(c);
-    if (!code) return std::nullopt;
-    const char* what = c == cs::sender ? "sender" : c == cs::recipient ? "recipient"
-                                                                       : "authentication";
-    // Mailpit's text; an enhanced code of the same class, as ENHANCEDSTATUSCODES asks.
-    std::string enhanced = std::to_string(*code / 100) + (c == cs::authentication ? ".7.0" : ".1.0");
-    return inlet::smtp::delivery_status::rejected(static_cast<int>(*code), enhanced,
-                                                  std::string("Chaos ") + what + " error");
-  };
+std::optional<inlet::smtp::delivery_status> chaos_reply(const inlet::http::chaos_state& chaos,
+                                                        inlet::smtp::policy_stage stage) {
+  using cs = inlet::http::chaos_stage;
+  cs c = cs::authentication;
+  const char* what = "authentication";
+  if (stage == inlet::smtp::policy_stage::mail) {
+    c = cs::sender;
+    what = "sender";
+  } else if (stage == inlet::smtp::policy_stage::rcpt) {
+    c = cs::recipient;
+    what = "recipient";
+  }
+  auto code = chaos.smtp_error(c);
+  if (!code) return std::nullopt;
+  // Mailpit's text; an enhanced code of the same class, as ENHANCEDSTATUSCODES asks.
+  std::string enhanced = std::to_string(*code / 100) + (c == cs::authentication ? ".7.0" : ".1.0");
+  return inlet::smtp::delivery_status::rejected(static_cast<int>(*code), enhanced,
+                                                std::string("Chaos ") + what + " error");
 }
 
 std::string endpoint_text(const std::string& host, std::uint16_t port) {
@@ -309,7 +311,9 @@ int main(int argc, char** argv) {
     }
     auto chaos = std::make_shared<inlet::http::chaos_state>(triggers);
     hc.api.chaos = chaos;
-    sc.session.policy = chaos_policy(std::move(chaos));
+    sc.session.policy = [chaos](inlet::smtp::policy_stage stage, std::string_view) {
+      return chaos_reply(*chaos, stage);
+    };
   }
   if (!opt.relay.host.empty()) {
     inlet::http::relay_config r;

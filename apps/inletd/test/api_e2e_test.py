@@ -424,6 +424,22 @@ class OperationsTest(ApiTest, SchemaChecked):
         self.assertEqual(m["Attachments"][0]["FileName"], "f.txt")
         self.assertEqual(self.request("POST", "/api/v1/send", {"To": []})[0], 400)
 
+    def test_error_bodies_as_mailpit_writes_them(self):
+        # httpError: 400, the message as plain text; 404: "404 page not found";
+        # POST /api/v1/send: 400 with {"Error": "..."} (JSONErrorResponse).
+        for path in ("/api/v1/message/AAAAAAAAAAAAAAAAAAAAAA", "/api/v1/message/latest", "/api/v1/nope"):
+            req = urllib.request.Request(self.srv.url(path))
+            with self.assertRaises(urllib.error.HTTPError) as e:
+                HTTP.open(req, timeout=DEADLINE)
+            self.assertEqual(e.exception.code, 404, path)
+            self.assertTrue(e.exception.headers["Content-Type"].startswith("text/plain"), path)
+            self.assertEqual(e.exception.read(), b"404 page not found", path)
+        status, body = self.request("GET", "/api/v1/search?query=")
+        self.assertEqual((status, body), (400, b"a search needs a query"))
+        status, body = self.request("POST", "/api/v1/send", {"To": []})
+        self.assertEqual(status, 400)
+        self.assertTrue(json.loads(body)["Error"])
+
     def test_checks_chaos_info_webui_health_swagger(self):
         self.send(self.rich("checks"))
         wait_for(lambda: self.srv.messages()["messages_count"] == 1, "1 message")
