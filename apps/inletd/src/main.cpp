@@ -218,8 +218,8 @@ int main(int argc, char** argv) {
   std::unique_ptr<inlet::store::store> durable;  // the PostgreSQL store
   std::function<void(std::string&)> store_metrics;
   if (opt.store == "memory") {
-    memory = std::make_unique<inlet::store::memory_store>(
-        inlet::store::memory_store_config{opt.max_messages, opt.max_store_bytes});
+    memory = std::make_unique<inlet::store::memory_store>(inlet::store::memory_store_config{
+        opt.max_messages, opt.max_store_bytes, std::chrono::seconds(opt.max_age_seconds)});
   } else if (opt.store == "postgresql" || opt.store.starts_with("postgresql://") ||
              opt.store.starts_with("postgres://")) {
 #ifdef INLETD_IO_URING

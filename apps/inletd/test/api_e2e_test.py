@@ -564,6 +564,19 @@ class ReleaseAndMailpitFlagsTest(unittest.TestCase):
         finally:
             relay.stop()
 
+    def test_max_age_deletes_old_messages(self):
+        with scoped_environ(MP_MAX_AGE="2s"):  # Mailpit's variable; the sweep runs every second
+            srv = Inletd()
+        try:
+            with smtplib.SMTP("127.0.0.1", srv.smtp_port, timeout=DEADLINE) as c:
+                c.sendmail("a@sender.example", ["bob@inbox.test.example"], plain("short-lived", "x"))
+            self.assertIsNotNone(srv.find("short-lived"))  # kept for two seconds at least
+            wait_for(lambda: srv.messages()["messages_count"] == 0, "the message to expire")
+            self.assertEqual(srv.get_json("/api/v1/info")["RuntimeStats"]["MessagesDeleted"], 1)
+            self.assertFalse(any("--max-age" in l and "ignored" in l for l in srv.log))
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
     def test_auth_file_webroot_and_mailpit_options(self):
         with tempfile.NamedTemporaryFile("w", suffix=".htpasswd", delete=False) as f:
             f.write("user:$apr1$abcdefgh$h9FWgUz3n9YxylKLlR5SQ/\n")  # secret
