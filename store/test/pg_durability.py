@@ -223,6 +223,15 @@ def failover_faults(a, d, shards, senders, faults, acked_now, step):
     a.acked_at_promotion = acked_now()
     a.marks = [len(s.acked) for s in senders]
     time.sleep(step * 2)
+    # Reads of the failed-over shard work again: a mailbox on it lists its messages.
+    a.read_after = None
+    for box in [f"box{n}@example.com" for n in range(40)]:
+        code, body = http_get(d.http_port, f"/api/v1/mailbox/{box}?limit=1")
+        if code != 200:
+            a.read_after = f"{box}: HTTP {code}"
+            break
+    else:
+        a.read_after = "ok"
     a.same_process = d.proc.poll() is None and d.proc.pid == pid
 
 
@@ -318,10 +327,11 @@ def main():
             "acknowledged_after_promotion": len(after),
             "acknowledged_after_promotion_on_failed_over_shard": len(on_shard),
             "inletd_never_restarted": a.same_process,
+            "mailbox_reads_after_promotion": a.read_after,
         }
         print(json.dumps(failover, indent=2))
         ok = (ok and a.readyz_during_outage is not None and a.ready_after_s is not None and
-              len(on_shard) > 0 and a.same_process)
+              len(on_shard) > 0 and a.same_process and a.read_after == "ok")
     return 0 if ok else 1
 
 
