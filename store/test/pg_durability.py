@@ -206,6 +206,15 @@ def failover_faults(a, d, shards, senders, faults, acked_now, step):
         time.sleep(0.05)
     a.readyz_during_outage = seen
     time.sleep(1.0)
+    # With reads on replicas the shard stays readable while it has no primary.
+    a.read_during_outage = None
+    if a.replica_reads:
+        a.read_during_outage = "ok"
+        for box in [f"box{n}@example.com" for n in range(40)]:
+            code, body = http_get(d.http_port, f"/api/v1/mailbox/{box}?limit=1")
+            if code != 200 or '"total":0,' in body.replace(" ", ""):
+                a.read_during_outage = f"{box}: HTTP {code} {body[:200]}"
+                break
     faults.append((f"pg_ctl promote (shard {i} replica)", acked_now()))
     if pg_ctl_data(rdata, "promote") != 0:
         raise RuntimeError("pg_ctl promote failed")
@@ -243,6 +252,10 @@ def main():
     ap.add_argument("--json", help="write the counts here")
     ap.add_argument("--failover", action="store_true",
                     help="fail over the shard INLET_PG_REPLICA_SHARD instead of the restarts")
+    ap.add_argument("--replica-reads", action="store_true",
+                    help="with --failover: that shard's reads on its replica "
+                         "(target_session_attrs=prefer-standby in its URI); its mailboxes must "
+                         "stay readable while it has no primary")
     a = ap.parse_args()
     shards = env("INLET_PG_SHARDS").split()
     if not shards:
@@ -255,6 +268,9 @@ def main():
             s.bind(("127.0.0.1", 0))
             return s.getsockname()[1]
 
+    if a.failover and a.replica_reads:
+        i = int(env("INLET_PG_REPLICA_SHARD") or "0")
+        shards[i] += ("&" if "?" in shards[i] else "?") + "target_session_attrs=prefer-standby"
     d = Inletd(a.inletd, shards, free_port(), free_port())
     d.start()
     run_id = f"r{int(time.time())}"
@@ -328,10 +344,12 @@ def main():
             "acknowledged_after_promotion_on_failed_over_shard": len(on_shard),
             "inletd_never_restarted": a.same_process,
             "mailbox_reads_after_promotion": a.read_after,
+            "mailbox_reads_during_outage": a.read_during_outage,
         }
         print(json.dumps(failover, indent=2))
         ok = (ok and a.readyz_during_outage is not None and a.ready_after_s is not None and
-              len(on_shard) > 0 and a.same_process and a.read_after == "ok")
+              len(on_shard) > 0 and a.same_process and a.read_after == "ok" and
+              (not a.replica_reads or a.read_during_outage == "ok"))
     return 0 if ok else 1
 
 
