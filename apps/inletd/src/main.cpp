@@ -16,9 +16,9 @@
 #include "filter_stage.hpp"
 #include "message_view.hpp"
 #include "options.hpp"
+#include "pg_options.hpp"
 #include "pipeline.hpp"
 #include "streaming_parse.hpp"
-#include "pg_options.hpp"
 #ifdef INLETD_IO_URING
 #include <linux/io_uring.h>
 #include <sys/syscall.h>
