@@ -16,11 +16,9 @@
 #include "filter_stage.hpp"
 #include "message_view.hpp"
 #include "options.hpp"
+#include "pg_options.hpp"
 #include "pipeline.hpp"
 #include "streaming_parse.hpp"
-#ifndef INLETD_IO_URING
-#include "pg_options.hpp"
-#endif
 #ifdef INLETD_IO_URING
 #include <linux/io_uring.h>
 #include <sys/syscall.h>
@@ -155,7 +153,6 @@ std::string endpoint_text(const std::string& host, std::uint16_t port) {
   return host + ":" + std::to_string(port);
 }
 
-#ifndef INLETD_IO_URING
 // The PostgreSQL store: connects and migrates in the background; inletd waits a few
 // seconds for its shards, then starts anyway (mail for a shard that is down gets 451
 // until it is back; the store's health says which).
@@ -176,7 +173,6 @@ std::optional<int> start_pg_store(const inletd::options& opt,
   out = std::move(pg);
   return std::nullopt;
 }
-#endif
 
 }  // namespace
 
@@ -222,12 +218,7 @@ int main(int argc, char** argv) {
         opt.max_messages, opt.max_store_bytes, std::chrono::seconds(opt.max_age_seconds)});
   } else if (opt.store == "postgresql" || opt.store.starts_with("postgresql://") ||
              opt.store.starts_with("postgres://")) {
-#ifdef INLETD_IO_URING
-    std::fprintf(stderr, "inletd-uring: the PostgreSQL store runs in inletd (epoll) only\n");
-    return 2;
-#else
     if (auto rc = start_pg_store(opt, durable, store_metrics)) return *rc;
-#endif
   } else if (opt.store != "sink") {
     std::fprintf(stderr, "inletd: unknown --store '%s' (memory, sink, postgresql://...)\n",
                  opt.store.c_str());
