@@ -56,6 +56,7 @@ void pipeline::deliver(sm::received_message&& m, sm::delivery_callback done) {
   if (filter_) scan.emplace(filter_->registry().make_scan());
 
   st::new_message msg;
+  msg.build_search_text = &search_text_of;  // the store builds it when a search needs it
   // --parse streaming: the driver parsed the body while it arrived; that parse
   // views the body's fragments, so it is analyzed before the body is flattened
   // and dropped. The filter scan runs here too, on the decoded parts (see
@@ -140,6 +141,7 @@ void pipeline::submit(inlet::http::submission in,
   msg.envelope = std::move(in.envelope);
   msg.raw = std::move(in.raw);
   msg.tags = std::move(in.tags);
+  msg.build_search_text = &search_text_of;
   const auto& parse = thread_parser().parse(msg.raw);
   analyze(parse, msg.envelope.rcpt_to, msg.summary, scan ? &*scan : nullptr);
   tag(parse, msg);
