@@ -78,6 +78,12 @@ namespace {
 constexpr std::size_t max_event_ids = 1000;
 
 // The distinct normalised mailboxes of one message, in rcpt order.
+// One empty tag list shared by every untagged record (most are): no allocation per put.
+const std::shared_ptr<const std::vector<std::string>>& no_tags() {
+  static const auto empty = std::make_shared<const std::vector<std::string>>();
+  return empty;
+}
+
 std::vector<std::string> mailboxes_of(const envelope& e) {
   std::vector<std::string> out;
   out.reserve(e.rcpt_to.size());
@@ -187,7 +193,8 @@ void memory_store::put(new_message msg, put_handler done) {
     rec->seq = next_seq_++;
     tags = canonical_tags_locked(std::move(tags));
     count_tags_locked(tags, true);
-    rec->set_tags(std::make_shared<const std::vector<std::string>>(std::move(tags)));
+    rec->set_tags(tags.empty() ? no_tags()
+                               : std::make_shared<const std::vector<std::string>>(std::move(tags)));
     while (!order_.empty() &&
            (order_.size() >= cfg_.max_messages ||
             stats_.bytes + lazy_bytes_.load(std::memory_order_relaxed) + bytes > cfg_.max_bytes)) {

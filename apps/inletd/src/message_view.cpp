@@ -148,18 +148,20 @@ void analyze(const mm::parsed_message& m, const std::vector<std::string>& rcpt_t
              inlet::filter::scan* scan) {
   mm::summary s = mm::summarize(m);
   if (!s.from.empty()) {
-    auto from = to_addresses(std::move(s.from));
-    out.from = std::move(from.front());
+    mm::mailbox& f = s.from.front();
+    bound(f.name, max_field_bytes);
+    bound(f.address, max_field_bytes);
+    out.from = {std::move(f.name), std::move(f.address)};
   }
   out.to = to_addresses(std::move(s.to));
   out.cc = to_addresses(std::move(s.cc));
   out.bcc = to_addresses(std::move(s.bcc));
   out.reply_to = to_addresses(std::move(s.reply_to));
   add_envelope_bcc(out, rcpt_to);
-  out.subject = s.subject.value_or("");
+  if (s.subject) out.subject = std::move(*s.subject);
   bound(out.subject, max_subject_bytes);
   if (s.date) out.date = st::time_point(*s.date);
-  out.message_id = s.message_id.value_or("");
+  if (s.message_id) out.message_id = std::move(*s.message_id);
   bound(out.message_id, max_field_bytes);
   out.snippet = std::move(s.snippet);
   // Attachments as the API lists them (inlet::http::list_parts): not the parts inside an
