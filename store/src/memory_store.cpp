@@ -163,7 +163,8 @@ std::size_t memory_store::footprint_of(const stored_message& m) {
 }
 
 void memory_store::put(new_message msg, put_handler done) {
-  // Build the record, its folded search fields and index keys before taking the lock.
+  // Build the record and its index keys before taking the lock (what only searches read
+  // is built by the first search that needs it).
   auto rec = std::make_shared<record>();
   rec->created = msg.created.value_or(std::chrono::system_clock::now());
   rec->envelope = std::move(msg.envelope);
@@ -393,9 +394,10 @@ void memory_store::do_list(list_request req, handler<void(std::error_code, page)
           if (i >= 8) __builtin_prefetch(order[i - 8].get());
           if (i >= 4) {
             const record& ahead = *order[i - 4];
-            const std::string* t = ahead.text.load(std::memory_order_relaxed);
+            // Acquire: the pointed-to object may have just been built by another search.
+            const std::string* t = ahead.text.load(std::memory_order_acquire);
             __builtin_prefetch(t ? t->data() : ahead.summary.search_text.data());
-            if (auto* f = ahead.fields.load(std::memory_order_relaxed))
+            if (auto* f = ahead.fields.load(std::memory_order_acquire))
               __builtin_prefetch(f->get(search::field::subject).data());
           }
           const record& r = *order[i];
