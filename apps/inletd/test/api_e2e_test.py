@@ -488,7 +488,7 @@ class OperationsTest(ApiTest, SchemaChecked):
             s.close()
         # Server-Sent Events for clients that ask for them.
         c = socket.create_connection(("127.0.0.1", self.srv.http_port), timeout=DEADLINE)
-        c.sendall(b"GET /api/events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+        c.sendall(b"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
         data = c.recv(4096)
         self.send(plain("over sse", "x"))
         end = time.monotonic() + DEADLINE
