@@ -130,6 +130,7 @@ struct server::impl : std::enable_shared_from_this<impl> {
   bool accepting = false;
   // Connections closed since the last return of freed memory to the system.
   std::atomic<std::size_t> closed_since_trim{0};
+  std::optional<asio::steady_timer> trim_timer;  // on the acceptor's strand
 
   // Event streams: one store subscription while any stream is open; each event is
   // serialised once and its text shared by every stream's queue.
@@ -255,7 +256,7 @@ bool server::impl::make_room() {
 
 awaitable<void> server::impl::trim_loop(std::shared_ptr<impl> self) {
   (void)self;
-  asio::steady_timer t(acceptor->get_executor());
+  auto& t = *trim_timer;
   for (;;) {
     t.expires_after(std::chrono::seconds(2));
     auto [ec] = co_await t.async_wait(use_tuple);
@@ -546,6 +547,7 @@ std::error_code server::start() {
   im.started = true;
   im.accepting = true;
   asio::co_spawn(im.acceptor->get_executor(), im.accept_loop(impl_), asio::detached);
+  im.trim_timer.emplace(im.acceptor->get_executor());
   if (im.cfg.trim_after_closed > 0)
     asio::co_spawn(im.acceptor->get_executor(), im.trim_loop(impl_), asio::detached);
   if (im.own_io) {
@@ -568,6 +570,7 @@ void server::stop() {
   asio::post(im.acceptor->get_executor(), [self = impl_] {
     beast::error_code ignored;
     self->acceptor->close(ignored);
+    self->trim_timer->cancel();
   });
   for (auto& s : live) {
     asio::post(s->stream.get_executor(), [s] {
@@ -587,6 +590,7 @@ void server::stop() {
   im.own_io->stop();
   for (auto& t : im.threads) t.join();
   im.threads.clear();
+  im.trim_timer.reset();
   im.acceptor.reset();  // before its io_context
   im.own_io.reset();    // destroys any frame still suspended (releases its references)
   im.io = nullptr;
