@@ -365,11 +365,11 @@ TEST(InletdOptions, HttpDefenceFlags) {
   inletd::options o;
   EXPECT_EQ(o.api_rate_limit, -1);
   EXPECT_FALSE(o.public_mode);
-  EXPECT_FALSE(parse({"--allowed-host", "mail.example", "--allowed-host", ".corp.example",
-                      "--public", "--api-rate-limit", "2.5", "--api-rate-burst", "7",
-                      "--http-max-connections", "100"},
-                     o)
-                   .has_value());
+  EXPECT_FALSE(
+      parse({"--allowed-host", "mail.example", "--allowed-host", ".corp.example", "--public",
+             "--api-rate-limit", "2.5", "--api-rate-burst", "7", "--http-max-connections", "100"},
+            o)
+          .has_value());
   EXPECT_EQ(o.allowed_hosts, (std::vector<std::string>{"mail.example", ".corp.example"}));
   EXPECT_TRUE(o.public_mode);
   EXPECT_DOUBLE_EQ(o.api_rate_limit, 2.5);
