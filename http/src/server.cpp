@@ -79,11 +79,11 @@ client_info client_of(const Socket& sock) {
   auto a = ep.address();
   if (a.is_v6() && a.to_v6().is_v4_mapped())
     a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
-  if (a.is_v4()) return client_info(a.to_string(), a.is_loopback());
+  if (a.is_v4()) return client_info(a.to_string());
   // IPv6: one client per /64 (a host gets a whole prefix).
   auto bytes = a.to_v6().to_bytes();
   for (std::size_t i = 8; i < bytes.size(); ++i) bytes[i] = 0;
-  return client_info(asio::ip::address_v6(bytes).to_string() + "/64", a.is_loopback());
+  return client_info(asio::ip::address_v6(bytes).to_string() + "/64");
 }
 
 // The answer to a connection past the cap when no waiting connection can make room. Sent

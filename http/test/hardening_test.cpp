@@ -116,7 +116,7 @@ TEST(RateLimit, PerClientWithRetryAfter) {
   cfg.rate_limit = 0.5;  // one token every 2 s: none comes back during the test
   cfg.rate_burst = 3;
   api a(store, cfg);
-  const client_info one("192.0.2.1", false), two("192.0.2.2", false);
+  const client_info one("192.0.2.1"), two("192.0.2.2");
   for (int i = 0; i < 3; ++i)
     EXPECT_EQ(run_as(a, req(bh::verb::get, "/api/v1/messages"), one).result_int(), 200u) << i;
   auto r = run_as(a, req(bh::verb::get, "/api/v1/messages"), one);

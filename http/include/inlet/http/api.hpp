@@ -44,11 +44,10 @@ using response = boost::beast::http::response<boost::beast::http::string_body>;
 /// note at store::list_request): it is passed inside co_await expressions.
 struct client_info {
   client_info() noexcept {}
-  client_info(std::string key_, bool loopback_) : key(std::move(key_)), loopback(loopback_) {}
+  explicit client_info(std::string key_) : key(std::move(key_)) {}
   /// What rate limits count by: the IPv4 address, or the /64 prefix of an IPv6 address.
   /// Empty: unknown (in-process callers, tests); never rate-limited.
   std::string key;
-  bool loopback = false;  ///< from 127.0.0.0/8 or ::1
 };
 
 /// Appends Prometheus text-format lines to /metrics (the application's own counters).
