@@ -22,15 +22,112 @@ function(inlet_warnings target)
     $<$<BOOL:${INLET_WERROR}>:-Werror>)
 endfunction()
 
+# What each external dependency of an installed library is called in inletConfig.cmake
+# (which finds it again for the consumer). A new dependency must be named here, or the
+# configure step stops: a library whose installed package cannot find its dependencies
+# would only fail later, in a user's build.
+set(INLET_EXTERNAL_boost "Boost::headers")
+set(INLET_EXTERNAL_boost_context "Boost::context")
+set(INLET_EXTERNAL_boost_json "Boost::json")
+set(INLET_EXTERNAL_threads "Threads::Threads")
+set(INLET_EXTERNAL_openssl "OpenSSL::SSL;OpenSSL::Crypto")
+set(INLET_EXTERNAL_libpq "PkgConfig::LIBPQ")
+set(INLET_EXTERNAL_libhs "PkgConfig::HS")
+set(INLET_EXTERNAL_liburing "PkgConfig::LIBURING")
+set(INLET_EXTERNAL_date "date::date-tz")
+set(INLET_EXTERNAL_curl "CURL::libcurl")
+set(INLET_EXTERNAL_graphicsmagick "PkgConfig::GRAPHICSMAGICK")
+set(INLET_EXTERNAL_NAMES boost boost_context boost_json threads openssl libpq libhs liburing date
+    curl graphicsmagick)
+
+include(GNUInstallDirs)
+
+# Records an installed library's inlet and external dependencies for inletConfig.cmake.
+function(_inlet_record_install name)
+  set(inlet_deps)
+  set(external)
+  foreach(d ${ARGN})
+    if(d MATCHES "^inlet::(.+)$")
+      list(APPEND inlet_deps ${CMAKE_MATCH_1})
+      continue()
+    endif()
+    if(IS_ABSOLUTE "${d}")  # a system library by path (libcrypt): linked as it is
+      continue()
+    endif()
+    if(TARGET ${d} AND d MATCHES "^inlet_")
+      # A helper library of this component only (embedded files): installed beside it,
+      # in its export set.
+      install(TARGETS ${d} EXPORT inlet-${name}-targets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
+      continue()
+    endif()
+    set(found "")
+    foreach(e ${INLET_EXTERNAL_NAMES})
+      if(d IN_LIST INLET_EXTERNAL_${e})
+        set(found ${e})
+      endif()
+    endforeach()
+    if(NOT found)
+      message(FATAL_ERROR "inlet_add_library(${name}): dependency ${d} has no entry in "
+                          "INLET_EXTERNAL_* (cmake/Inlet.cmake), so the installed package "
+                          "could not find it")
+    endif()
+    list(APPEND external ${found})
+  endforeach()
+  list(REMOVE_DUPLICATES inlet_deps)
+  list(REMOVE_DUPLICATES external)
+  set_property(GLOBAL APPEND PROPERTY INLET_INSTALLED_COMPONENTS ${name})
+  set_property(GLOBAL PROPERTY INLET_COMPONENT_${name}_DEPS "${inlet_deps}")
+  set_property(GLOBAL PROPERTY INLET_COMPONENT_${name}_EXTERNAL "${external}")
+endfunction()
+
+# NO_INSTALL: a build-only variant (the io_uring clones), not part of the package.
 function(inlet_add_library name)
-  cmake_parse_arguments(A "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  cmake_parse_arguments(A "NO_INSTALL" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
   add_library(inlet_${name} STATIC ${A_SOURCES})
   add_library(inlet::${name} ALIAS inlet_${name})
   target_include_directories(inlet_${name}
-    PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include
+    PUBLIC $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>
+           $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
     PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)
   target_link_libraries(inlet_${name} PUBLIC ${A_DEPS} PRIVATE ${A_PRIVATE_DEPS})
   inlet_warnings(inlet_${name})
+  if(A_NO_INSTALL)
+    return()
+  endif()
+  # Installed as inlet::NAME, one export set per library, so a consumer that asks for
+  # one component loads only it and what it needs (inletConfig.cmake).
+  set_target_properties(inlet_${name} PROPERTIES EXPORT_NAME ${name})
+  install(TARGETS inlet_${name} EXPORT inlet-${name}-targets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
+  install(EXPORT inlet-${name}-targets NAMESPACE inlet::
+    DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/inlet COMPONENT dev)
+  if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/include)
+    install(DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/include/
+      DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
+  endif()
+  _inlet_record_install(${name} ${A_DEPS} ${A_PRIVATE_DEPS})
+endfunction()
+
+# Writes inletConfig.cmake and its version file from what inlet_add_library recorded;
+# called once, after every component was added.
+function(inlet_install_package)
+  get_property(components GLOBAL PROPERTY INLET_INSTALLED_COMPONENTS)
+  set(INLET_CONFIG_TABLE "")
+  foreach(c ${components})
+    get_property(deps GLOBAL PROPERTY INLET_COMPONENT_${c}_DEPS)
+    get_property(ext GLOBAL PROPERTY INLET_COMPONENT_${c}_EXTERNAL)
+    string(APPEND INLET_CONFIG_TABLE "set(_inlet_deps_${c} \"${deps}\")\n")
+    string(APPEND INLET_CONFIG_TABLE "set(_inlet_external_${c} \"${ext}\")\n")
+  endforeach()
+  set(INLET_CONFIG_COMPONENTS "${components}")
+  set(dir ${CMAKE_BINARY_DIR}/cmake-package)
+  configure_file(${INLET_ROOT}/cmake/inletConfig.cmake.in ${dir}/inletConfig.cmake @ONLY)
+  include(CMakePackageConfigHelpers)
+  write_basic_package_version_file(${dir}/inletConfigVersion.cmake
+    VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+  install(FILES ${dir}/inletConfig.cmake ${dir}/inletConfigVersion.cmake
+    DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/inlet COMPONENT dev)
 endfunction()
 
 # One test executable linked with GoogleTest, registered with ctest. KIND is "unit" or

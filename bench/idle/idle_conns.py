@@ -4,10 +4,11 @@
 Starts inletd itself (BIN_DIR/inletd, --store memory, 127.0.0.1, ephemeral ports) or measures
 a running server given --port and --pid. Opens N connections spread over source addresses
 127.0.0.2.., reads the greeting, sends EHLO, reads the full reply, then holds every connection
-idle for --hold seconds. Samples VmRSS of the server from /proc/PID/status before the first
+idle for --hold seconds (--tls: EHLO, STARTTLS, the TLS handshake, EHLO again over TLS, then
+idle). Samples VmRSS of the server from /proc/PID/status before the first
 connect, after all are open (after the hold), and reports (after - before) / N.
 Every step is bounded: socket timeouts, --hold, and the server is stopped (SIGTERM, by PID).
-usage: bench/idle/idle_conns.py [--bin-dir build/bin] [-n 10000] [--hold 5] [--io-model coro]
+usage: bench/idle/idle_conns.py [--bin-dir build/bin] [-n 10000] [--hold 5] [--io-model coro] [--tls]
 """
 import argparse
 import json
@@ -16,7 +17,9 @@ import re
 import resource
 import signal
 import socket
+import ssl
 import subprocess
+import tempfile
 import sys
 import time
 
@@ -45,6 +48,8 @@ def start_inletd(a):
     cmd = [os.path.join(a.bin_dir, "inletd"), "--smtp", "127.0.0.1:0", "--listen", "127.0.0.1:0",
            "--store", "memory", "--max-connections", str(a.n + 100),
            "--max-connections-per-ip", str(a.n + 100), "--io-model", a.io_model] + a.inletd_args.split()
+    if a.tls:
+        cmd += ["--tls-cert", a.cert, "--tls-key", a.key]
     if a.cpu:
         cmd = ["taskset", "-c", a.cpu] + cmd
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
@@ -72,6 +77,7 @@ def main():
     ap.add_argument("--cpu", default="", help="taskset CPU list for inletd")
     ap.add_argument("--port", type=int, help="measure a running server instead")
     ap.add_argument("--pid", type=int)
+    ap.add_argument("--tls", action="store_true", help="hold connections idle after STARTTLS and EHLO")
     ap.add_argument("--json")
     a = ap.parse_args()
     if a.port and not a.pid:
@@ -81,6 +87,16 @@ def main():
     if soft < want:
         resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
     proc = None
+    tls_ctx = None
+    if a.tls:
+        tmp = tempfile.mkdtemp(prefix="inlet-idle-tls-")
+        a.cert, a.key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                        "-nodes", "-keyout", a.key, "-out", a.cert, "-days", "1", "-subj", "/CN=localhost"],
+                       check=True, capture_output=True, timeout=30)
+        tls_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        tls_ctx.check_hostname = False
+        tls_ctx.verify_mode = ssl.CERT_NONE  # a throwaway self-signed certificate
     if a.port:
         port, pid = a.port, a.pid
     else:
@@ -100,6 +116,12 @@ def main():
                 read_reply(s)
                 s.sendall(b"EHLO idle.inlet.test\r\n")
                 read_reply(s)
+                if tls_ctx:
+                    s.sendall(b"STARTTLS\r\n")
+                    read_reply(s)
+                    s = tls_ctx.wrap_socket(s)
+                    s.sendall(b"EHLO idle.inlet.test\r\n")
+                    read_reply(s)
                 socks.append(s)
             except (OSError, ConnectionError):
                 failed += 1
@@ -113,13 +135,15 @@ def main():
             s.setblocking(False)
             try:
                 alive += 0 if s.recv(1, socket.MSG_PEEK) == b"" else 1
-            except BlockingIOError:
+            except (BlockingIOError, ssl.SSLWantReadError):
                 alive += 1
+            except ValueError:  # an SSL socket refuses MSG_PEEK: ask the kernel socket instead
+                alive += 1 if s.fileno() >= 0 else 0
             except OSError:
                 pass
         out = {"connections_requested": a.n, "connections_open": len(socks), "failed": failed,
                "alive_after_hold": alive, "open_seconds": round(open_s, 3), "hold_seconds": a.hold,
-               "io_model": a.io_model, "server_cpu": a.cpu or None, "rss_before_bytes": rss0,
+               "io_model": a.io_model, "tls": a.tls, "server_cpu": a.cpu or None, "rss_before_bytes": rss0,
                "rss_all_open_bytes": rss_open, "rss_after_hold_bytes": rss1,
                "rss_growth_per_conn_bytes": round((rss1 - rss0) / len(socks), 1) if socks else None,
                }

@@ -9,6 +9,8 @@ Peers (each skipped cleanly when it is not available):
   aiosmtpd                     Debian's python3-aiosmtpd, handler aiosmtpd.handlers.Sink
   haraka                       npm Haraka with queue/discard (bench/peers/setup-haraka.sh)
   swallow                      the TCP limit (bench/peers/swallow.cpp)
+  baseline-inletd-*            with --baseline PATH: the same inletd rows for another inletd
+                               binary (an earlier build), measured in the same rounds
 
 Loads: closed loop, pipelining, --connections list (default 10,100,1000), each run bounded by
 --seconds and --count; plus Postfix's smtp-source (-d, 50 sessions, count-bounded) as a
@@ -28,7 +30,7 @@ import harness  # noqa: E402
 
 
 # Peers whose clients need extra inlet-load flags; smtp-source cannot drive them.
-CLIENT_ARGS = {"inletd-memory-tls": ["--starttls"]}
+CLIENT_ARGS = {"inletd-memory-tls": ["--starttls"], "baseline-inletd-memory-tls": ["--starttls"]}
 
 
 def self_signed(tmp):
@@ -43,22 +45,26 @@ def self_signed(tmp):
 def peer_commands(a, root, tmp):
     """name -> function(port) returning argv, or None when the peer is unavailable."""
     peers = {}
-    inletd = a.inletd or os.path.join(a.bin_dir, "inletd")
-    if os.access(inletd, os.X_OK):
-        def inletd_cmd(store, extra=()):
+    tls = self_signed(tmp)
+    if not tls:
+        print("openssl missing: inletd-memory-tls skipped", file=sys.stderr)
+    binaries = [("", a.inletd or os.path.join(a.bin_dir, "inletd"))]
+    if a.baseline:
+        binaries.append(("baseline-", a.baseline))
+    for prefix, inletd in binaries:
+        if not os.access(inletd, os.X_OK):
+            print(f"inletd not found at {inletd}: {prefix}inletd rows skipped", file=sys.stderr)
+            continue
+
+        def inletd_cmd(store, extra=(), inletd=inletd):
             return lambda port: [
                 inletd, "--smtp", f"127.0.0.1:{port}", "--listen", f"127.0.0.1:{harness.free_port()}",
                 "--store", store, "--max-connections", "20000", "--max-connections-per-ip", "20000",
                 "--quiet"] + list(extra) + a.inletd_args.split()
         for store in ("sink", "memory"):
-            peers[f"inletd-{store}"] = inletd_cmd(store)
-        tls = self_signed(tmp)
+            peers[f"{prefix}inletd-{store}"] = inletd_cmd(store)
         if tls:
-            peers["inletd-memory-tls"] = inletd_cmd("memory", ["--tls-cert", tls[0], "--tls-key", tls[1]])
-        else:
-            print("openssl missing: inletd-memory-tls skipped", file=sys.stderr)
-    else:
-        print(f"inletd not found at {inletd}: inletd rows skipped", file=sys.stderr)
+            peers[f"{prefix}inletd-memory-tls"] = inletd_cmd("memory", ["--tls-cert", tls[0], "--tls-key", tls[1]])
     if shutil.which("smtp-sink"):
         peers["smtp-sink"] = lambda port: (["smtp-sink"] + (["-u", "nobody"] if os.geteuid() == 0 else [])
                                            + [f"127.0.0.1:{port}", "1024"])
@@ -93,6 +99,7 @@ def main():
     ap.add_argument("--modes", default="pipelining",
                     help="inlet-load modes, comma list of pipelining, no-pipelining, bdat")
     ap.add_argument("--swallow")
+    ap.add_argument("--baseline", help="another inletd binary measured beside it (rows baseline-inletd-*)")
     ap.add_argument("--haraka", action="store_true", help="include Haraka (npm install on first use)")
     ap.add_argument("--peers", help="comma list to restrict the peers")
     ap.add_argument("--connections", default="10,100,1000")

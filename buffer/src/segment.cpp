@@ -1,9 +1,9 @@
+#include <algorithm>
+#include <cstring>
 #include <inlet/buffer/error.hpp>
 #include <inlet/buffer/pool.hpp>
 #include <inlet/buffer/segment.hpp>
-
-#include <algorithm>
-#include <cstring>
+#include <vector>
 
 namespace inlet::buffer {
 
@@ -66,7 +66,9 @@ void segment::push_shared(const slice& s) {
   push_owned(s);
 }
 
-segment segment::copy_of(std::string_view bytes) { return copy_of(bytes, pool::get()); }
+segment segment::copy_of(std::string_view bytes) {
+  return copy_of(bytes, pool::get());
+}
 
 segment segment::copy_of(std::string_view bytes, pool& p) {
   segment out;
@@ -78,6 +80,47 @@ segment segment::copy_of(std::string_view bytes, pool& p) {
     bytes.remove_prefix(take);
   }
   return out;
+}
+
+std::size_t segment::footprint() const {
+  std::vector<const detail::fragment*> seen;
+  seen.reserve(s_.size());
+  std::size_t external = 0;
+  for (std::size_t i = 0; i < s_.size(); ++i) {
+    const slice& s = s_[i];
+    if (s.f == nullptr) continue;
+    if (s.f->capacity == 0) external += s.n;  // wrapped memory: only what is referenced is known
+    seen.push_back(s.f);
+  }
+  std::sort(seen.begin(), seen.end());
+  seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+  std::size_t bytes = external;
+  for (const detail::fragment* f : seen) bytes += sizeof(detail::fragment) + f->capacity;
+  if (s_.on_heap()) bytes += s_.capacity() * sizeof(slice);
+  return bytes;
+}
+
+copy_appender::copy_appender() : copy_appender(pool::get()) {}
+
+void copy_appender::reset() noexcept {
+  detail::unref(f_);
+  f_ = nullptr;
+  w_ = nullptr;
+}
+
+std::string_view copy_appender::append_some(segment& dst, std::string_view bytes) {
+  if (f_ == nullptr || w_ == f_->data + f_->capacity) {
+    reset();
+    f_ = pool_->acquire();
+    w_ = f_->data;
+  }
+  std::size_t room = static_cast<std::size_t>(f_->data + f_->capacity - w_);
+  std::size_t k = std::min(room, bytes.size());
+  std::memcpy(w_, bytes.data(), k);
+  dst.push_shared({f_, w_, k});  // merges with dst's last slice when it ends at w_
+  std::string_view run(w_, k);
+  w_ += k;
+  return run;
 }
 
 segment segment::wrap(const void* p, std::size_t n) {

@@ -1,9 +1,8 @@
 // streambuf: see ../DESIGN.md ("Streambuf").
-#include <inlet/buffer/error.hpp>
-#include <inlet/buffer/streambuf.hpp>
-
 #include <algorithm>
 #include <functional>
+#include <inlet/buffer/error.hpp>
+#include <inlet/buffer/streambuf.hpp>
 #include <stdexcept>
 
 namespace inlet::buffer {
@@ -305,6 +304,22 @@ bool streambuf::release_if_empty() noexcept {
   if (size_ != 0) return false;
   release_all();
   return true;
+}
+
+bool streambuf::release_spare() noexcept {
+  if (size_ != 0) return false;
+  if (wr_.empty() || detail::sole_owner(wr_[0].f, 1)) {
+    release_all();
+    return true;
+  }
+  for (std::size_t i = 1; i < wr_.size(); ++i) detail::unref(wr_[i].f);
+  piece keep = wr_[0];
+  wr_.clear();
+  wr_.shrink_to_fit();
+  wr_.push_back(keep);  // inline storage: cannot throw
+  rd_.shrink_to_fit();
+  writable_ = keep.n;
+  return false;
 }
 
 }  // namespace inlet::buffer

@@ -1,15 +1,16 @@
-#include "test_util.hpp"
-
-#include <inlet/buffer/error.hpp>
-#include <inlet/buffer/pool.hpp>
-#include <inlet/buffer/segment.hpp>
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <array>
+#include <inlet/buffer/error.hpp>
+#include <inlet/buffer/pool.hpp>
+#include <inlet/buffer/segment.hpp>
 #include <iterator>
 #include <ranges>
+#include <string>
+#include <vector>
+
+#include "test_util.hpp"
 
 namespace inlet::buffer {
 namespace {
@@ -30,6 +31,62 @@ TEST(Segment, EmptyHasNothing) {
   EXPECT_EQ(s.to_string(), "");
   EXPECT_TRUE(s.sub(0, 10).empty());
   EXPECT_TRUE(segment::copy_of("").empty());
+}
+
+TEST(Segment, FootprintCountsEachFragmentOnceAndTheSliceStorage) {
+  pool& p = pool::get(4096);
+  segment s = segment::copy_of(std::string(5000, 'x'), p);  // two fragments
+  const std::size_t frag = sizeof(detail::fragment) + 4096;
+  EXPECT_EQ(s.footprint(), 2 * frag);
+  segment t;
+  for (int i = 0; i < 10; ++i)
+    t.append(s.sub(static_cast<std::size_t>(i) * 2, 1));  // gaps: 10 slices
+  EXPECT_EQ(t.span_count(), 10u);
+  EXPECT_GE(t.footprint(), frag + 10 * sizeof(detail::slice));
+  EXPECT_LT(t.footprint(), 2 * frag);
+  static const char lit[] = "static";
+  EXPECT_EQ(segment::wrap(lit, 6).footprint(), 0u);
+}
+
+// Small runs copied one after another share the appender's fragment; the
+// runs' views stay valid; a full fragment continues in a new one.
+TEST(CopyAppender, PacksSmallCopiesIntoOneFragment) {
+  pool& p = pool::get(4096);
+  auto before = p.stats().outstanding();
+  {
+    copy_appender app(p);
+    segment a, b;
+    std::string expect_a, expect_b;
+    std::vector<std::string_view> runs;
+    for (int i = 0; i < 300; ++i) {
+      std::string piece = std::to_string(i) + ";";
+      segment& dst = (i % 3 == 0) ? b : a;
+      (i % 3 == 0 ? expect_b : expect_a) += piece;
+      app.append(dst, piece, [&](std::string_view v) { runs.push_back(v); });
+    }
+    EXPECT_EQ(a.to_string(), expect_a);
+    EXPECT_EQ(b.to_string(), expect_b);
+    EXPECT_EQ(p.stats().outstanding() - before, 1u);  // one fragment for all 300 copies
+    std::string seen;
+    for (auto v : runs) seen += v;
+    EXPECT_EQ(seen.size(), expect_a.size() + expect_b.size());
+    std::string big(5000, 'z');  // fills the fragment and goes on in a new one
+    app.append(a, big);
+    EXPECT_EQ(a.to_string(), expect_a + big);
+    app.reset();
+    EXPECT_FALSE(app.holds_memory());
+    EXPECT_EQ(a.to_string(), expect_a + big);  // the segments keep their bytes
+  }
+  EXPECT_EQ(p.stats().outstanding(), before);
+}
+
+TEST(CopyAppender, ConsecutiveCopiesIntoOneSegmentAreOneSlice) {
+  pool& p = pool::get(8192);
+  copy_appender app(p);
+  segment s;
+  for (int i = 0; i < 1000; ++i) app.append(s, "abc");
+  EXPECT_EQ(s.span_count(), 1u);
+  EXPECT_EQ(s.footprint(), sizeof(detail::fragment) + 8192);
 }
 
 TEST(Segment, CopyOfSplitsIntoPoolFragments) {
@@ -77,7 +134,8 @@ TEST(Segment, CopySharesFragmentsAndKeepsThemAlive) {
 
 TEST(Segment, SubMatchesModelForEveryRange) {
   std::string text = "From: a\r\nTo: b\r\n\r\nbody.\r\n";
-  segment s = make_segment({text.substr(0, 5), text.substr(5, 1), text.substr(6, 10), text.substr(16)});
+  segment s =
+      make_segment({text.substr(0, 5), text.substr(5, 1), text.substr(6, 10), text.substr(16)});
   ASSERT_EQ(s.to_string(), text);
   for (std::size_t pos = 0; pos <= text.size() + 1; ++pos) {
     for (std::size_t n = 0; n <= text.size() + 1; ++n) {

@@ -1,11 +1,10 @@
-#include "test_util.hpp"
+#include <gtest/gtest.h>
 
+#include <boost/asio/buffer.hpp>
 #include <inlet/buffer/error.hpp>
 #include <inlet/buffer/streambuf.hpp>
 
-#include <boost/asio/buffer.hpp>
-
-#include <gtest/gtest.h>
+#include "test_util.hpp"
 
 namespace inlet::buffer {
 namespace {
@@ -61,7 +60,8 @@ TEST(Streambuf, PrepareSpansFragments) {
   EXPECT_EQ(sb.readable_spans().size(), 2u);
   // The next prepare continues right after the committed bytes.
   auto more = sb.prepare(10);
-  EXPECT_EQ((*more.begin()).data(), static_cast<const void*>((*std::next(sb.readable_spans().begin())).data() + 904));
+  EXPECT_EQ((*more.begin()).data(),
+            static_cast<const void*>((*std::next(sb.readable_spans().begin())).data() + 904));
 }
 
 TEST(Streambuf, CommitIsClampedToPrepared) {
@@ -229,12 +229,39 @@ TEST(Streambuf, ReleaseIfEmptyGivesEverythingBack) {
   EXPECT_EQ(p.stats().outstanding(), before.outstanding());
 }
 
+// Inside a message, reads of a few bytes each are sliced out as they arrive.
+// Kept as the next read's space, the shared fragment takes the next bytes
+// beside the earlier ones: N small reads then share one fragment.
+TEST(Streambuf, ReleaseSpareKeepsTheFragmentASegmentShares) {
+  pool& p = pool::get(8192);
+  auto before = p.stats().outstanding();
+  segment body;
+  {
+    streambuf sb(p);
+    for (int i = 0; i < 100; ++i) {
+      sb.prepare(65536);  // several fragments, as a bulk read asks
+      put(sb, "abcde");
+      body.append(sb.sub(0, sb.size()));
+      sb.consume(sb.size());
+      EXPECT_FALSE(sb.release_spare());  // the body shares it: kept
+      EXPECT_EQ(sb.fragment_count(), 1u);
+    }
+    EXPECT_EQ(body.span_count(), 1u);  // contiguous: one slice
+    EXPECT_EQ(body.footprint(), sizeof(detail::fragment) + 8192);
+    body.clear();
+    EXPECT_TRUE(sb.release_spare());  // nobody shares it now: given back
+    EXPECT_FALSE(sb.holds_memory());
+  }
+  EXPECT_EQ(p.stats().outstanding(), before);
+}
+
 TEST(Streambuf, SteadyStateTakesNoFragmentFromTheHeap) {
   pool& p = pool::get(8192);
   streambuf sb(p);
   std::string msg = test::pattern_text(9000) + "\r\n.\r\n";
   auto cycle = [&] {
-    for (std::size_t off = 0; off < msg.size(); off += 1500) put(sb, std::string_view(msg).substr(off, 1500));
+    for (std::size_t off = 0; off < msg.size(); off += 1500)
+      put(sb, std::string_view(msg).substr(off, 1500));
     std::size_t end = sb.find("\r\n.\r\n");
     ASSERT_NE(end, streambuf::npos);
     segment m = sb.detach(end + 5);

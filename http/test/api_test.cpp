@@ -1,10 +1,14 @@
 // The API as a function of in-memory Beast requests: no sockets.
+#include "inlet/http/api.hpp"
+
 #include <gtest/gtest.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
 #include <boost/json.hpp>
 #include <string>
 
-#include "inlet/http/api.hpp"
 #include "inlet/store/memory_store.hpp"
 
 namespace bh = boost::beast::http;
@@ -19,8 +23,8 @@ namespace {
 st::new_message make(std::string subject, std::vector<std::string> rcpt = {"box@example.com"},
                      std::string raw = "Subject: hi\r\n\r\nbody\r\n") {
   st::new_message m;
-  m.envelope = {"client.example", "sender@example.org", std::move(rcpt), "127.0.0.1:40000",
-                "ESMTP"};
+  m.envelope = {
+      "client.example", "sender@example.org", std::move(rcpt), "127.0.0.1:40000", "ESMTP", ""};
   m.summary.from = {"Sen Der", "sender@example.org"};
   m.summary.to = {{"", "box@example.com"}, {"Two", "two@example.com"}};
   m.summary.cc = {{"C", "c@example.com"}};
@@ -32,6 +36,48 @@ st::new_message make(std::string subject, std::vector<std::string> rcpt = {"box@
   m.raw = std::move(raw);
   m.tags = {"t1"};
   return m;
+}
+
+// A message with a text and an HTML body, an inline image and an attachment.
+std::string mime_message() {
+  return "From: Ann <ann@example.com>\r\n"
+         "To: box@example.com\r\n"
+         "Subject: mime\r\n"
+         "Return-Path: <bounces@example.org>\r\n"
+         "List-Unsubscribe: <https://example.com/unsubscribe>\r\n"
+         "MIME-Version: 1.0\r\n"
+         "Content-Type: multipart/mixed; boundary=\"o\"\r\n\r\n"
+         "--o\r\n"
+         "Content-Type: multipart/alternative; boundary=\"a\"\r\n\r\n"
+         "--a\r\n"
+         "Content-Type: text/plain\r\n\r\n"
+         "Hello text\r\n"
+         "--a\r\n"
+         "Content-Type: multipart/related; boundary=\"r\"\r\n\r\n"
+         "--r\r\n"
+         "Content-Type: text/html\r\n\r\n"
+         "<p>Hello <img src=\"cid:logo@x\"> <a href=\"https://x.example/\">x</a></p>\r\n"
+         "--r\r\n"
+         "Content-Type: image/png\r\n"
+         "Content-ID: <logo@x>\r\n"
+         "Content-Transfer-Encoding: base64\r\n\r\n"
+         "iVBORw0KGgo=\r\n"
+         "--r--\r\n"
+         "--a--\r\n"
+         "--o\r\n"
+         "Content-Type: text/plain; name=\"hello.txt\"\r\n"
+         "Content-Disposition: attachment; filename=\"hello.txt\"\r\n"
+         "Content-Transfer-Encoding: base64\r\n\r\n"
+         "aGVsbG8=\r\n"
+         "--o--\r\n";
+}
+
+// Runs api::handle to completion on a local io_context (the memory store completes inline).
+response run(const api& a, request r) {
+  boost::asio::io_context io;
+  auto f = boost::asio::co_spawn(io, a.handle(std::move(r)), boost::asio::use_future);
+  io.run();
+  return f.get();
 }
 
 request req(bh::verb v, std::string target, std::string body = {}) {
@@ -59,7 +105,8 @@ struct ApiTest : ::testing::Test {
     EXPECT_FALSE(ec);
     return p ? p->id : std::string{};
   }
-  response get(std::string target) { return a->handle(req(bh::verb::get, std::move(target))); }
+  response call(request r) { return run(*a, std::move(r)); }
+  response get(std::string target) { return call(req(bh::verb::get, std::move(target))); }
 };
 
 }  // namespace
@@ -138,79 +185,82 @@ TEST_F(ApiTest, LimitIsClampedAndDefaulted) {
 }
 
 TEST_F(ApiTest, BadPagingIs400Json) {
-  for (auto t : {"/api/v1/messages?start=-1", "/api/v1/messages?limit=abc",
-                 "/api/v1/messages?start=1x", "/api/v1/messages?limit=%zz",
-                 "/api/v1/messages?start=99999999999999999999999"}) {
+  for (auto t :
+       {"/api/v1/messages?start=-1", "/api/v1/messages?limit=abc", "/api/v1/messages?start=1x",
+        "/api/v1/messages?limit=%zz", "/api/v1/messages?start=99999999999999999999999"}) {
     auto r = get(t);
     EXPECT_EQ(r.result_int(), 400u) << t;
     EXPECT_TRUE(body_json(r).contains("Error")) << t;
   }
 }
 
-TEST_F(ApiTest, MessageHasFieldsEnvelopeAndEmptyBodiesWithoutRenderer) {
+TEST_F(ApiTest, MessageHasFieldsEnvelopeAndBodiesFromTheRawBytes) {
   auto m = make("subj");
-  m.summary.date = std::chrono::sys_days{std::chrono::year{2024} / 2 / 29} + std::chrono::hours{13} +
-                   std::chrono::milliseconds{5};
+  m.summary.date = std::chrono::sys_days{std::chrono::year{2024} / 2 / 29} +
+                   std::chrono::hours{13} + std::chrono::milliseconds{5};
   auto id = put(std::move(m));
   auto r = get("/api/v1/message/" + id);
   ASSERT_EQ(r.result_int(), 200u);
   auto o = body_json(r);
   EXPECT_EQ(o["ID"].as_string(), id);
   EXPECT_EQ(o["Subject"].as_string(), "subj");
-  EXPECT_EQ(o["ReturnPath"].as_string(), "sender@example.org");
+  EXPECT_EQ(o["ReturnPath"].as_string(), "sender@example.org");  // no Return-Path: the envelope
   EXPECT_EQ(o["Date"].as_string(), "2024-02-29T13:00:00.005Z");
-  EXPECT_EQ(o["Text"].as_string(), "");
+  EXPECT_EQ(o["Text"].as_string(), "body\r\n");
   EXPECT_EQ(o["HTML"].as_string(), "");
   EXPECT_EQ(o["Size"].as_int64(), 21);  // bytes of the default raw
   EXPECT_TRUE(o["Inline"].as_array().empty());
-  ASSERT_EQ(o["Attachments"].as_array().size(), 1u);
-  EXPECT_EQ(o["Attachments"].as_array()[0].at("FileName").as_string(), "a.pdf");
-  EXPECT_EQ(o["Attachments"].as_array()[0].at("Size").as_int64(), 1234);
+  EXPECT_TRUE(o["Attachments"].as_array().empty());  // the raw bytes have none
+  auto& lu = o["ListUnsubscribe"].as_object();
+  EXPECT_EQ(lu.at("Header").as_string(), "");
+  EXPECT_TRUE(lu.at("Links").as_array().empty());
   auto& env = o["Envelope"].as_object();
   EXPECT_EQ(env.at("From").as_string(), "sender@example.org");
   EXPECT_EQ(env.at("To").as_array()[0].as_string(), "box@example.com");
   EXPECT_EQ(env.at("Helo").as_string(), "client.example");
   EXPECT_EQ(env.at("Remote").as_string(), "127.0.0.1:40000");
-  for (auto k : {"MessageID", "From", "To", "Cc", "Bcc", "ReplyTo", "Tags", "Created"})
+  for (auto k : {"MessageID", "From", "To", "Cc", "Bcc", "ReplyTo", "Tags", "Created", "Username"})
     EXPECT_TRUE(o.contains(k)) << k;
 }
 
-TEST_F(ApiTest, MessageWithoutDateHeaderHasNullDate) {
+// Mailpit: the Date header when set, else the received time.
+TEST_F(ApiTest, MessageWithoutDateHeaderHasReceivedTimeAsDate) {
   auto id = put(make("s"));
-  EXPECT_TRUE(body_json(get("/api/v1/message/" + id))["Date"].is_null());
-}
-
-TEST_F(ApiTest, RendererFillsTextHtmlAndParts) {
-  std::string seen_raw;
-  cfg.render = [&](std::string_view raw) {
-    seen_raw = std::string(raw);
-    inlet::http::rendered_body b;
-    b.text = "plain text";
-    b.html = "<p>hi</p>";
-    b.inline_parts = {{"1.2", "logo.png", "image/png", "logo@x", 10}};
-    b.attachments = {{"2", "r.txt", "text/plain", "", 3}};
-    return b;
-  };
-  a = std::make_unique<api>(store, cfg);
-  auto id = put(make("s", {"box@example.com"}, "RAW\r\n"));
   auto o = body_json(get("/api/v1/message/" + id));
-  EXPECT_EQ(seen_raw, "RAW\r\n");
-  EXPECT_EQ(o["Text"].as_string(), "plain text");
-  EXPECT_EQ(o["HTML"].as_string(), "<p>hi</p>");
-  EXPECT_EQ(o["Inline"].as_array()[0].at("ContentID").as_string(), "logo@x");
-  EXPECT_EQ(o["Inline"].as_array()[0].at("PartID").as_string(), "1.2");
-  EXPECT_EQ(o["Attachments"].as_array()[0].at("FileName").as_string(), "r.txt");
+  EXPECT_EQ(o["Date"].as_string(), o["Created"].as_string());
 }
 
-TEST_F(ApiTest, ThrowingRendererIs500NotACrash) {
-  cfg.render = [](std::string_view) -> inlet::http::rendered_body {
-    throw std::runtime_error("boom");
-  };
-  a = std::make_unique<api>(store, cfg);
-  auto id = put(make("s"));
+TEST_F(ApiTest, PartsTextHtmlAndChecksumsFromMime) {
+  auto id = put(make("s", {"box@example.com"}, mime_message()));
+  auto o = body_json(get("/api/v1/message/" + id));
+  EXPECT_EQ(o["Text"].as_string(), "Hello text");
+  EXPECT_EQ(o["HTML"].as_string(),
+            "<p>Hello <img src=\"cid:logo@x\"> <a href=\"https://x.example/\">x</a></p>");
+  ASSERT_EQ(o["Inline"].as_array().size(), 1u);
+  auto& in = o["Inline"].as_array()[0].as_object();
+  EXPECT_EQ(in.at("PartID").as_string(), "1.2.2");
+  EXPECT_EQ(in.at("ContentID").as_string(), "logo@x");
+  EXPECT_EQ(in.at("ContentType").as_string(), "image/png");
+  ASSERT_EQ(o["Attachments"].as_array().size(), 1u);
+  auto& at = o["Attachments"].as_array()[0].as_object();
+  EXPECT_EQ(at.at("PartID").as_string(), "2");
+  EXPECT_EQ(at.at("FileName").as_string(), "hello.txt");
+  EXPECT_EQ(at.at("Size").as_int64(), 5);
+  EXPECT_EQ(at.at("Checksums").at("MD5").as_string(), "5d41402abc4b2a76b9719d911017c592");
+  EXPECT_EQ(at.at("Checksums").at("SHA256").as_string(),
+            "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824");
+  auto& lu = o["ListUnsubscribe"].as_object();
+  EXPECT_EQ(lu.at("Links").as_array().size(), 1u);
+  EXPECT_EQ(o["ReturnPath"].as_string(), "bounces@example.org");
+}
+
+TEST_F(ApiTest, MalformedMimeStillAnswers) {
+  auto id = put(make(
+      "s", {"box@example.com"},
+      "Content-Type: multipart/mixed; boundary=x\r\n\r\n--x\r\nContent-Type: text/html\r\n\r\n<p"));
   auto r = get("/api/v1/message/" + id);
-  EXPECT_EQ(r.result_int(), 500u);
-  EXPECT_TRUE(body_json(r).contains("Error"));
+  EXPECT_EQ(r.result_int(), 200u);
+  EXPECT_EQ(body_json(r)["HTML"].as_string(), "<p");
 }
 
 TEST_F(ApiTest, UnknownOrMalformedIdIs404Json) {
@@ -225,12 +275,17 @@ TEST_F(ApiTest, UnknownOrMalformedIdIs404Json) {
 }
 
 TEST_F(ApiTest, RawIsByteExact) {
-  std::string raw("From: a@b\r\nSubject: \xe9t\xe9\r\n\r\n.leading dot\r\nNUL:\0:\r\n\xff\xfe\r\n", 51);
+  std::string raw("From: a@b\r\nSubject: \xe9t\xe9\r\n\r\n.leading dot\r\nNUL:\0:\r\n\xff\xfe\r\n",
+                  51);
   auto id = put(make("raw", {"box@example.com"}, raw));
   auto r = get("/api/v1/message/" + id + "/raw");
   ASSERT_EQ(r.result_int(), 200u);
-  EXPECT_EQ(r[bh::field::content_type], "text/plain");
+  EXPECT_EQ(r[bh::field::content_type], "text/plain; charset=utf-8");  // as Mailpit
   EXPECT_EQ(r.body(), raw);
+  EXPECT_TRUE(r[bh::field::content_disposition].empty());
+  auto dl = get("/api/v1/message/" + id + "/raw?dl=1");
+  EXPECT_EQ(dl.body(), raw);
+  EXPECT_EQ(dl[bh::field::content_disposition], "attachment; filename=\"" + id + ".eml\"");
   EXPECT_EQ(r[bh::field::content_length], std::to_string(raw.size()));
 }
 
@@ -238,8 +293,8 @@ TEST_F(ApiTest, DeleteByIdsThenAll) {
   auto id1 = put(make("1"));
   auto id2 = put(make("2"));
   put(make("3"));
-  auto r = a->handle(req(bh::verb::delete_, "/api/v1/messages",
-                         R"({"IDs":[")" + id1 + R"(",")" + id2 + R"(","nope"]})"));
+  auto r = call(req(bh::verb::delete_, "/api/v1/messages",
+                    R"({"IDs":[")" + id1 + R"(",")" + id2 + R"(","nope"]})"));
   EXPECT_EQ(r.result_int(), 200u);
   EXPECT_EQ(r.body(), "ok");
   auto o = body_json(get("/api/v1/messages"));
@@ -247,25 +302,24 @@ TEST_F(ApiTest, DeleteByIdsThenAll) {
   EXPECT_EQ(o["messages"].as_array()[0].at("Subject").as_string(), "3");
   EXPECT_EQ(get("/api/v1/message/" + id1).result_int(), 404u);
 
-  EXPECT_EQ(a->handle(req(bh::verb::delete_, "/api/v1/messages")).result_int(), 200u);
+  EXPECT_EQ(call(req(bh::verb::delete_, "/api/v1/messages")).result_int(), 200u);
   EXPECT_EQ(body_json(get("/api/v1/messages"))["total"].as_int64(), 0);
 }
 
 TEST_F(ApiTest, DeleteWithEmptyIdsDeletesAll) {
   put(make("1"));
   put(make("2"));
-  EXPECT_EQ(a->handle(req(bh::verb::delete_, "/api/v1/messages", R"({"IDs":[]})")).result_int(),
-            200u);
+  EXPECT_EQ(call(req(bh::verb::delete_, "/api/v1/messages", R"({"IDs":[]})")).result_int(), 200u);
   EXPECT_EQ(store.stats().messages, 0u);
   put(make("3"));
-  EXPECT_EQ(a->handle(req(bh::verb::delete_, "/api/v1/messages", " \r\n")).result_int(), 200u);
+  EXPECT_EQ(call(req(bh::verb::delete_, "/api/v1/messages", " \r\n")).result_int(), 200u);
   EXPECT_EQ(store.stats().messages, 0u);
 }
 
 TEST_F(ApiTest, DeleteWithBadBodyIs400AndDeletesNothing) {
   put(make("1"));
   for (auto b : {"{", "[]", R"({"IDs":"x"})", R"({"IDs":[1]})", "null", "\xff"}) {
-    auto r = a->handle(req(bh::verb::delete_, "/api/v1/messages", b));
+    auto r = call(req(bh::verb::delete_, "/api/v1/messages", b));
     EXPECT_EQ(r.result_int(), 400u) << b;
     EXPECT_TRUE(body_json(r).contains("Error"));
   }
@@ -279,14 +333,14 @@ TEST_F(ApiTest, DeleteBodyKeysAreCaseInsensitiveAndNeverWidenToAll) {
   auto id1 = put(make("1"));
   put(make("2"));
   put(make("3"));
-  EXPECT_EQ(a->handle(req(bh::verb::delete_, "/api/v1/messages", R"({"ids":[")" + id1 + R"("]})"))
+  EXPECT_EQ(call(req(bh::verb::delete_, "/api/v1/messages", R"({"ids":[")" + id1 + R"("]})"))
                 .result_int(),
             200u);
   EXPECT_EQ(store.stats().messages, 2u);
   EXPECT_EQ(get("/api/v1/message/" + id1).result_int(), 404u);
   for (std::string b : {R"({"ids":["x"],"IDs":["y"]})", R"({"Search":"subject:x"})",
                         R"({"id":["x"]})", R"({"IDs":["x"],"extra":1})"}) {
-    EXPECT_EQ(a->handle(req(bh::verb::delete_, "/api/v1/messages", b)).result_int(), 400u) << b;
+    EXPECT_EQ(call(req(bh::verb::delete_, "/api/v1/messages", b)).result_int(), 400u) << b;
     EXPECT_EQ(store.stats().messages, 2u) << b;
   }
 }
@@ -294,15 +348,75 @@ TEST_F(ApiTest, DeleteBodyKeysAreCaseInsensitiveAndNeverWidenToAll) {
 TEST_F(ApiTest, PutBodyKeysAreCaseInsensitiveAndNeverWidenToAll) {
   auto id1 = put(make("1"));
   put(make("2"));
-  EXPECT_EQ(a->handle(req(bh::verb::put, "/api/v1/messages",
-                          R"({"ids":[")" + id1 + R"("],"read":true})"))
-                .result_int(),
-            200u);
+  EXPECT_EQ(
+      call(req(bh::verb::put, "/api/v1/messages", R"({"ids":[")" + id1 + R"("],"read":true})"))
+          .result_int(),
+      200u);
   EXPECT_EQ(store.stats().unread, 1u);
-  for (std::string b : {R"({"Search":"x","Read":true})", R"({"idz":["x"],"Read":true})"}) {
-    EXPECT_EQ(a->handle(req(bh::verb::put, "/api/v1/messages", b)).result_int(), 400u) << b;
+  for (std::string b :
+       {R"({"idz":["x"],"Read":true})", R"({"Search":"subject:x","Read":true,"x":1})",
+        R"({"Search":"after:never","Read":true})", R"({"Search":"to:","Read":true})",
+        R"({"Search":5,"Read":true})"}) {
+    EXPECT_EQ(call(req(bh::verb::put, "/api/v1/messages", b)).result_int(), 400u) << b;
     EXPECT_EQ(store.stats().unread, 1u) << b;
   }
+}
+
+// A search marks only what matches (it used to mark every message).
+TEST_F(ApiTest, PutWithSearchMarksOnlyMatches) {
+  put(make("alpha"));
+  put(make("beta"));
+  put(make("gamma"));
+  auto r = call(req(bh::verb::put, "/api/v1/messages", R"({"search":"subject:beta","Read":true})"));
+  EXPECT_EQ(r.result_int(), 200u);
+  EXPECT_EQ(store.stats().unread, 2u);
+  auto o = body_json(get("/api/v1/search?query=is%3Aread"));
+  ASSERT_EQ(o["messages"].as_array().size(), 1u);
+  EXPECT_EQ(o["messages"].as_array()[0].at("Subject").as_string(), "beta");
+  // IDs win over Search, as in Mailpit.
+  auto id = body_json(get("/api/v1/search?query=subject:gamma"))["messages"]
+                .as_array()[0]
+                .at("ID")
+                .as_string();
+  r = call(req(bh::verb::put, "/api/v1/messages",
+               R"({"IDs":[")" + std::string(id) + R"("],"Search":"subject:alpha","Read":true})"));
+  EXPECT_EQ(r.result_int(), 200u);
+  EXPECT_EQ(body_json(get("/api/v1/search?query=is:read"))["messages_count"].as_int64(), 2);
+  EXPECT_EQ(body_json(get("/api/v1/search?query=subject:alpha"))["messages_unread"].as_int64(), 1);
+}
+
+TEST_F(ApiTest, SearchListsAndDeletesMatches) {
+  put(make("Invoice 1"));
+  put(make("Lunch"));
+  put(make("invoice 2"));
+  auto o = body_json(get("/api/v1/search?query=subject%3Ainvoice&limit=1"));
+  EXPECT_EQ(o["total"].as_int64(), 3);
+  EXPECT_EQ(o["messages_count"].as_int64(), 2);
+  EXPECT_EQ(o["messages_unread"].as_int64(), 2);
+  ASSERT_EQ(o["messages"].as_array().size(), 1u);
+  EXPECT_EQ(o["messages"].as_array()[0].at("Subject").as_string(), "invoice 2");
+  EXPECT_EQ(get("/api/v1/search").result_int(), 400u);
+  EXPECT_EQ(get("/api/v1/search?query=").result_int(), 400u);
+  EXPECT_EQ(get("/api/v1/search?query=larger:huge").result_int(), 400u);
+  EXPECT_EQ(get("/api/v1/search?query=after:2026-01-01&tz=No/Where").result_int(), 400u);
+  EXPECT_EQ(get("/api/v1/search?query=after:2026-01-01&tz=Europe/Berlin").result_int(), 200u);
+  EXPECT_EQ(call(req(bh::verb::delete_, "/api/v1/search?query=to%3A")).result_int(), 400u);
+  EXPECT_EQ(store.stats().messages, 3u);
+  EXPECT_EQ(call(req(bh::verb::delete_, "/api/v1/search?query=subject:invoice")).result_int(),
+            200u);
+  EXPECT_EQ(store.stats().messages, 1u);
+  EXPECT_EQ(body_json(get("/api/v1/messages"))["messages"].as_array()[0].at("Subject").as_string(),
+            "Lunch");
+}
+
+TEST_F(ApiTest, LatestIsTheNewestMessage) {
+  EXPECT_EQ(get("/api/v1/message/latest").result_int(), 404u);
+  put(make("old"));
+  auto id = put(make("new"));
+  auto o = body_json(get("/api/v1/message/latest"));
+  EXPECT_EQ(o["ID"].as_string(), id);
+  EXPECT_EQ(o["Subject"].as_string(), "new");
+  EXPECT_EQ(get("/api/v1/message/latest/raw").result_int(), 200u);
 }
 
 TEST_F(ApiTest, MailboxListsOneRecipientCaseInsensitively) {
@@ -329,7 +443,7 @@ TEST_F(ApiTest, ReadFlagsFollowMailpit) {
   EXPECT_FALSE(list["messages"].as_array()[0].as_object().at("Read").as_bool());
 
   // HEAD and /raw do not mark read; opening the message does.
-  a->handle(req(bh::verb::head, "/api/v1/message/" + id1));
+  call(req(bh::verb::head, "/api/v1/message/" + id1));
   get("/api/v1/message/" + id1 + "/raw");
   EXPECT_EQ(body_json(get("/api/v1/messages"))["unread"].as_int64(), 2);
   EXPECT_TRUE(body_json(get("/api/v1/message/" + id1))["Read"].as_bool());
@@ -340,16 +454,15 @@ TEST_F(ApiTest, ReadFlagsFollowMailpit) {
   EXPECT_EQ(body_json(get("/api/v1/mailbox/other@example.com"))["unread"].as_int64(), 1);
 
   // PUT with IDs, PUT without IDs (every message), and bad bodies change nothing.
-  auto r = a->handle(req(bh::verb::put, "/api/v1/messages",
-                         R"({"IDs":[")" + id1 + R"("],"Read":false})"));
+  auto r =
+      call(req(bh::verb::put, "/api/v1/messages", R"({"IDs":[")" + id1 + R"("],"Read":false})"));
   EXPECT_EQ(r.result_int(), 200u);
   EXPECT_EQ(body_json(get("/api/v1/messages"))["unread"].as_int64(), 2);
-  EXPECT_EQ(a->handle(req(bh::verb::put, "/api/v1/messages", R"({"Read":true})")).result_int(),
-            200u);
+  EXPECT_EQ(call(req(bh::verb::put, "/api/v1/messages", R"({"Read":true})")).result_int(), 200u);
   EXPECT_EQ(body_json(get("/api/v1/messages"))["unread"].as_int64(), 0);
   for (std::string bad : {"", "{}", R"({"Read":"yes"})", R"({"IDs":"x","Read":true})",
                           R"({"IDs":[1],"Read":false})", "not json"})
-    EXPECT_EQ(a->handle(req(bh::verb::put, "/api/v1/messages", bad)).result_int(), 400u) << bad;
+    EXPECT_EQ(call(req(bh::verb::put, "/api/v1/messages", bad)).result_int(), 400u) << bad;
   EXPECT_EQ(body_json(get("/api/v1/messages"))["unread"].as_int64(), 0);
   EXPECT_NE(a->metrics_text().find("inlet_store_unread 0"), std::string::npos);
   (void)id2;
@@ -365,7 +478,7 @@ TEST_F(ApiTest, HeadIsGetWithoutBody) {
                                          "/api/v1/mailbox/box@example.com"};
   for (const auto& target : targets) {
     auto g = get(target);
-    auto h = a->handle(req(bh::verb::head, target));
+    auto h = call(req(bh::verb::head, target));
     SCOPED_TRACE(target);
     EXPECT_EQ(h.result_int(), g.result_int());
     EXPECT_TRUE(h.body().empty());
@@ -374,28 +487,28 @@ TEST_F(ApiTest, HeadIsGetWithoutBody) {
     }
     EXPECT_EQ(h[bh::field::content_type], g[bh::field::content_type]);
   }
-  EXPECT_EQ(a->handle(req(bh::verb::head, "/api/v1/message/AAAAAAAAAAAAAAAAAAAAAA")).result_int(),
-            404u);
-  auto ev = a->handle(req(bh::verb::head, "/api/events"));
+  EXPECT_EQ(call(req(bh::verb::head, "/api/v1/message/AAAAAAAAAAAAAAAAAAAAAA")).result_int(), 404u);
+  auto ev = call(req(bh::verb::head, "/api/events"));
   EXPECT_EQ(ev.result_int(), 405u);
   EXPECT_EQ(ev[bh::field::allow], "GET");
 }
 
 TEST_F(ApiTest, WrongMethodIs405WithAllow) {
-  auto r = a->handle(req(bh::verb::post, "/api/v1/messages"));
+  auto r = call(req(bh::verb::post, "/api/v1/messages"));
   EXPECT_EQ(r.result_int(), 405u);
   EXPECT_EQ(r[bh::field::allow], "GET, HEAD, PUT, DELETE");
   EXPECT_TRUE(body_json(r).contains("Error"));
   auto id = put(make("s"));
-  EXPECT_EQ(a->handle(req(bh::verb::delete_, "/api/v1/message/" + id)).result_int(), 405u);
-  EXPECT_EQ(a->handle(req(bh::verb::put, "/")).result_int(), 405u);
-  EXPECT_EQ(a->handle(req(bh::verb::post, "/metrics")).result_int(), 405u);
-  EXPECT_EQ(a->handle(req(bh::verb::post, "/api/v1/mailbox/a@b")).result_int(), 405u);
+  EXPECT_EQ(call(req(bh::verb::delete_, "/api/v1/message/" + id)).result_int(), 405u);
+  EXPECT_EQ(call(req(bh::verb::put, "/")).result_int(), 405u);
+  EXPECT_EQ(call(req(bh::verb::post, "/metrics")).result_int(), 405u);
+  EXPECT_EQ(call(req(bh::verb::post, "/api/v1/mailbox/a@b")).result_int(), 405u);
   EXPECT_EQ(store.stats().messages, 1u);
 }
 
 TEST_F(ApiTest, UnknownPathIs404Json) {
-  for (auto t : {"/nope", "/api/v1", "/api/v1/messages/x", "/api/v2/messages", "//", "*"}) {
+  for (auto t : {"/nope", "/api/v1", "/api/v1/messages/x", "/api/v2/messages", "*", "/view/x",
+                 "/api/v1/tags/"}) {
     auto r = get(t);
     EXPECT_EQ(r.result_int(), 404u) << t;
     EXPECT_TRUE(body_json(r).contains("Error"));
@@ -416,21 +529,6 @@ TEST_F(ApiTest, HostileStringsStayValidJson) {
   EXPECT_EQ(r["X-Content-Type-Options"], "nosniff");
 }
 
-TEST_F(ApiTest, PageIsSelfContainedWithCsp) {
-  auto r = get("/");
-  ASSERT_EQ(r.result_int(), 200u);
-  EXPECT_EQ(r[bh::field::content_type], "text/html; charset=utf-8");
-  auto csp = std::string(r["Content-Security-Policy"]);
-  EXPECT_NE(csp.find("default-src 'none'"), std::string::npos);
-  const auto& b = r.body();
-  EXPECT_NE(b.find("<script>"), std::string::npos);
-  EXPECT_EQ(b.find("src=\"http"), std::string::npos);
-  EXPECT_EQ(b.find("href=\"http"), std::string::npos);
-  EXPECT_EQ(b.find("innerHTML"), std::string::npos);  // data goes through textContent
-  EXPECT_NE(b.find("sandbox"), std::string::npos);
-  EXPECT_NE(b.find("api/events"), std::string::npos);
-}
-
 TEST_F(ApiTest, MetricsCountStoreAndRequests) {
   cfg.extra_metrics = [](std::string& out) { out += "inlet_smtp_sessions 3\n"; };
   a = std::make_unique<api>(store, cfg);
@@ -442,7 +540,8 @@ TEST_F(ApiTest, MetricsCountStoreAndRequests) {
   ASSERT_EQ(r.result_int(), 200u);
   const auto& b = r.body();
   EXPECT_NE(b.find("\ninlet_store_messages 1\n"), std::string::npos) << b;
-  EXPECT_NE(b.find("\ninlet_store_bytes 5\n"), std::string::npos);
+  EXPECT_NE(b.find("\ninlet_store_bytes " + std::to_string(store.stats().bytes) + "\n"),
+            std::string::npos);
   EXPECT_NE(b.find("# TYPE inlet_store_evicted_total counter\ninlet_store_evicted_total 0\n"),
             std::string::npos);
   EXPECT_NE(b.find("inlet_http_requests_total{code=\"404\"} 2\n"), std::string::npos);
@@ -451,11 +550,12 @@ TEST_F(ApiTest, MetricsCountStoreAndRequests) {
 }
 
 TEST_F(ApiTest, EventsRequestIsRecognised) {
-  EXPECT_TRUE(api::is_events_request(req(bh::verb::get, "/api/events")));
-  EXPECT_TRUE(api::is_events_request(req(bh::verb::get, "/api/events?x=1")));
-  EXPECT_FALSE(api::is_events_request(req(bh::verb::post, "/api/events")));
-  EXPECT_FALSE(api::is_events_request(req(bh::verb::get, "/api/eventsx")));
-  EXPECT_EQ(a->handle(req(bh::verb::post, "/api/events")).result_int(), 405u);
+  EXPECT_TRUE(a->is_events_request(req(bh::verb::get, "/api/events")));
+  EXPECT_TRUE(a->is_events_request(req(bh::verb::get, "/api/events?x=1")));
+  EXPECT_TRUE(a->is_events_request(req(bh::verb::get, "//api//events")));
+  EXPECT_FALSE(a->is_events_request(req(bh::verb::post, "/api/events")));
+  EXPECT_FALSE(a->is_events_request(req(bh::verb::get, "/api/eventsx")));
+  EXPECT_EQ(call(req(bh::verb::post, "/api/events")).result_int(), 405u);
 }
 
 TEST_F(ApiTest, KeepAliveFollowsRequest) {
@@ -463,9 +563,9 @@ TEST_F(ApiTest, KeepAliveFollowsRequest) {
   EXPECT_TRUE(r1.keep_alive());
   auto q = req(bh::verb::get, "/api/v1/messages");
   q.keep_alive(false);
-  EXPECT_FALSE(a->handle(q).keep_alive());
+  EXPECT_FALSE(call(q).keep_alive());
   request old{bh::verb::get, "/nope", 10};
-  EXPECT_FALSE(a->handle(old).keep_alive());
+  EXPECT_FALSE(call(old).keep_alive());
 }
 
 TEST(Util, PercentDecode) {
@@ -487,10 +587,10 @@ TEST(Util, SanitizeUtf8) {
   EXPECT_EQ(sanitize_utf8("\xc3\xa9"), "\xc3\xa9");
   EXPECT_EQ(sanitize_utf8("\xf0\x9f\x98\x80"), "\xf0\x9f\x98\x80");
   EXPECT_EQ(sanitize_utf8("\xe9t\xe9"), "\xef\xbf\xbdt\xef\xbf\xbd");
-  EXPECT_EQ(sanitize_utf8("\xc0\xaf"), "\xef\xbf\xbd\xef\xbf\xbd");      // overlong
+  EXPECT_EQ(sanitize_utf8("\xc0\xaf"), "\xef\xbf\xbd\xef\xbf\xbd");                  // overlong
   EXPECT_EQ(sanitize_utf8("\xed\xa0\x80"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");  // surrogate
-  EXPECT_EQ(sanitize_utf8("\xf4\x90\x80\x80").substr(0, 3), "\xef\xbf\xbd");  // > U+10FFFF
-  EXPECT_EQ(sanitize_utf8("ab\xe2\x82"), "ab\xef\xbf\xbd\xef\xbf\xbd");  // truncated
+  EXPECT_EQ(sanitize_utf8("\xf4\x90\x80\x80").substr(0, 3), "\xef\xbf\xbd");         // > U+10FFFF
+  EXPECT_EQ(sanitize_utf8("ab\xe2\x82"), "ab\xef\xbf\xbd\xef\xbf\xbd");              // truncated
   EXPECT_EQ(sanitize_utf8(std::string("\0", 1)), std::string("\0", 1));
 }
 

@@ -112,6 +112,10 @@ TEST(PgCluster, HostListInAnyOrder) {
   run_co(io, [&]() -> awaitable<void> {
     auto p = co_await c.async_acquire(pg::target::primary);
     EXPECT_FALSE(co_await in_recovery(p));
+    // The hosts are probed concurrently: the primary may answer before the replica has,
+    // so wait for a replica connection before reading both roles.
+    auto r = co_await c.async_acquire(pg::target::replica);
+    EXPECT_TRUE(co_await in_recovery(r));
     EXPECT_EQ(c.status().at(0).role, pg::host_role::replica);
     EXPECT_EQ(c.status().at(1).role, pg::host_role::primary);
     c.close();

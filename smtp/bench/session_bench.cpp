@@ -1,5 +1,5 @@
 // Micro-benchmark of the sans-io session's hot path: one 9 KB message (the
-// seed load shape) through consume(), against the limit reference of
+// benchmark load shape) through consume(), against the limit reference of
 // benchmarking.md, a memchr scan for LF over the same bytes. Both also run
 // under callgrind for exact instruction counts (docs/benchmarks/smtp.md).
 #include <inlet/smtp/server_session.hpp>

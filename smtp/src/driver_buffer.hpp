@@ -14,11 +14,10 @@
 // Internal to inlet::smtp. Not thread-safe; one per connection.
 #pragma once
 
-#include <inlet/buffer/streambuf.hpp>
-
 #include <algorithm>
-#include <cstring>
 #include <cstddef>
+#include <cstring>
+#include <inlet/buffer/streambuf.hpp>
 #include <memory>
 #include <span>
 #include <string>
@@ -28,7 +27,7 @@
 
 namespace inlet::smtp::detail {
 
-// Flat mode (server_config::receive_buffer::flat, the seed's copying
+// Flat mode (server_config::flat_receive_buffer, a copying
 // baseline for comparisons): reads go into one per-connection contiguous
 // std::string (consumed bytes are skipped, and the rest moves to the front at
 // the next prepare, as asio::streambuf does), and every body piece is copied into a
@@ -37,10 +36,12 @@ namespace inlet::smtp::detail {
 class driver_input {
  public:
   /// `flat_storage` non-null selects flat mode; the string is the connection's
-  /// buffer and outlives this object (the seed's baseline keeps it while idle).
+  /// buffer and outlives this object (the copying baseline keeps it while idle).
   driver_input(std::size_t read_size, std::size_t max_line, std::string* flat_storage = nullptr)
-      : flat_(flat_storage), read_size_(std::max<std::size_t>(read_size, 512)),
-        scratch_size_(2 * max_line + 64), flat_mode_(flat_storage != nullptr) {}
+      : flat_(flat_storage),
+        read_size_(std::max<std::size_t>(read_size, 512)),
+        scratch_size_(2 * max_line + 64),
+        flat_mode_(flat_storage != nullptr) {}
   // (A driver_input is dropped only when empty or when the connection ends,
   // so a new one starts with no readable bytes in the storage.)
 
@@ -162,6 +163,19 @@ class driver_input {
     }
   }
 
+  /// Before waiting for input. Outside a message: release_if_empty(). Inside
+  /// one (a body or BDAT chunks being collected): the fragment the body already
+  /// shares stays as the next read's space, so small reads fill it one after
+  /// another instead of pinning a fragment each.
+  void release_for_wait(bool in_message) noexcept {
+    if (!in_message) return release_if_empty();
+    if (flat_mode_) return;
+    if (sb_.empty()) {
+      straddle_ = false;
+      sb_.release_spare();
+    }
+  }
+
   /// Space for the next read: read_size octets (several fragments, one readv)
   /// for a body, one fragment for commands — command reads are small, and a
   /// fragment taken for them is all an idle-after-commands thread caches.
@@ -185,11 +199,11 @@ class driver_input {
 
  private:
   buffer::streambuf sb_;
-  std::string* flat_ = nullptr;               // flat mode: storage; readable = [flat_start_, flat_size_)
+  std::string* flat_ = nullptr;  // flat mode: storage; readable = [flat_start_, flat_size_)
   std::size_t flat_start_ = 0;
   std::size_t flat_size_ = 0;
   buffer::detail::slice flat_space_{nullptr, nullptr, 0};  // flat mode: prepared space
-  std::unique_ptr<std::string> body_copy_;    // flat mode: the body copied so far
+  std::unique_ptr<std::string> body_copy_;                 // flat mode: the body copied so far
   std::vector<std::unique_ptr<std::string>> blocks_;  // flat mode, observed: copy_flat_stable()
   std::size_t read_size_;
   std::size_t scratch_size_;

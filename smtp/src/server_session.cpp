@@ -61,8 +61,15 @@ delivery_status delivery_status::rejected(int code, std::string_view enhanced,
   return delivery_status{code, std::string(enhanced), std::string(text)};
 }
 
-server_session::server_session(session_config cfg) : cfg_(std::move(cfg)) {
-  if (cfg_.max_command_line < 16) cfg_.max_command_line = 16;
+server_session::server_session(session_config cfg)
+    : server_session(std::make_shared<const session_config>(std::move(cfg))) {}
+
+server_session::server_session(std::shared_ptr<const session_config> cfg) : cfg_(std::move(cfg)) {
+  if (cfg_->max_command_line < 16) {  // room for the shortest commands
+    session_config c = *cfg_;
+    c.max_command_line = 16;
+    cfg_ = std::make_shared<const session_config>(std::move(c));
+  }
 }
 
 void server_session::set_remote(std::string address, std::uint16_t port) {
@@ -74,12 +81,12 @@ void server_session::start() {
   if (state_ != state::fresh) return;
   state_ = state::init;
   if (shutdown_) {
-    close_with(421, "4.3.2", cfg_.hostname + " Service shutting down", errc::shutting_down);
+    close_with(421, "4.3.2", cfg_->hostname + " Service shutting down", errc::shutting_down);
     return;
   }
   out_ += "220 ";
-  out_ += cfg_.hostname;
-  out_ += cfg_.lmtp ? " LMTP inlet\r\n" : " ESMTP inlet\r\n";
+  out_ += cfg_->hostname;
+  out_ += cfg_->lmtp ? " LMTP inlet\r\n" : " ESMTP inlet\r\n";
 }
 
 bool server_session::in_transaction() const noexcept {
@@ -97,7 +104,7 @@ envelope server_session::take_envelope() {
   envelope e = std::move(env_);
   env_ = envelope{};
   env_.helo = e.helo;
-  if (cfg_.lmtp) lmtp_rcpts_ = e.rcpt_to;  // one reply per recipient after the data
+  if (cfg_->lmtp) lmtp_rcpts_ = e.rcpt_to;  // one reply per recipient after the data
   return e;
 }
 
@@ -114,8 +121,8 @@ void server_session::reply(int code, std::string_view enhanced, std::string_view
 
 void server_session::error_reply(int code, std::string_view enhanced, std::string_view text) {
   reply(code, enhanced, text);
-  if (++errors_ >= cfg_.max_errors && !closing_)
-    close_with(421, "4.7.0", cfg_.hostname + " Error: too many errors", errc::too_many_errors);
+  if (++errors_ >= cfg_->max_errors && !closing_)
+    close_with(421, "4.7.0", cfg_->hostname + " Error: too many errors", errc::too_many_errors);
 }
 
 void server_session::close_with(int code, std::string_view enhanced, std::string_view text,
@@ -127,20 +134,20 @@ void server_session::close_with(int code, std::string_view enhanced, std::string
 }
 
 void server_session::timeout() {
-  close_with(421, "4.4.2", cfg_.hostname + " Error: timeout exceeded", errc::timeout);
+  close_with(421, "4.4.2", cfg_->hostname + " Error: timeout exceeded", errc::timeout);
 }
 
 void server_session::shutdown() {
   shutdown_ = true;
   if (state_ == state::fresh || closing_) return;
   if (!in_transaction() && state_ != state::tls_wait)
-    close_with(421, "4.3.2", cfg_.hostname + " Service shutting down", errc::shutting_down);
+    close_with(421, "4.3.2", cfg_->hostname + " Service shutting down", errc::shutting_down);
 }
 
 void server_session::shutdown_now() {
   shutdown_ = true;
   if (state_ == state::fresh) return;  // start() answers 421
-  close_with(421, "4.3.2", cfg_.hostname + " Service shutting down", errc::shutting_down);
+  close_with(421, "4.3.2", cfg_->hostname + " Service shutting down", errc::shutting_down);
 }
 
 void server_session::tls_started() {
@@ -203,14 +210,14 @@ std::optional<step> server_session::consume_command(std::string_view in, std::si
     return std::nullopt;
   }
   if (!lf) {
-    if (in.size() >= cfg_.max_command_line) {
+    if (in.size() >= cfg_->max_command_line) {
       overlong_ = true;
       n = in.size();
     }
     return step{step_kind::need_more, 0, {}, {}};
   }
   n = static_cast<std::size_t>(static_cast<const char*>(lf) - in.data()) + 1;
-  if (n > cfg_.max_command_line) {
+  if (n > cfg_->max_command_line) {
     error_reply(500, "5.5.6", "Error: line too long");
     return std::nullopt;
   }
@@ -238,18 +245,18 @@ void server_session::dispatch(std::string_view line) {
     return;
   }
   if (shutdown_ && !in_transaction()) {
-    close_with(421, "4.3.2", cfg_.hostname + " Service shutting down", errc::shutting_down);
+    close_with(421, "4.3.2", cfg_->hostname + " Service shutting down", errc::shutting_down);
     return;
   }
-  if (iequals(verb, cfg_.lmtp ? "LHLO" : "EHLO")) return cmd_helo(arg, true);
-  if (!cfg_.lmtp && iequals(verb, "HELO")) return cmd_helo(arg, false);
+  if (iequals(verb, cfg_->lmtp ? "LHLO" : "EHLO")) return cmd_helo(arg, true);
+  if (!cfg_->lmtp && iequals(verb, "HELO")) return cmd_helo(arg, false);
   if (iequals(verb, "MAIL")) return cmd_mail(arg);
   if (iequals(verb, "RCPT")) return cmd_rcpt(arg);
   if (iequals(verb, "DATA")) return cmd_data(arg);
-  if (iequals(verb, "BDAT") && cfg_.chunking) return cmd_bdat(arg);
+  if (iequals(verb, "BDAT") && cfg_->chunking) return cmd_bdat(arg);
   if (iequals(verb, "RSET")) return cmd_rset(arg);
   if (iequals(verb, "NOOP")) return reply(250, "2.0.0", "Ok");
-  if (iequals(verb, "STARTTLS") && cfg_.starttls) return cmd_starttls(arg);
+  if (iequals(verb, "STARTTLS") && cfg_->starttls) return cmd_starttls(arg);
   if (iequals(verb, "VRFY")) {
     if (trim(arg).empty()) return error_reply(501, "5.5.4", "Syntax: VRFY address");
     return reply(252, "2.0.0", "Cannot VRFY user, but will accept message and attempt delivery");
@@ -271,7 +278,7 @@ void server_session::cmd_helo(std::string_view arg, bool extended) {
   state_ = state::ready;
   if (!extended) {
     out_ += "250 ";
-    out_ += cfg_.hostname;
+    out_ += cfg_->hostname;
     out_ += "\r\n";
     return;
   }
@@ -280,13 +287,13 @@ void server_session::cmd_helo(std::string_view arg, bool extended) {
     out_ += text;
     out_ += "\r\n";
   };
-  line(cfg_.hostname);
+  line(cfg_->hostname);
   line("PIPELINING");
-  line("SIZE " + std::to_string(cfg_.max_message_size));
+  line("SIZE " + std::to_string(cfg_->max_message_size));
   line("8BITMIME");
-  if (cfg_.smtputf8) line("SMTPUTF8");
-  if (cfg_.chunking) line("CHUNKING");
-  if (cfg_.starttls && !tls_) line("STARTTLS");
+  if (cfg_->smtputf8) line("SMTPUTF8");
+  if (cfg_->chunking) line("CHUNKING");
+  if (cfg_->starttls && !tls_) line("STARTTLS");
   line("ENHANCEDSTATUSCODES", true);
 }
 
@@ -309,14 +316,14 @@ void server_session::cmd_mail(std::string_view arg) {
     if (iequals(key, "SIZE")) {
       std::uint64_t v = 0;
       if (!parse_u64(value, v)) return error_reply(501, "5.5.4", "Error: bad SIZE parameter");
-      if (v > cfg_.max_message_size)
+      if (v > cfg_->max_message_size)
         return error_reply(552, "5.3.4", "Error: message size exceeds fixed maximum message size");
       e.declared_size = v;
     } else if (iequals(key, "BODY")) {
       if (iequals(value, "7BIT")) e.body = body_type::seven_bit;
       else if (iequals(value, "8BITMIME")) e.body = body_type::eight_bit_mime;
       else return error_reply(555, "5.5.4", "Error: unsupported BODY type");
-    } else if (iequals(key, "SMTPUTF8") && cfg_.smtputf8 && eq == param.npos) {
+    } else if (iequals(key, "SMTPUTF8") && cfg_->smtputf8 && eq == param.npos) {
       e.smtputf8 = true;
     } else {
       return error_reply(555, "5.5.4", "Error: unsupported MAIL parameter");
@@ -328,7 +335,7 @@ void server_session::cmd_mail(std::string_view arg) {
     return error_reply(501, "5.1.7", "Error: sender address needs a domain");
   e.mail_from.assign(p.mailbox);
   e.rcpt_to.clear();
-  e.proto = cfg_.lmtp ? protocol::lmtp : extended_ ? protocol::esmtp : protocol::smtp;
+  e.proto = cfg_->lmtp ? protocol::lmtp : extended_ ? protocol::esmtp : protocol::smtp;
   e.tls = tls_;
   e.remote_address = remote_address_;
   e.remote_port = remote_port_;
@@ -338,8 +345,8 @@ void server_session::cmd_mail(std::string_view arg) {
 }
 
 bool server_session::domain_accepted(std::string_view domain) const {
-  if (cfg_.domains.empty()) return true;
-  return std::any_of(cfg_.domains.begin(), cfg_.domains.end(),
+  if (cfg_->domains.empty()) return true;
+  return std::any_of(cfg_->domains.begin(), cfg_->domains.end(),
                      [&](const std::string& d) { return iequals(d, domain); });
 }
 
@@ -357,7 +364,7 @@ void server_session::cmd_rcpt(std::string_view arg) {
   bool postmaster = iequals(p.local, "postmaster") && (!p.has_domain || domain_accepted(p.domain));
   if (!p.has_domain && !postmaster)
     return error_reply(501, "5.1.3", "Error: recipient address needs a domain");
-  if (env_.rcpt_to.size() >= cfg_.max_recipients)
+  if (env_.rcpt_to.size() >= cfg_->max_recipients)
     return reply(452, "4.5.3", "Error: too many recipients");
   if (!postmaster && !domain_accepted(p.domain)) {
     ++rcpt_rejected_;
@@ -404,7 +411,7 @@ void server_session::cmd_bdat(std::string_view arg) {
       body_too_big_ = body_bad_ = body_long_ = false;
       line_len_ = 0;
     }
-    if (body_size_ + n > cfg_.max_message_size) body_too_big_ = true;
+    if (body_size_ + n > cfg_->max_message_size) body_too_big_ = true;
   }
   state_ = state::bdat;  // the chunk is always read, even when it will be refused
 }
@@ -470,7 +477,7 @@ std::optional<step> server_session::consume_data(std::string_view in, std::size_
   const char* base = in.data();
   // Text line limit (RFC 5321 4.5.3.1.6), counted on the content: every LF
   // the scan visits ends a line; the stuffed dot is not counted.
-  const std::size_t limit = body_long_ ? 0 : cfg_.max_text_line;
+  const std::size_t limit = body_long_ ? 0 : cfg_->max_text_line;
   std::size_t line_start = start;
   std::size_t pos = start;
   std::size_t end = in.size();
@@ -487,7 +494,7 @@ std::optional<step> server_session::consume_data(std::string_view in, std::size_
     line_start = p + 1;
     bool crlf = p > 0 ? base[p - 1] == '\r' : line_ == line_state::cr;
     if (!crlf) {
-      if (cfg_.reject_bare_lf_in_body) body_bad_ = true;
+      if (cfg_->reject_bare_lf_in_body) body_bad_ = true;
       pos = p + 1;
       after = line_state::mid;
       continue;
@@ -507,7 +514,7 @@ std::optional<step> server_session::consume_data(std::string_view in, std::size_
   step s{step_kind::body_data, 0, {}, {}};
   if (!body_too_big_ && !body_bad_) {
     body_size_ += len;  // counted past a long line too: 552 takes precedence
-    if (body_size_ > cfg_.max_message_size) body_too_big_ = true;
+    if (body_size_ > cfg_->max_message_size) body_too_big_ = true;
     else if (!body_long_) s.data = in.substr(start, len);
   }
   return s;
@@ -531,7 +538,7 @@ void server_session::finish_body() {
 
 // BDAT chunks: the same text line count as the DATA scanner does inline.
 void server_session::count_text_lines(std::string_view c) {
-  if (cfg_.max_text_line == 0 || body_long_) return;
+  if (cfg_->max_text_line == 0 || body_long_) return;
   const char* p = c.data();
   const char* e = p + c.size();
   while (p < e) {
@@ -541,14 +548,14 @@ void server_session::count_text_lines(std::string_view c) {
       break;
     }
     std::size_t n = static_cast<std::size_t>(static_cast<const char*>(lf) - p) + 1;
-    if (line_len_ + n > cfg_.max_text_line) {
+    if (line_len_ + n > cfg_->max_text_line) {
       body_long_ = true;
       return;
     }
     line_len_ = 0;
     p += n;
   }
-  if (line_len_ > cfg_.max_text_line) body_long_ = true;
+  if (line_len_ > cfg_->max_text_line) body_long_ = true;
 }
 
 void server_session::delivery_done(const delivery_result& r) {
@@ -564,7 +571,7 @@ void server_session::delivery_done(const delivery_result& r) {
     else text += st.ok() ? "Ok" : "Error";
     reply(st.code, st.enhanced, text);
   };
-  if (cfg_.lmtp) {
+  if (cfg_->lmtp) {
     const auto& rcpts = env_.rcpt_to.empty() ? lmtp_rcpts_ : env_.rcpt_to;
     for (std::size_t i = 0; i < rcpts.size(); ++i) {
       const delivery_status& st = i < r.per_recipient.size() ? r.per_recipient[i] : r.status;
@@ -576,7 +583,7 @@ void server_session::delivery_done(const delivery_result& r) {
   }
   reset_transaction();
   if (shutdown_)
-    close_with(421, "4.3.2", cfg_.hostname + " Service shutting down", errc::shutting_down);
+    close_with(421, "4.3.2", cfg_->hostname + " Service shutting down", errc::shutting_down);
 }
 
 void server_session::cmd_rset(std::string_view arg) {

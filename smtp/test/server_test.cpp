@@ -636,6 +636,64 @@ TEST_P(server_test, shutdown_grace_closes_a_client_stalled_in_data) {
   EXPECT_EQ(srv->stats().active_connections, 0u);
 }
 
+// Memory a message holds must follow the bytes the client sent, however it
+// splits them: reads of a few bytes each inside DATA, reads of a few hundred,
+// and lines that each begin with a stuffed dot. Measured through the buffer's
+// own accounting (segment::footprint: every fragment the body keeps alive,
+// whole, plus its slice storage) in the deliver hook, so it also holds in the
+// process model's child (the figures travel in a shared page).
+TEST_P(server_test, body_memory_follows_the_bytes_sent_however_split) {
+  struct figures {
+    std::atomic<int> n{0};
+    std::atomic<std::size_t> size[3], footprint[3];
+  };
+  void* page = ::mmap(nullptr, sizeof(figures), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                      -1, 0);
+  ASSERT_NE(page, MAP_FAILED);
+  auto* fig = new (page) figures{};
+  start({}, [fig](smtp::received_message&& m, smtp::delivery_callback cb) {
+    int i = fig->n.load();
+    if (i < 3) {
+      fig->size[i] = m.body.size();
+      fig->footprint[i] = m.body.footprint();
+      fig->n = i + 1;
+    }
+    cb({smtp::delivery_status::accepted("Q"), {}});
+  });
+  client c(port);
+  c.no_delay();
+  c.send(txn);
+  EXPECT_THAT(c.replies(5), HasSubstr("354 "));
+  for (int i = 0; i < 150; ++i) {  // 5 octets a write
+    c.send("abc\r\n");
+    std::this_thread::sleep_for(1ms);
+  }
+  c.send(".\r\nMAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nDATA\r\n");
+  EXPECT_THAT(c.replies(4), HasSubstr("354 "));
+  const std::string line = std::string(298, 'm') + "\r\n";
+  for (int i = 0; i < 30; ++i) {  // 300 octets a write
+    c.send(line);
+    std::this_thread::sleep_for(1ms);
+  }
+  c.send(".\r\nMAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nDATA\r\n");
+  EXPECT_THAT(c.replies(4), HasSubstr("354 "));
+  std::string dots;
+  for (int i = 0; i < 8000; ++i) dots += "..\r\n";  // a piece of 3 octets per line
+  c.send(dots + ".\r\nQUIT\r\n");
+  EXPECT_THAT(c.replies(2), HasSubstr("221 "));
+  ASSERT_TRUE(c.closed_by_peer());
+  ASSERT_EQ(fig->n.load(), 3);
+  EXPECT_EQ(fig->size[0].load(), 150u * 5);
+  EXPECT_EQ(fig->size[1].load(), 30u * 300);
+  EXPECT_EQ(fig->size[2].load(), 8000u * 3);
+  // At most twice the body (a fragment referenced, and small pieces of it
+  // copied) plus a few fragments (the one being filled, the last read's).
+  constexpr std::size_t fragment = 8192 + 64;
+  for (int i = 0; i < 3; ++i)
+    EXPECT_LE(fig->footprint[i].load(), 2 * fig->size[i].load() + 4 * fragment) << "message " << i;
+  ::munmap(page, sizeof(figures));
+}
+
 INSTANTIATE_TEST_SUITE_P(models, server_test,
                          ::testing::Values(smtp::io_model::coro, smtp::io_model::async_1n,
                                            smtp::io_model::async_nn, smtp::io_model::async_n2n,

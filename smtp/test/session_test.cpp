@@ -1,12 +1,12 @@
 // Unit tests of the sans-io session on scripted bytes. Every scripted input is
 // fed whole, split at every offset, byte by byte, and (when short) split at
 // every pair of offsets; all feedings must give the same replies and messages.
-#include <inlet/smtp/server_session.hpp>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
+#include <inlet/smtp/server_session.hpp>
 #include <string>
 #include <vector>
 
@@ -16,6 +16,15 @@ using ::testing::HasSubstr;
 
 namespace {
 
+bool same_envelope(const smtp::envelope& a, const smtp::envelope& b) {
+  return a.helo == b.helo && a.mail_from == b.mail_from && a.rcpt_to == b.rcpt_to &&
+         a.body == b.body && a.smtputf8 == b.smtputf8 && a.declared_size == b.declared_size &&
+         a.proto == b.proto && a.tls == b.tls && a.chunked == b.chunked &&
+         a.remote_address == b.remote_address && a.remote_port == b.remote_port;
+}
+
+// Everything a feeding of the session produced; two feedings of the same bytes
+// must agree on all of it (replies, bodies, envelopes, how it closed and why).
 struct run_result {
   std::string output;
   std::vector<std::string> bodies;
@@ -24,7 +33,10 @@ struct run_result {
   bool closed = false;
   std::error_code close_reason;
   bool operator==(const run_result& o) const {
-    return output == o.output && bodies == o.bodies && aborted == o.aborted && closed == o.closed;
+    return output == o.output && bodies == o.bodies && aborted == o.aborted && closed == o.closed &&
+           close_reason == o.close_reason &&
+           std::equal(envelopes.begin(), envelopes.end(), o.envelopes.begin(), o.envelopes.end(),
+                      same_envelope);
   }
 };
 
@@ -37,7 +49,8 @@ smtp::delivery_result accept_all(const smtp::envelope&, const std::string&) {
 // A minimal driver: keeps unconsumed input, appends each fragment, collects
 // body pieces and checks that every piece points into the input it was given.
 run_result run(const smtp::session_config& cfg, const std::vector<std::string>& fragments,
-               result_fn deliver = accept_all, std::function<void(smtp::server_session&)> at_tls = {}) {
+               result_fn deliver = accept_all,
+               std::function<void(smtp::server_session&)> at_tls = {}) {
   smtp::server_session s(cfg);
   s.start();
   run_result r;
@@ -223,7 +236,8 @@ TEST(session, pipelined_replies_come_in_one_output) {
   smtp::server_session s(cfg_default());
   s.start();
   s.clear_output();
-  std::string in = ehlo + "MAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nRCPT TO:<c@y.test>\r\nDATA\r\n";
+  std::string in =
+      ehlo + "MAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nRCPT TO:<c@y.test>\r\nDATA\r\n";
   auto st = s.consume(in);
   EXPECT_EQ(st.kind, step_kind::need_more);
   EXPECT_EQ(st.consumed, in.size());
@@ -266,11 +280,12 @@ TEST(session, delivery_is_asynchronous_and_pipelined_input_waits) {
 }
 
 TEST(session, rejection_from_delivery_hook_is_relayed) {
-  auto r = run_all_splits(cfg_default(), ehlo + envelope_cmds + "spam\r\n.\r\n",
-                          [](const smtp::envelope&, const std::string&) {
-                            return smtp::delivery_result{
-                                smtp::delivery_status::rejected(550, "5.7.1", "rejected by filter"), {}};
-                          });
+  auto r =
+      run_all_splits(cfg_default(), ehlo + envelope_cmds + "spam\r\n.\r\n",
+                     [](const smtp::envelope&, const std::string&) {
+                       return smtp::delivery_result{
+                           smtp::delivery_status::rejected(550, "5.7.1", "rejected by filter"), {}};
+                     });
   EXPECT_THAT(r.output, HasSubstr("\r\n550 5.7.1 rejected by filter\r\n"));
 }
 
@@ -306,7 +321,8 @@ TEST(session, sequence_errors) {
 }
 
 TEST(session, unknown_and_unimplemented_commands) {
-  auto r = run_all_splits(cfg_default(), "FOO bar\r\nEXPN list\r\nAUTH PLAIN x\r\nHELP\r\nVRFY u\r\nNOOP\r\n");
+  auto r = run_all_splits(cfg_default(),
+                          "FOO bar\r\nEXPN list\r\nAUTH PLAIN x\r\nHELP\r\nVRFY u\r\nNOOP\r\n");
   auto v = replies(r.output);
   ASSERT_EQ(v.size(), 8u);
   EXPECT_EQ(v[1], "500 5.5.2 Error: command not recognized");
@@ -318,7 +334,8 @@ TEST(session, unknown_and_unimplemented_commands) {
 }
 
 TEST(session, commands_are_case_insensitive) {
-  auto r = run_all_splits(cfg_default(), "ehlo c\r\nmail from:<a@x.test>\r\nrcpt to:<b@y.test>\r\nrset\r\n");
+  auto r = run_all_splits(cfg_default(),
+                          "ehlo c\r\nmail from:<a@x.test>\r\nrcpt to:<b@y.test>\r\nrset\r\n");
   auto v = replies(r.output);
   EXPECT_EQ(v[v.size() - 4], "250 2.1.0 Ok");
   EXPECT_EQ(v[v.size() - 3], "250 2.1.5 Ok");
@@ -345,7 +362,9 @@ TEST(session, size_parameter_and_body_limit) {
                    std::string(60, 'b') + "\r\n.\r\n" + envelope_cmds + "small\r\n.\r\n";
   auto r = run_all_splits(cfg, in);
   EXPECT_THAT(r.output, HasSubstr("250-SIZE 100\r\n"));
-  EXPECT_THAT(r.output, HasSubstr("552 5.3.4 Error: message size exceeds fixed maximum message size\r\n250 2.1.0"));
+  EXPECT_THAT(
+      r.output,
+      HasSubstr("552 5.3.4 Error: message size exceeds fixed maximum message size\r\n250 2.1.0"));
   EXPECT_THAT(r.output, HasSubstr("354 End data with <CR><LF>.<CR><LF>\r\n552 5.3.4"));
   ASSERT_EQ(r.bodies.size(), 1u);
   EXPECT_EQ(r.bodies[0], "small\r\n");
@@ -362,7 +381,8 @@ TEST(session, body_exactly_at_limit_is_accepted) {
 TEST(session, mail_parameters) {
   std::string in = ehlo + "MAIL FROM:<a@x.test> BODY=8BITMIME SMTPUTF8 SIZE=10\r\nRSET\r\n" +
                    "MAIL FROM:<a@x.test> FOO=bar\r\n" + "MAIL FROM:<a@x.test> BODY=BINARYMIME\r\n" +
-                   "MAIL FROM:<a@x.test> SIZE=abc\r\n" + "MAIL FROM:<>\r\nRCPT TO:<b@y.test> NOTIFY=NEVER\r\n";
+                   "MAIL FROM:<a@x.test> SIZE=abc\r\n" +
+                   "MAIL FROM:<>\r\nRCPT TO:<b@y.test> NOTIFY=NEVER\r\n";
   auto r = run_all_splits(cfg_default(), in);
   auto v = replies(r.output);
   ASSERT_EQ(v.size(), 16u);
@@ -390,7 +410,8 @@ TEST(session, params_need_ehlo) {
 
 TEST(session, smtputf8_addresses) {
   std::string in = ehlo + "MAIL FROM:<j\xC3\xB6rg@x.test>\r\n" +
-                   "MAIL FROM:<j\xC3\xB6rg@x.test> SMTPUTF8\r\nRCPT TO:<\xE7\x94\xA8\xE6\x88\xB7@\xE4\xBE\x8B.test>\r\n"
+                   "MAIL FROM:<j\xC3\xB6rg@x.test> SMTPUTF8\r\nRCPT "
+                   "TO:<\xE7\x94\xA8\xE6\x88\xB7@\xE4\xBE\x8B.test>\r\n"
                    "DATA\r\nSubject: \xC3\xA9t\xC3\xA9\r\n\r\nx\r\n.\r\n";
   auto r = run_all_splits(cfg_default(), in);
   EXPECT_THAT(r.output, HasSubstr("553 5.6.7"));
@@ -399,8 +420,11 @@ TEST(session, smtputf8_addresses) {
 }
 
 TEST(session, bad_addresses) {
-  std::string in = ehlo + "MAIL FROM:<a@x.test\r\nMAIL FROM:a@b c d\r\nMAIL FROM:<a@@x>\r\nMAIL FROM:<nodomain>\r\n" +
-                   "MAIL FROM:<@r1,@r2:a@x.test>\r\nRCPT TO:<>\r\nRCPT TO:<b@-bad>\r\nRCPT TO:<\"q u\"@y.test>\r\n";
+  std::string in =
+      ehlo +
+      "MAIL FROM:<a@x.test\r\nMAIL FROM:a@b c d\r\nMAIL FROM:<a@@x>\r\nMAIL FROM:<nodomain>\r\n" +
+      "MAIL FROM:<@r1,@r2:a@x.test>\r\nRCPT TO:<>\r\nRCPT TO:<b@-bad>\r\nRCPT TO:<\"q "
+      "u\"@y.test>\r\n";
   auto r = run_all_splits(cfg_default(), in);
   auto v = replies(r.output);
   ASSERT_EQ(v.size(), 17u);
@@ -430,12 +454,15 @@ TEST(session, recipient_domains_postmaster_and_limit) {
   EXPECT_EQ(v[13], "250 2.1.5 Ok");
   EXPECT_EQ(v[14], "452 4.5.3 Error: too many recipients");
   ASSERT_EQ(r.envelopes.size(), 1u);
-  EXPECT_EQ(r.envelopes[0].rcpt_to, (std::vector<std::string>{"Postmaster", "u@IN.test", "v@other.test"}));
+  EXPECT_EQ(r.envelopes[0].rcpt_to,
+            (std::vector<std::string>{"Postmaster", "u@IN.test", "v@other.test"}));
 }
 
 TEST(session, rset_clears_the_transaction) {
-  auto r = run_all_splits(cfg_default(), ehlo + "MAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nRSET\r\nDATA\r\n");
-  EXPECT_THAT(r.output, ::testing::EndsWith("250 2.0.0 Ok\r\n503 5.5.1 Error: need RCPT command\r\n"));
+  auto r = run_all_splits(cfg_default(),
+                          ehlo + "MAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nRSET\r\nDATA\r\n");
+  EXPECT_THAT(r.output,
+              ::testing::EndsWith("250 2.0.0 Ok\r\n503 5.5.1 Error: need RCPT command\r\n"));
 }
 
 TEST(session, ehlo_without_argument) {
@@ -460,8 +487,9 @@ TEST(session, bdat_chunks) {
 }
 
 TEST(session, bdat_zero_last_and_errors) {
-  std::string in = ehlo + "BDAT 4\r\nNOOPMAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nBDAT 3\r\nabcDATA\r\n" +
-                   "RCPT TO:<c@y.test>\r\nBDAT x\r\nBDAT 0 LAST\r\n";
+  std::string in =
+      ehlo + "BDAT 4\r\nNOOPMAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nBDAT 3\r\nabcDATA\r\n" +
+      "RCPT TO:<c@y.test>\r\nBDAT x\r\nBDAT 0 LAST\r\n";
   auto r = run_all_splits(cfg_default(), in);
   auto v = replies(r.output);
   EXPECT_EQ(v[8], "503 5.5.1 Error: BDAT needs a transaction with recipients");
@@ -479,7 +507,9 @@ TEST(session, bdat_zero_last_and_errors) {
 TEST(session, bdat_over_size_limit) {
   auto cfg = cfg_default();
   cfg.max_message_size = 8;
-  std::string in = ehlo + "MAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nBDAT 5\r\n12345BDAT 5 LAST\r\n67890NOOP\r\n";
+  std::string in =
+      ehlo +
+      "MAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nBDAT 5\r\n12345BDAT 5 LAST\r\n67890NOOP\r\n";
   auto r = run_all_splits(cfg, in);
   auto v = replies(r.output);
   EXPECT_EQ(v[v.size() - 4], "250 2.0.0 5 octets received");
@@ -492,8 +522,9 @@ TEST(session, bdat_over_size_limit) {
 TEST(session, lmtp_reply_per_recipient) {
   auto cfg = cfg_default();
   cfg.lmtp = true;
-  std::string in = "EHLO c\r\nHELO c\r\nLHLO c\r\nMAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\n"
-                   "RCPT TO:<c@y.test>\r\nDATA\r\nhi\r\n.\r\n";
+  std::string in =
+      "EHLO c\r\nHELO c\r\nLHLO c\r\nMAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\n"
+      "RCPT TO:<c@y.test>\r\nDATA\r\nhi\r\n.\r\n";
   auto r = run_all_splits(cfg, in, [](const smtp::envelope& e, const std::string&) {
     smtp::delivery_result res;
     res.per_recipient.push_back(smtp::delivery_status::accepted("Q1"));
@@ -570,7 +601,9 @@ TEST(session, shutdown_when_idle_and_in_transaction) {
   busy.delivery_done({smtp::delivery_status::accepted("Z"), {}});
   st = busy.consume(rv);
   EXPECT_EQ(st.kind, step_kind::close);
-  EXPECT_THAT(std::string(busy.output()), ::testing::EndsWith("250 2.0.0 Ok: queued as Z\r\n421 4.3.2 mx.test Service shutting down\r\n"));
+  EXPECT_THAT(std::string(busy.output()),
+              ::testing::EndsWith(
+                  "250 2.0.0 Ok: queued as Z\r\n421 4.3.2 mx.test Service shutting down\r\n"));
 }
 
 TEST(session, too_many_errors_closes) {
@@ -630,12 +663,12 @@ TEST(session, eight_bit_body_without_declaration_is_kept) {
 TEST(session, text_line_limit_in_data) {
   auto cfg = cfg_default();
   cfg.max_text_line = 40;
-  std::string at_limit(38, 'a');        // 38 + CRLF = 40: accepted
-  std::string over(39, 'b');            // 41: refused
+  std::string at_limit(38, 'a');                    // 38 + CRLF = 40: accepted
+  std::string over(39, 'b');                        // 41: refused
   std::string dotted = "." + std::string(38, 'c');  // stuffed: content is 38 + CRLF
-  std::string in = ehlo + envelope_cmds + at_limit + "\r\n" + dotted + "\r\n.\r\n" +
-                   envelope_cmds + "short\r\n" + over + "\r\nafter\r\n.\r\n" +
-                   envelope_cmds + "x\n" + std::string(45, 'd') + "\r\n.\r\nNOOP\r\n";
+  std::string in = ehlo + envelope_cmds + at_limit + "\r\n" + dotted + "\r\n.\r\n" + envelope_cmds +
+                   "short\r\n" + over + "\r\nafter\r\n.\r\n" + envelope_cmds + "x\n" +
+                   std::string(45, 'd') + "\r\n.\r\nNOOP\r\n";
   auto r = run_all_splits(cfg, in);
   ASSERT_EQ(r.bodies.size(), 1u);
   EXPECT_EQ(r.bodies[0], at_limit + "\r\n" + std::string(38, 'c') + "\r\n");
@@ -643,13 +676,14 @@ TEST(session, text_line_limit_in_data) {
   auto v = replies(r.output);
   EXPECT_EQ(v[v.size() - 2], "250 2.0.0 Ok");  // NOOP: the session goes on
   EXPECT_EQ(v[v.size() - 3], "500 5.5.6 Error: line too long in message data");
-  EXPECT_THAT(r.output, HasSubstr("354 End data with <CR><LF>.<CR><LF>\r\n500 5.5.6 Error: line too long in message data\r\n250 2.1.0"));
+  EXPECT_THAT(r.output, HasSubstr("354 End data with <CR><LF>.<CR><LF>\r\n500 5.5.6 Error: line "
+                                  "too long in message data\r\n250 2.1.0"));
 }
 
 TEST(session, text_line_limit_default_and_off) {
   std::string line1000(998, 'x');  // 998 + CRLF = 1000 octets: the RFC's maximum
-  auto r = run(cfg_default(), {ehlo + envelope_cmds + line1000 + "\r\n.\r\n" + envelope_cmds + line1000 +
-                               "y\r\n.\r\n"});
+  auto r = run(cfg_default(), {ehlo + envelope_cmds + line1000 + "\r\n.\r\n" + envelope_cmds +
+                               line1000 + "y\r\n.\r\n"});
   ASSERT_EQ(r.bodies.size(), 1u);
   EXPECT_EQ(r.aborted, 1);
   auto off = cfg_default();
@@ -673,8 +707,10 @@ TEST(session, text_line_limit_in_bdat) {
   ASSERT_EQ(r.bodies.size(), 1u);
   EXPECT_EQ(r.bodies[0], ok_body);
   EXPECT_EQ(r.aborted, 1);
-  EXPECT_THAT(r.output, HasSubstr("250 2.0.0 15 octets received\r\n500 5.5.6 Error: line too long in message data\r\n"
-                                  "250 2.0.0 Ok\r\n"));
+  EXPECT_THAT(
+      r.output,
+      HasSubstr("250 2.0.0 15 octets received\r\n500 5.5.6 Error: line too long in message data\r\n"
+                "250 2.0.0 Ok\r\n"));
 }
 
 TEST(session, shutdown_now_closes_even_inside_a_body) {

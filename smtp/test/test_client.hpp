@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -32,6 +33,11 @@ class client {
     fd_ = -1;
   }
   bool ok() const { return ok_; }
+  // Each send() leaves at once (no Nagle coalescing of small writes).
+  void no_delay() {
+    int one = 1;
+    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
   void send(std::string_view s) {
     while (!s.empty()) {
       ssize_t n = ::send(fd_, s.data(), s.size(), MSG_NOSIGNAL);

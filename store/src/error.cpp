@@ -10,11 +10,18 @@ class category final : public std::error_category {
   const char* name() const noexcept override { return "inlet.store"; }
   std::string message(int ev) const override {
     switch (static_cast<errc>(ev)) {
-      case errc::ok: return "ok";
-      case errc::too_large: return "message larger than the store's byte bound";
-      case errc::not_found: return "no such message";
-      case errc::unavailable: return "store unavailable";
-      case errc::invalid_argument: return "invalid argument";
+      case errc::ok:
+        return "ok";
+      case errc::too_large:
+        return "message larger than the store's byte bound";
+      case errc::not_found:
+        return "no such message";
+      case errc::unavailable:
+        return "store unavailable";
+      case errc::invalid_argument:
+        return "invalid argument";
+      case errc::timeout:
+        return "the store did not answer in time";
     }
     return "unknown inlet.store error";
   }

@@ -1,16 +1,32 @@
 #include "inlet/store/memory_store.hpp"
 
 #include <algorithm>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <unordered_set>
 #include <vector>
 
 namespace inlet::store {
+
+// A stored message with what the store keeps beside it. Immutable once published, like
+// stored_message (tags and read flag aside).
+struct memory_store::record : stored_message {
+  search::prepared_fields fields;      // folded header fields for search
+  std::vector<std::string> mailboxes;  // normalised distinct recipients, for unlinking
+  std::size_t base_bytes = 0;          // footprint without the tags
+};
+
 namespace {
 
+// More changed messages than this in one call are announced as one `cleared` event
+// (observers reload) instead of a list of IDs.
+constexpr std::size_t max_event_ids = 1000;
+
 // The distinct normalised mailboxes of one message, in rcpt order.
-std::vector<std::string> mailboxes_of(const stored_message& m) {
+std::vector<std::string> mailboxes_of(const envelope& e) {
   std::vector<std::string> out;
-  out.reserve(m.envelope.rcpt_to.size());
-  for (const auto& r : m.envelope.rcpt_to) {
+  out.reserve(e.rcpt_to.size());
+  for (const auto& r : e.rcpt_to) {
     auto n = normalize_mailbox(r);
     if (n.empty() || std::find(out.begin(), out.end(), n) != out.end()) continue;
     out.push_back(std::move(n));
@@ -18,13 +34,89 @@ std::vector<std::string> mailboxes_of(const stored_message& m) {
   return out;
 }
 
+std::size_t string_bytes(const std::string& s) {
+  return s.size() + sizeof(std::string);
+}
+
+std::size_t address_bytes(const address& a) {
+  return string_bytes(a.name) + string_bytes(a.address);
+}
+
+std::size_t tag_bytes(const std::vector<std::string>& tags) {
+  std::size_t n = sizeof(std::vector<std::string>);
+  for (const auto& t : tags) n += string_bytes(t);
+  return n;
+}
+
+// Distinct non-empty tags (compared folded), first spelling kept, order kept.
+std::vector<std::string> distinct_tags(std::vector<std::string> tags) {
+  std::vector<std::string> out;
+  std::vector<std::string> seen;
+  out.reserve(tags.size());
+  for (auto& t : tags) {
+    if (t.empty()) continue;
+    auto f = search::fold_case(t);
+    if (std::find(seen.begin(), seen.end(), f) != seen.end()) continue;
+    seen.push_back(std::move(f));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+bool same_tags(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  return a == b;
+}
+
+// Completes a handler on its associated executor (inline when already there).
+template <class Handler, class... Args>
+void complete(Handler h, Args... args) {
+  auto ex = asio::get_associated_executor(h);
+  asio::dispatch(
+      ex, [h = std::move(h), ... a = std::move(args)]() mutable { std::move(h)(std::move(a)...); });
+}
+
 }  // namespace
 
 memory_store::memory_store(memory_store_config cfg) : cfg_(cfg) {}
 memory_store::~memory_store() = default;
 
+std::size_t memory_store::footprint_of(const stored_message& m) {
+  // Fixed part: the record, its shared_ptr control block, its index entries (global order,
+  // ID map node, one per mailbox) as a rough constant.
+  std::size_t n = sizeof(record) + 64 + 64;
+  n += m.raw.size();
+  const auto& e = m.envelope;
+  n += string_bytes(e.helo) + string_bytes(e.mail_from) + string_bytes(e.remote) +
+       string_bytes(e.protocol) + string_bytes(e.auth_user);
+  for (const auto& r : e.rcpt_to) n += string_bytes(r) * 2 + 64;  // and its mailbox key
+  const auto& s = m.summary;
+  n += address_bytes(s.from);
+  for (const auto* list : {&s.to, &s.cc, &s.bcc, &s.reply_to})
+    for (const auto& a : *list) n += address_bytes(a);
+  n += string_bytes(s.subject) + string_bytes(s.message_id) + string_bytes(s.snippet) +
+       string_bytes(s.search_text);
+  for (const auto& a : s.attachments)
+    n += string_bytes(a.filename) + string_bytes(a.content_type) + sizeof(a.size);
+  n += string_bytes(m.id);
+  return n;
+}
+
 void memory_store::put(new_message msg, put_handler done) {
-  if (msg.raw.size() > cfg_.max_bytes || cfg_.max_messages == 0) {
+  // Build the record, its folded search fields and index keys before taking the lock.
+  auto rec = std::make_shared<record>();
+  rec->created = msg.created.value_or(std::chrono::system_clock::now());
+  rec->envelope = std::move(msg.envelope);
+  rec->summary = std::move(msg.summary);
+  rec->size = msg.raw.size();
+  rec->raw = std::move(msg.raw);
+  rec->has_raw = true;
+  rec->fields = search::prepared_fields(*rec);
+  rec->mailboxes = mailboxes_of(rec->envelope);
+  rec->id = make_message_id();
+  rec->base_bytes = footprint_of(*rec) + rec->fields.bytes();
+  auto tags = distinct_tags(std::move(msg.tags));
+  const std::size_t bytes = rec->base_bytes + tag_bytes(tags);
+  if (bytes > cfg_.max_bytes || cfg_.max_messages == 0) {
     {
       std::unique_lock lk(mutex_);
       ++stats_.rejected_total;
@@ -32,157 +124,260 @@ void memory_store::put(new_message msg, put_handler done) {
     if (done) done(errc::too_large, nullptr);
     return;
   }
-  // Build the record and its index keys before taking the lock.
-  auto rec = std::make_shared<stored_message>();
-  rec->created = std::chrono::system_clock::now();
-  rec->envelope = std::move(msg.envelope);
-  rec->summary = std::move(msg.summary);
-  rec->raw = std::move(msg.raw);
-  rec->tags = std::move(msg.tags);
-  auto boxes = mailboxes_of(*rec);
-  std::string id = make_message_id();
-  message_ptr published;
-  std::vector<message_ptr> victims;  // evicted records are freed after the lock
+  record_ptr published;
+  std::vector<record_ptr> victims;  // evicted records are freed after the lock
   {
     std::unique_lock lk(mutex_);
-    while (by_id_.contains(id)) id = make_message_id();  // 2^-128 per pair, but certain
-    rec->id = std::move(id);
+    while (by_id_.contains(rec->id)) rec->id = make_message_id();  // 2^-128 per pair
     rec->seq = next_seq_++;
-    while (!order_.empty() && (order_.size() >= cfg_.max_messages ||
-                               stats_.bytes + rec->raw.size() > cfg_.max_bytes)) {
+    tags = canonical_tags_locked(std::move(tags));
+    count_tags_locked(tags, true);
+    rec->set_tags(std::make_shared<const std::vector<std::string>>(std::move(tags)));
+    while (!order_.empty() &&
+           (order_.size() >= cfg_.max_messages || stats_.bytes + bytes > cfg_.max_bytes)) {
       victims.push_back(evict_oldest_locked());
     }
-    published = rec;  // from here on the record is read-only
+    published = rec;  // from here on the record is read-only (tags and flag aside)
     order_.push_back(published);
-    for (const auto& b : boxes) {
+    for (const auto& b : published->mailboxes) {
       auto& box = by_mailbox_[b];
       box.order.push_back(published);
       box.unread.fetch_add(1, std::memory_order_relaxed);
     }
-    by_id_.emplace(published->id, entry{published, std::move(boxes)});
+    by_id_.emplace(published->id, published);
     ++stats_.messages;
     unread_.fetch_add(1, std::memory_order_relaxed);
-    stats_.bytes += published->raw.size();
+    stats_.bytes += bytes;
     ++stats_.stored_total;
   }
   // Observers, then the caller, outside the lock.
-  std::vector<std::shared_ptr<const new_message_observer>> obs;
-  {
-    std::lock_guard lk(observers_mutex_);
-    obs.reserve(observers_.size());
-    for (auto& [h, o] : observers_) obs.push_back(o);
+  if (has_observers()) {
+    if (!victims.empty()) {
+      store_event ev;
+      ev.what = store_event::kind::deleted;
+      for (const auto& v : victims) ev.ids.push_back(v->id);
+      notify(ev);
+    }
+    store_event ev;
+    ev.what = store_event::kind::created;
+    ev.message = published;
+    notify(ev);
   }
-  for (auto& o : obs) (*o)(published);
   if (done) done({}, std::move(published));
 }
 
-void memory_store::erase_from(order_index& order, const stored_message& m) {
-  auto it = std::lower_bound(order.begin(), order.end(), m.seq,
-                             [](const message_ptr& p, std::uint64_t s) { return p->seq < s; });
-  if (it != order.end() && (*it)->seq == m.seq) order.erase(it);
+void memory_store::erase_from(order_index& order, std::uint64_t seq) {
+  auto it = std::lower_bound(order.begin(), order.end(), seq,
+                             [](const record_ptr& p, std::uint64_t s) { return p->seq < s; });
+  if (it != order.end() && (*it)->seq == seq) order.erase(it);
 }
 
-void memory_store::unlink_locked(const stored_message& m,
-                                 const std::vector<std::string>& mailboxes) {
-  for (const auto& b : mailboxes) {
+void memory_store::unlink_locked(const record& r) {
+  const bool unread = !r.is_read();  // exclusive lock: no set_read runs, the flag is stable
+  for (const auto& b : r.mailboxes) {
     auto it = by_mailbox_.find(b);
     if (it == by_mailbox_.end()) continue;
-    erase_from(it->second.order, m);
-    if (!m.read.load(std::memory_order_relaxed))
-      it->second.unread.fetch_sub(1, std::memory_order_relaxed);
+    erase_from(it->second.order, r.seq);
+    if (unread) it->second.unread.fetch_sub(1, std::memory_order_relaxed);
     if (it->second.order.empty()) by_mailbox_.erase(it);
   }
+  count_tags_locked(*r.tags(), false);
   --stats_.messages;
-  stats_.bytes -= m.raw.size();
-  // Exclusive lock: no set_read runs, so the flag is stable here.
-  if (!m.read.load(std::memory_order_relaxed)) unread_.fetch_sub(1, std::memory_order_relaxed);
+  stats_.bytes -= r.base_bytes + tag_bytes(*r.tags());
+  if (unread) unread_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-message_ptr memory_store::evict_oldest_locked() {
-  message_ptr m = std::move(order_.front());
+memory_store::record_ptr memory_store::evict_oldest_locked() {
+  record_ptr r = std::move(order_.front());
   order_.pop_front();
-  auto node = by_id_.extract(std::string_view(m->id));  // its record outlives it (m)
-  unlink_locked(*m, node.mapped().mailboxes);
+  by_id_.erase(std::string_view(r->id));  // r keeps the key's bytes alive
+  unlink_locked(*r);
   ++stats_.evicted_total;
-  return m;
+  return r;
 }
 
-page memory_store::slice(const order_index& order, std::size_t start, std::size_t limit) {
+// Removes a batch: one pass over each affected index instead of one erase per message.
+void memory_store::remove_locked(const std::vector<record_ptr>& victims) {
+  if (victims.empty()) return;
+  if (victims.size() == order_.size()) {  // everything: drop the indexes whole
+    for (const auto& r : victims) {
+      count_tags_locked(*r->tags(), false);
+      stats_.bytes -= r->base_bytes + tag_bytes(*r->tags());
+    }
+    order_.clear();
+    by_id_.clear();
+    by_mailbox_.clear();
+    stats_.messages = 0;
+    unread_.store(0, std::memory_order_relaxed);
+    stats_.deleted_total += victims.size();
+    return;
+  }
+  if (victims.size() <= 8) {
+    for (const auto& r : victims) {
+      by_id_.erase(std::string_view(r->id));
+      erase_from(order_, r->seq);
+      unlink_locked(*r);
+    }
+    stats_.deleted_total += victims.size();
+    return;
+  }
+  std::unordered_set<std::uint64_t> gone;
+  gone.reserve(victims.size());
+  std::unordered_set<std::string_view> boxes;
+  for (const auto& r : victims) {
+    gone.insert(r->seq);
+    for (const auto& b : r->mailboxes) boxes.insert(b);
+  }
+  auto is_gone = [&](const record_ptr& p) { return gone.contains(p->seq); };
+  std::erase_if(order_, is_gone);
+  for (auto b : boxes) {
+    auto it = by_mailbox_.find(b);
+    if (it == by_mailbox_.end()) continue;
+    std::uint64_t unread_gone = 0;
+    for (const auto& p : it->second.order)
+      if (gone.contains(p->seq) && !p->is_read()) ++unread_gone;
+    std::erase_if(it->second.order, is_gone);
+    it->second.unread.fetch_sub(unread_gone, std::memory_order_relaxed);
+    if (it->second.order.empty()) by_mailbox_.erase(it);
+  }
+  for (const auto& r : victims) {
+    by_id_.erase(std::string_view(r->id));
+    count_tags_locked(*r->tags(), false);
+    --stats_.messages;
+    stats_.bytes -= r->base_bytes + tag_bytes(*r->tags());
+    if (!r->is_read()) unread_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  stats_.deleted_total += victims.size();
+}
+
+memory_store::scope memory_store::scope_of(const std::string& mailbox) const {
+  if (mailbox.empty()) return {&order_, &unread_};
+  auto it = by_mailbox_.find(mailbox);
+  if (it == by_mailbox_.end()) return {};
+  return {&it->second.order, &it->second.unread};
+}
+
+std::vector<memory_store::record_ptr> memory_store::resolve_locked(const selection& s,
+                                                                   const search::query* q) const {
+  std::vector<record_ptr> out;
+  if (s.what == selection::kind::ids) {
+    out.reserve(s.ids.size());
+    std::unordered_set<std::string_view> seen;
+    for (const auto& id : s.ids) {
+      auto it = by_id_.find(std::string_view(id));
+      if (it == by_id_.end() || !seen.insert(it->second->id).second) continue;
+      out.push_back(it->second);
+    }
+    return out;
+  }
+  auto sc = scope_of(normalize_mailbox(s.mailbox));
+  if (!sc.order) return out;
+  if (!q || q->empty()) {
+    out.assign(sc.order->begin(), sc.order->end());
+    return out;
+  }
+  for (const auto& r : *sc.order)
+    if (search::matches(*q, *r, r->fields)) out.push_back(r);
+  return out;
+}
+
+void memory_store::do_list(list_request req, handler<void(std::error_code, page)> h) {
   page p;
-  p.total = order.size();
-  p.start = start;
-  if (start >= order.size()) return p;
-  std::size_t n = std::min(limit, order.size() - start);
-  p.messages.reserve(n);
-  // Newest is at the back: element k from the newest is order[size-1-k].
-  for (std::size_t k = start; k < start + n; ++k) p.messages.push_back(order[order.size() - 1 - k]);
-  return p;
-}
-
-page memory_store::list(std::size_t start, std::size_t limit) const {
-  std::shared_lock lk(mutex_);
-  page p = slice(order_, start, limit);
-  p.unread = unread_.load(std::memory_order_relaxed);
-  return p;
-}
-
-page memory_store::list_mailbox(std::string_view mailbox, std::size_t start,
-                                std::size_t limit) const {
-  auto key = normalize_mailbox(mailbox);
-  std::shared_lock lk(mutex_);
-  auto it = by_mailbox_.find(key);
-  if (it == by_mailbox_.end()) {
-    page p;
-    p.start = start;
-    return p;
+  p.start = req.start;
+  std::error_code ec;
+  {
+    std::shared_lock lk(mutex_);
+    auto sc = scope_of(req.mailbox.empty() ? std::string{} : normalize_mailbox(req.mailbox));
+    if (sc.order) {
+      const order_index& order = *sc.order;
+      p.total = order.size();
+      p.unread = sc.unread->load(std::memory_order_relaxed);
+      std::size_t end = order.size();  // messages [0, end) are in the window, oldest first
+      if (!req.before_id.empty()) {
+        auto it = by_id_.find(std::string_view(req.before_id));
+        if (it == by_id_.end()) {
+          ec = errc::not_found;
+          end = 0;
+        } else {
+          const auto seq = it->second->seq;
+          end = static_cast<std::size_t>(
+              std::lower_bound(order.begin(), order.end(), seq,
+                               [](const record_ptr& r, std::uint64_t s) { return r->seq < s; }) -
+              order.begin());
+        }
+      }
+      if (req.query.empty()) {
+        p.matched = end;
+        if (end == order.size()) {
+          p.matched_unread = p.unread;
+        } else {
+          for (std::size_t i = 0; i < end; ++i) p.matched_unread += !order[i]->is_read();
+        }
+        if (req.start < end) {
+          const std::size_t n = std::min(req.limit, end - req.start);
+          p.messages.reserve(n);
+          for (std::size_t k = req.start; k < req.start + n; ++k)
+            p.messages.push_back(order[end - 1 - k]);
+        }
+      } else {
+        // Every message in the window is tested: the answer counts all matches.
+        for (std::size_t i = end; i-- > 0;) {
+          // Records are scattered on the heap: ask for the ones a few steps ahead, and
+          // for their texts, while this one is tested.
+          if (i >= 8) __builtin_prefetch(order[i - 8].get());
+          if (i >= 4) {
+            const record& ahead = *order[i - 4];
+            __builtin_prefetch(ahead.summary.search_text.data());
+            __builtin_prefetch(ahead.fields.get(search::field::subject).data());
+          }
+          const record& r = *order[i];
+          if (!search::matches(req.query, r, r.fields)) continue;
+          if (p.matched >= req.start && p.messages.size() < req.limit)
+            p.messages.push_back(order[i]);
+          ++p.matched;
+          p.matched_unread += !r.is_read();
+        }
+      }
+    }
   }
-  page p = slice(it->second.order, start, limit);
-  p.unread = it->second.unread.load(std::memory_order_relaxed);
-  return p;
+  complete(std::move(h), ec, std::move(p));
 }
 
-message_ptr memory_store::get(std::string_view id) const {
-  std::shared_lock lk(mutex_);
-  auto it = by_id_.find(id);
-  return it == by_id_.end() ? nullptr : it->second.msg;
-}
-
-std::size_t memory_store::remove(std::span<const std::string> ids) {
-  std::vector<message_ptr> dropped;  // released after the lock
-  std::unique_lock lk(mutex_);
-  for (const auto& id : ids) {
+void memory_store::do_get(std::string id, handler<void(std::error_code, message_ptr)> h) {
+  message_ptr m;
+  {
+    std::shared_lock lk(mutex_);
     auto it = by_id_.find(std::string_view(id));
-    if (it == by_id_.end()) continue;
-    message_ptr m = std::move(it->second.msg);
-    std::vector<std::string> boxes = std::move(it->second.mailboxes);
-    by_id_.erase(it);
-    erase_from(order_, *m);
-    unlink_locked(*m, boxes);
-    ++stats_.deleted_total;
-    dropped.push_back(std::move(m));
+    if (it != by_id_.end()) m = it->second;
   }
-  return dropped.size();
+  std::error_code ec = m ? std::error_code{} : make_error_code(errc::not_found);
+  complete(std::move(h), ec, std::move(m));
 }
 
-std::size_t memory_store::clear() {
-  order_index old_order;
-  decltype(by_id_) old_ids;
-  decltype(by_mailbox_) old_boxes;
-  std::unique_lock lk(mutex_);
-  std::size_t n = order_.size();
-  old_order.swap(order_);
-  old_ids.swap(by_id_);
-  old_boxes.swap(by_mailbox_);
-  stats_.deleted_total += n;
-  stats_.messages = 0;
-  stats_.bytes = 0;
-  unread_.store(0, std::memory_order_relaxed);
-  lk.unlock();  // the records are freed outside the lock
-  return n;
+void memory_store::do_remove(selection which, handler<void(std::error_code, std::size_t)> h) {
+  std::vector<record_ptr> victims;  // freed after the lock
+  {
+    std::unique_lock lk(mutex_);
+    victims = resolve_locked(which, &which.query);
+    remove_locked(victims);
+  }
+  if (has_observers() && !victims.empty()) {
+    store_event ev;
+    if (which.what == selection::kind::all || victims.size() > max_event_ids) {
+      ev.what = store_event::kind::cleared;
+    } else {
+      ev.what = store_event::kind::deleted;
+      for (const auto& v : victims) ev.ids.push_back(v->id);
+    }
+    notify(ev);
+  }
+  const std::size_t n = victims.size();
+  victims.clear();
+  complete(std::move(h), std::error_code{}, n);
 }
 
-bool memory_store::flip_read(const entry& e, bool read) const noexcept {
-  if (e.msg->read.exchange(read, std::memory_order_relaxed) == read) return false;
+bool memory_store::flip_read(const record& r, bool read) const noexcept {
+  if (r.exchange_read(read) == read) return false;
   auto adjust = [read](std::atomic<std::uint64_t>& n) {
     if (read)
       n.fetch_sub(1, std::memory_order_relaxed);
@@ -190,25 +385,172 @@ bool memory_store::flip_read(const entry& e, bool read) const noexcept {
       n.fetch_add(1, std::memory_order_relaxed);
   };
   adjust(unread_);
-  for (const auto& b : e.mailboxes) {
+  for (const auto& b : r.mailboxes) {
     auto it = by_mailbox_.find(b);
     if (it != by_mailbox_.end()) adjust(it->second.unread);
   }
   return true;
 }
 
-std::size_t memory_store::set_read(std::span<const std::string> ids, bool read) {
-  std::shared_lock lk(mutex_);  // removals are excluded; flags and count are atomics
+void memory_store::do_set_read(selection which, bool read,
+                               handler<void(std::error_code, std::size_t)> h) {
+  std::vector<std::string> ids;
   std::size_t changed = 0;
-  if (ids.empty()) {
-    for (const auto& [id, e] : by_id_) changed += flip_read(e, read);
-    return changed;
+  {
+    std::shared_lock lk(mutex_);  // removals are excluded; flags and counts are atomics
+    for (const auto& r : resolve_locked(which, &which.query)) {
+      if (!flip_read(*r, read)) continue;
+      ++changed;
+      if (ids.size() <= max_event_ids) ids.push_back(r->id);
+    }
   }
-  for (const auto& id : ids) {
-    auto it = by_id_.find(std::string_view(id));
-    if (it != by_id_.end()) changed += flip_read(it->second, read);
+  if (has_observers() && changed) {
+    store_event ev;
+    ev.what =
+        changed > max_event_ids ? store_event::kind::cleared : store_event::kind::read_changed;
+    if (changed <= max_event_ids) ev.ids = std::move(ids);
+    ev.read = read;
+    notify(ev);
   }
-  return changed;
+  complete(std::move(h), std::error_code{}, changed);
+}
+
+// Each tag spelled as the store already knows it (a tag is one tag whatever its case).
+std::vector<std::string> memory_store::canonical_tags_locked(std::vector<std::string> tags) const {
+  for (auto& t : tags) {
+    auto it = tags_.find(search::fold_case(t));
+    if (it != tags_.end()) t = it->second.name;
+  }
+  return tags;
+}
+
+void memory_store::count_tags_locked(const std::vector<std::string>& tags, bool add) {
+  for (const auto& t : tags) {
+    auto key = search::fold_case(t);
+    auto it = tags_.find(key);
+    if (add) {
+      if (it == tags_.end()) it = tags_.emplace(std::move(key), tag_info{t, 0}).first;
+      ++it->second.count;
+    } else if (it != tags_.end() && --it->second.count == 0) {
+      tags_.erase(it);
+    }
+  }
+}
+
+// Installs `tags` (distinct, canonical) on r; returns 1 if its list changed, else 0.
+std::size_t memory_store::replace_tags_locked(const record& r, std::vector<std::string> tags) {
+  auto old = r.tags();
+  if (same_tags(*old, tags)) return 0;
+  count_tags_locked(*old, false);
+  count_tags_locked(tags, true);
+  stats_.bytes -= tag_bytes(*old);
+  stats_.bytes += tag_bytes(tags);
+  r.set_tags(std::make_shared<const std::vector<std::string>>(std::move(tags)));
+  return 1;
+}
+
+void memory_store::do_set_tags(selection which, std::vector<std::string> tags,
+                               handler<void(std::error_code, std::size_t)> h) {
+  tags = distinct_tags(std::move(tags));
+  std::vector<record_ptr> changed;
+  {
+    std::unique_lock lk(mutex_);
+    auto wanted = canonical_tags_locked(std::move(tags));
+    for (const auto& r : resolve_locked(which, &which.query))
+      if (replace_tags_locked(*r, wanted)) changed.push_back(r);
+  }
+  if (has_observers() && !changed.empty()) {
+    if (changed.size() > max_event_ids) {
+      store_event ev;
+      ev.what = store_event::kind::cleared;
+      notify(ev);
+    } else {
+      for (const auto& r : changed) {
+        store_event ev;
+        ev.what = store_event::kind::tags_changed;
+        ev.message = r;
+        notify(ev);
+      }
+    }
+  }
+  complete(std::move(h), std::error_code{}, changed.size());
+}
+
+void memory_store::do_list_tags(handler<void(std::error_code, std::vector<std::string>)> h) {
+  std::vector<std::string> out;
+  {
+    std::shared_lock lk(mutex_);
+    out.reserve(tags_.size());
+    for (const auto& [key, info] : tags_) out.push_back(info.name);  // sorted by folded name
+  }
+  complete(std::move(h), std::error_code{}, std::move(out));
+}
+
+void memory_store::do_rename_tag(std::string from, std::string to,
+                                 handler<void(std::error_code, std::size_t)> h) {
+  const auto from_key = search::fold_case(from);
+  const auto to_key = search::fold_case(to);
+  std::vector<record_ptr> changed;
+  std::error_code ec;
+  if (to.empty()) {
+    ec = errc::invalid_argument;
+  } else {
+    std::unique_lock lk(mutex_);
+    if (tags_.contains(from_key)) {
+      // The new spelling wins everywhere, also on messages that carried `to` already.
+      for (const auto& r : order_) {
+        const auto& cur = *r->tags();
+        bool has = false;
+        for (const auto& t : cur)
+          has = has || search::fold_case(t) == from_key || search::fold_case(t) == to_key;
+        if (!has) continue;
+        std::vector<std::string> next;
+        bool placed = false;
+        for (const auto& t : cur) {
+          auto k = search::fold_case(t);
+          if (k == from_key || k == to_key) {
+            if (!placed) next.push_back(to);
+            placed = true;
+          } else {
+            next.push_back(t);
+          }
+        }
+        // Drop the registry's old spelling of `to` so the new one is recorded.
+        if (auto it = tags_.find(to_key); it != tags_.end()) it->second.name = to;
+        if (replace_tags_locked(*r, std::move(next))) changed.push_back(r);
+      }
+    }
+  }
+  if (has_observers() && !changed.empty()) {
+    store_event ev;
+    ev.what = store_event::kind::cleared;  // a rename touches the tag list everywhere
+    notify(ev);
+  }
+  complete(std::move(h), ec, changed.size());
+}
+
+void memory_store::do_delete_tag(std::string tag, handler<void(std::error_code, std::size_t)> h) {
+  const auto key = search::fold_case(tag);
+  std::vector<record_ptr> changed;
+  {
+    std::unique_lock lk(mutex_);
+    if (tags_.contains(key)) {
+      for (const auto& r : order_) {
+        const auto& cur = *r->tags();
+        std::vector<std::string> next;
+        for (const auto& t : cur)
+          if (search::fold_case(t) != key) next.push_back(t);
+        if (next.size() != cur.size() && replace_tags_locked(*r, std::move(next)))
+          changed.push_back(r);
+      }
+    }
+  }
+  if (has_observers() && !changed.empty()) {
+    store_event ev;
+    ev.what = store_event::kind::cleared;
+    notify(ev);
+  }
+  complete(std::move(h), std::error_code{}, changed.size());
 }
 
 store_stats memory_store::stats() const {
@@ -218,16 +560,35 @@ store_stats memory_store::stats() const {
   return s;
 }
 
-std::uint64_t memory_store::subscribe(new_message_observer observer) {
+store_health memory_store::health() const {
+  store_health h;
+  h.ready = true;
+  h.detail = "memory store";
+  return h;
+}
+
+void memory_store::notify(const store_event& e) const {
+  std::vector<std::shared_ptr<const event_observer>> obs;
+  {
+    std::lock_guard lk(observers_mutex_);
+    obs.reserve(observers_.size());
+    for (auto& [h, o] : observers_) obs.push_back(o);
+  }
+  for (auto& o : obs) (*o)(e);
+}
+
+std::uint64_t memory_store::subscribe(event_observer observer) {
   std::lock_guard lk(observers_mutex_);
   auto h = next_observer_++;
-  observers_.emplace(h, std::make_shared<const new_message_observer>(std::move(observer)));
+  observers_.emplace(h, std::make_shared<const event_observer>(std::move(observer)));
+  observer_count_.store(observers_.size(), std::memory_order_relaxed);
   return h;
 }
 
 void memory_store::unsubscribe(std::uint64_t handle) {
   std::lock_guard lk(observers_mutex_);
   observers_.erase(handle);
+  observer_count_.store(observers_.size(), std::memory_order_relaxed);
 }
 
 }  // namespace inlet::store

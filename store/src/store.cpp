@@ -1,8 +1,8 @@
+#include "inlet/store/store.hpp"
+
 #include <condition_variable>
 #include <mutex>
 #include <random>
-
-#include "inlet/store/store.hpp"
 
 namespace inlet::store {
 

@@ -7,14 +7,18 @@
 #include <vector>
 
 #include "inlet/store/memory_store.hpp"
+#include "sync_ops.hpp"
 
 namespace st = inlet::store;
+using namespace inlet::store::test;
 
 TEST(MemoryStoreConcurrency, WritersReadersDeleters) {
   constexpr int writers = 4, per_writer = 2000;
   st::memory_store s({.max_messages = 500, .max_bytes = 1 << 20});
   std::atomic<int> observed{0};
-  s.subscribe([&](const st::message_ptr&) { observed.fetch_add(1, std::memory_order_relaxed); });
+  s.subscribe([&](const st::store_event& e) {
+    if (e.what == st::store_event::kind::created) observed.fetch_add(1, std::memory_order_relaxed);
+  });
   std::atomic<bool> stop{false};
   std::atomic<long> bad{0};
 
@@ -34,7 +38,7 @@ TEST(MemoryStoreConcurrency, WritersReadersDeleters) {
   }
   auto reader = [&] {
     while (!stop.load()) {
-      auto p = s.list(0, 50);
+      auto p = list_all(s, 0, 50);
       if (p.messages.size() > 50 || p.total > 500) bad.fetch_add(1);
       for (std::size_t i = 1; i < p.messages.size(); ++i)
         if (p.messages[i - 1]->seq <= p.messages[i]->seq) bad.fetch_add(1);
@@ -42,9 +46,9 @@ TEST(MemoryStoreConcurrency, WritersReadersDeleters) {
         // Reading the record after the lock was released must be safe even if evicted.
         char c = m->raw.empty() ? 'a' : m->raw[0];
         if (m->raw.find_first_not_of(c) != std::string::npos) bad.fetch_add(1);
-        if (auto g = s.get(m->id); g && g != m) bad.fetch_add(1);
+        if (auto g = get_sync(s, m->id).value; g && g != m) bad.fetch_add(1);
       }
-      auto mb = s.list_mailbox("BOX3@x", 0, 20);
+      auto mb = list_all(s, 0, 20, "BOX3@x");
       for (auto& m : mb.messages)
         if (m->envelope.rcpt_to[0] != "box3@x") bad.fetch_add(1);
       auto stats = s.stats();
@@ -55,23 +59,38 @@ TEST(MemoryStoreConcurrency, WritersReadersDeleters) {
   std::thread marker([&] {  // flips read flags while others put, evict and delete
     bool flag = true;
     while (!stop.load()) {
-      auto p = s.list(0, 20);
+      auto p = list_all(s, 0, 20);
       std::vector<std::string> ids;
       for (auto& m : p.messages) ids.push_back(m->id);
-      s.set_read(ids, flag);
+      set_read_sync(s, st::selection::of_ids(ids), flag);
       flag = !flag;
     }
   });
   std::thread deleter([&] {
     while (!stop.load()) {
-      auto p = s.list(10, 3);
+      auto p = list_all(s, 10, 3);
       std::vector<std::string> ids;
       for (auto& m : p.messages) ids.push_back(m->id);
-      s.remove(ids);
+      remove_sync(s, st::selection::of_ids(ids));
+    }
+  });
+  std::thread searcher([&] {  // searches, and tags what it finds
+    st::search::query q;
+    if (st::search::parse("subject:1 -is:read", "", q)) bad.fetch_add(1);
+    for (int n = 0; !stop.load(); ++n) {
+      st::list_request r(0, 20);
+      r.query = q;
+      auto p = list_sync(s, std::move(r)).value;
+      if (p.matched < p.messages.size()) bad.fetch_add(1);
+      for (auto& m : p.messages)
+        if (m->summary.subject.find('1') == std::string::npos) bad.fetch_add(1);
+      set_tags_sync(s, st::selection::matching(q), {"t" + std::to_string(n % 3)});
+      if (list_tags_sync(s).value.size() > 3) bad.fetch_add(1);
     }
   });
   for (auto& t : threads) t.join();
   stop.store(true);
+  searcher.join();
   r1.join();
   r2.join();
   marker.join();
@@ -85,16 +104,16 @@ TEST(MemoryStoreConcurrency, WritersReadersDeleters) {
   EXPECT_LE(stats.messages, 500u);
   // Every mailbox list agrees with the main list.
   std::size_t in_boxes = 0;
-  for (int b = 0; b < 7; ++b) in_boxes += s.list_mailbox("box" + std::to_string(b) + "@x", 0, 0).total;
+  for (int b = 0; b < 7; ++b) in_boxes += list_all(s, 0, 0, "box" + std::to_string(b) + "@x").total;
   EXPECT_EQ(in_boxes, stats.messages);
-  EXPECT_EQ(s.list(0, 0).total, stats.messages);
+  EXPECT_EQ(list_all(s, 0, 0).total, stats.messages);
   // The unread counts (store and per mailbox) agree with the flags.
-  auto all = s.list(0, 1000);
+  auto all = list_all(s, 0, 1000);
   std::size_t unread = 0;
-  for (auto& m : all.messages) unread += !m->read.load();
+  for (auto& m : all.messages) unread += !m->is_read();
   EXPECT_EQ(stats.unread, unread);
   std::size_t box_unread = 0;
   for (int b = 0; b < 7; ++b)
-    box_unread += s.list_mailbox("box" + std::to_string(b) + "@x", 0, 0).unread;
+    box_unread += list_all(s, 0, 0, "box" + std::to_string(b) + "@x").unread;
   EXPECT_EQ(box_unread, unread);
 }

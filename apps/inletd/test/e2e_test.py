@@ -108,6 +108,18 @@ class Inletd:
         return self.proc.returncode
 
 
+
+def real_client(test, name, fallback=None):
+    """The path of a real client program the test needs. Missing, the test
+    skips on a developer's machine but fails under CI (the CI environment
+    variable set), where the project installs every client it tests with."""
+    path = shutil.which(name) or (fallback if fallback and os.path.exists(fallback) else None)
+    if path:
+        return path
+    if os.environ.get("CI"):
+        test.fail(f"{name} is not installed, and CI must run this test")
+    test.skipTest(f"{name} not installed")
+
 def smtp_dialog(port, chunks, read_until_close=False, timeout=10.0):
     """Sends each chunk in one write, collects the replies; returns the reply text."""
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
@@ -303,9 +315,7 @@ class DeliveryTest(Base):
         self.assertEqual(self.srv.raw(m["ID"]), msg)
 
     def test_swaks(self):
-        swaks = shutil.which("swaks")
-        if not swaks:
-            self.skipTest("swaks not installed")
+        swaks = real_client(self, "swaks")
         r = subprocess.run([swaks, "--server", f"127.0.0.1:{self.srv.smtp_port}",
                             "--to", "someone@inbox.test.example", "--from", "swaks@sender.example",
                             "--header", "Subject: via swaks", "--body", "Sent with swaks.",
@@ -318,9 +328,7 @@ class DeliveryTest(Base):
         self.assertIn(b"To: someone@inbox.test.example", raw)
 
     def test_curl(self):
-        curl = shutil.which("curl")
-        if not curl:
-            self.skipTest("curl not installed")
+        curl = real_client(self, "curl")
         msg = make_message("via curl", "Sent with curl.\r\n.leading dot\r\n").encode()
         r = subprocess.run([curl, "-sS", "--noproxy", "*", f"smtp://127.0.0.1:{self.srv.smtp_port}/client.example",
                             "--mail-from", "curl@sender.example",
@@ -421,9 +429,7 @@ class LoadTest(Base):
     extra_args = ("--max-messages", "100000")
 
     def test_smtp_source_all_messages_arrive(self):
-        src = shutil.which("smtp-source") or "/usr/sbin/smtp-source"
-        if not os.path.exists(src):
-            self.skipTest("postfix smtp-source not installed")
+        src = real_client(self, "smtp-source", "/usr/sbin/smtp-source")
         n = 400
         r = subprocess.run([src, "-d", "-s", "8", "-S", "load", "-m", str(n), "-l", "9000", "-f", "load@sender.example",
                             "-t", "sink@inbox.test.example", f"127.0.0.1:{self.srv.smtp_port}"],
@@ -627,6 +633,8 @@ class ParseModeTest(unittest.TestCase):
                 detail = srv.get_json(f"/api/v1/message/{entry['ID']}")
                 raw = srv.raw(entry["ID"])
                 for d in (entry, detail):
+                    if d.get("Date") == d.get("Created"):  # no Date: header, so the received time
+                        d.pop("Date")
                     for volatile in ("ID", "Created", "Read"):
                         d.pop(volatile, None)
                     d.get("Envelope", {}).pop("Remote", None)
@@ -694,9 +702,7 @@ class TlsTest(Base):
         self.assertEqual(self.srv.raw(m["ID"]), msg)
 
     def test_swaks_tls_pipelined(self):
-        swaks = shutil.which("swaks")
-        if not swaks:
-            self.skipTest("swaks not installed")
+        swaks = real_client(self, "swaks")
         r = subprocess.run([swaks, "--server", f"127.0.0.1:{self.srv.smtp_port}", "--tls",
                             "--pipeline", "--to", "t@inbox.test.example", "--from", "s@sender.example",
                             "--header", "Subject: swaks tls"],
@@ -790,9 +796,7 @@ class IoModelBase:
             raise AssertionError(f"inletd {cls.model} exited {rc}:\n" + "".join(cls.srv.log))
 
     def test_swaks_pipeline(self):
-        swaks = shutil.which("swaks")
-        if not swaks:
-            self.skipTest("swaks not installed")
+        swaks = real_client(self, "swaks")
         subject = f"swaks {self.model}"
         r = subprocess.run([swaks, "--server", f"127.0.0.1:{self.srv.smtp_port}",
                             "--to", "someone@inbox.test.example", "--from", "swaks@sender.example",

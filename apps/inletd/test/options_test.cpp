@@ -1,8 +1,16 @@
 // inletd's flag parsing: endpoints, defaults, validation.
 #include "options.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,9 +33,13 @@ TEST(HostPort, ParsesV4V6AndRejectsGarbage) {
   EXPECT_EQ(hp.port, 25);
   ASSERT_TRUE(inletd::parse_host_port("localhost:0", hp));
   EXPECT_EQ(hp.port, 0);
-  for (const char* bad : {"", "127.0.0.1", ":25", "host:", "host:65536", "host:12a", "[::1]25",
-                          "[::1:25"})
+  for (const char* bad :
+       {"", "127.0.0.1", "host:", "host:65536", "host:12a", "[::1]25", "[::1:25", ":"})
     EXPECT_FALSE(inletd::parse_host_port(bad, hp)) << bad;
+  // Mailpit's ":1025": every interface.
+  ASSERT_TRUE(inletd::parse_host_port(":1025", hp));
+  EXPECT_EQ(hp.host, "0.0.0.0");
+  EXPECT_EQ(hp.port, 1025);
 }
 
 TEST(Options, DefaultsAreMailpitPorts) {
@@ -42,12 +54,32 @@ TEST(Options, DefaultsAreMailpitPorts) {
 
 TEST(Options, FlagsFillTheStruct) {
   inletd::options o;
-  EXPECT_FALSE(parse({"--smtp", "127.0.0.2:2525", "--listen", "127.0.0.3:8080", "--lmtp",
-                      "127.0.0.1:24", "--store", "sink", "--max-messages", "5",
-                      "--max-message-size", "1000", "--hostname", "mx.example", "--domain",
-                      "a.example", "--domain", "b.example", "--io-model", "thread",
-                      "--filter-action", "reject", "--filter-threshold", "2.5",
-                      "--accepts-per-event", "16"},
+  EXPECT_FALSE(parse({"--smtp",
+                      "127.0.0.2:2525",
+                      "--listen",
+                      "127.0.0.3:8080",
+                      "--lmtp",
+                      "127.0.0.1:24",
+                      "--store",
+                      "sink",
+                      "--max-messages",
+                      "5",
+                      "--max-message-size",
+                      "1000",
+                      "--hostname",
+                      "mx.example",
+                      "--domain",
+                      "a.example",
+                      "--domain",
+                      "b.example",
+                      "--io-model",
+                      "thread",
+                      "--filter-action",
+                      "reject",
+                      "--filter-threshold",
+                      "2.5",
+                      "--accepts-per-event",
+                      "16"},
                      o)
                    .has_value());
   EXPECT_EQ(o.smtp.host, "127.0.0.2");
@@ -68,8 +100,12 @@ TEST(Options, FlagsFillTheStruct) {
 
 TEST(Options, BadValuesAreRefusedWithAnExitCode) {
   for (std::vector<std::string> bad :
-       {std::vector<std::string>{"--smtp", "nonsense"}, {"--max-messages", "0"},
-        {"--filter-action", "delete"}, {"--unknown-flag"}, {"--accepts-per-event", "0"}, {"--max-command-line", "10"},
+       {std::vector<std::string>{"--smtp", "nonsense"},
+        {"--max-messages", "0"},
+        {"--filter-action", "delete"},
+        {"--unknown-flag"},
+        {"--accepts-per-event", "0"},
+        {"--max-command-line", "10"},
         {"--tls-cert", "does-not-exist.pem", "--tls-key", "does-not-exist.pem"}}) {
     inletd::options o;
     auto rc = parse(bad, o);
@@ -93,10 +129,234 @@ TEST(Options, LineLengthAndShutdownGrace) {
   EXPECT_EQ(o.max_line_length, 1000u);
   EXPECT_EQ(o.shutdown_grace_seconds, 30u);
   inletd::options p;
-  EXPECT_FALSE(parse({"--max-line-length", "0", "--shutdown-grace", "2", "--io-model", "stackful"}, p).has_value());
+  EXPECT_FALSE(
+      parse({"--max-line-length", "0", "--shutdown-grace", "2", "--io-model", "stackful"}, p)
+          .has_value());
   EXPECT_EQ(p.max_line_length, 0u);
   EXPECT_EQ(p.shutdown_grace_seconds, 2u);
   EXPECT_EQ(p.io_model, "stackful");
   inletd::options q;
   EXPECT_TRUE(parse({"--shutdown-grace", "x"}, q).has_value());
+}
+
+// A config file sets any flag by its long name; INLET_<FLAG> variables override the file;
+// flags on the command line override both.
+TEST(Options, ConfigFileThenEnvironmentThenFlags) {
+  char dir[] = "/tmp/inletd-options.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/inletd.conf";
+  {
+    std::ofstream f(path);
+    f << "# inletd configuration\n"
+         "smtp = \"127.0.0.2:2525\"\n"
+         "max-messages = 77\n"
+         "hostname = \"from-file\"\n"
+         "domain = [\"a.example\", \"b.example\"]\n"
+         "quiet = true\n";
+  }
+  inletd::options o;
+  ASSERT_FALSE(parse({"--config", path}, o).has_value());
+  EXPECT_EQ(o.smtp.host, "127.0.0.2");
+  EXPECT_EQ(o.smtp.port, 2525);
+  EXPECT_EQ(o.max_messages, 77u);
+  EXPECT_EQ(o.hostname, "from-file");
+  EXPECT_EQ(o.domains, (std::vector<std::string>{"a.example", "b.example"}));
+  EXPECT_TRUE(o.quiet);
+
+  ::setenv("INLET_MAX_MESSAGES", "88", 1);
+  ::setenv("INLET_HOSTNAME", "from-env", 1);
+  inletd::options e;
+  ASSERT_FALSE(parse({"--config", path, "--hostname", "from-flag"}, e).has_value());
+  EXPECT_EQ(e.max_messages, 88u);      // environment over file
+  EXPECT_EQ(e.hostname, "from-flag");  // flag over environment
+  EXPECT_EQ(e.smtp.port, 2525);        // the file where nothing else says
+  ::setenv("INLET_MAX_MESSAGES", "-3", 1);
+  inletd::options bad;
+  auto rc = parse({}, bad);  // a bad value from the environment is refused like a flag
+  EXPECT_TRUE(rc.has_value() && *rc != 0);
+  ::unsetenv("INLET_MAX_MESSAGES");
+  ::unsetenv("INLET_HOSTNAME");
+
+  inletd::options missing;
+  EXPECT_NE(parse({"--config", std::string(dir) + "/none.conf"}, missing).value_or(0), 0);
+  std::remove(path.c_str());
+  ::rmdir(dir);
+}
+
+TEST(InletdOptions, PostgresStoreFlags) {
+  std::uint64_t s = 0;
+  EXPECT_TRUE(inletd::parse_duration("90m", s));
+  EXPECT_EQ(s, 5400u);
+  EXPECT_TRUE(inletd::parse_duration("7d", s));
+  EXPECT_EQ(s, 7u * 86400);
+  EXPECT_TRUE(inletd::parse_duration("3600", s));
+  EXPECT_EQ(s, 3600u);
+  EXPECT_FALSE(inletd::parse_duration("", s));
+  EXPECT_FALSE(inletd::parse_duration("h", s));
+  EXPECT_FALSE(inletd::parse_duration("5w", s));
+  EXPECT_FALSE(inletd::parse_duration("-5m", s));
+  inletd::options o;
+  ASSERT_FALSE(
+      parse({"--store", "postgresql://a/x", "--shard", "postgresql://b/x", "--shard",
+             "postgresql://c/x", "--retention", "24h", "--mailbox-cap", "100", "--pg-writers", "2"},
+            o)
+          .has_value());
+  EXPECT_EQ(o.shards, (std::vector<std::string>{"postgresql://b/x", "postgresql://c/x"}));
+  EXPECT_EQ(o.retention_seconds, 86400u);
+  EXPECT_EQ(o.mailbox_cap, 100u);
+  EXPECT_EQ(o.pg_writers, 2u);
+  inletd::options bad;
+  EXPECT_NE(parse({"--retention", "soon"}, bad).value_or(0), 0);
+}
+
+namespace {
+
+// Sets environment variables for one test and restores them after.
+struct scoped_env {
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved;
+  scoped_env(std::initializer_list<std::pair<const char*, const char*>> vars) {
+    for (auto [k, v] : vars) {
+      const char* old = std::getenv(k);
+      saved.emplace_back(k, old ? std::optional<std::string>(old) : std::nullopt);
+      ::setenv(k, v, 1);
+    }
+  }
+  ~scoped_env() {
+    for (auto& [k, v] : saved) {
+      if (v)
+        ::setenv(k.c_str(), v->c_str(), 1);
+      else
+        ::unsetenv(k.c_str());
+    }
+  }
+};
+
+}  // namespace
+
+TEST(MailpitOptions, FlagsMapToInletSettings) {
+  inletd::options o;
+  ASSERT_FALSE(parse({"-s",
+                      "127.0.0.1:2525",
+                      "-l",
+                      "127.0.0.1:8080",
+                      "-m",
+                      "250",
+                      "--label",
+                      "CI",
+                      "--webroot",
+                      "mail",
+                      "--api-cors",
+                      "*",
+                      "--tag",
+                      "urgent=subject:urgent",
+                      "--tags-title-case",
+                      "--tags-disable",
+                      "plus-addresses",
+                      "--enable-chaos",
+                      "--chaos-triggers",
+                      "Sender:451:5",
+                      "--smtp-max-recipients",
+                      "20",
+                      "--smtp-auth-accept-any",
+                      "--block-remote-css-and-fonts"},
+                     o)
+                   .has_value());
+  EXPECT_EQ(o.smtp.port, 2525);
+  EXPECT_EQ(o.http.port, 8080);
+  EXPECT_EQ(o.max_messages, 250u);
+  EXPECT_EQ(o.label, "CI");
+  EXPECT_EQ(o.webroot, "mail");
+  EXPECT_EQ(o.api_cors, "*");
+  EXPECT_EQ(o.tags, (std::vector<std::string>{"urgent=subject:urgent"}));
+  EXPECT_TRUE(o.tags_title_case);
+  EXPECT_EQ(o.tags_disable, "plus-addresses");
+  EXPECT_TRUE(o.enable_chaos);
+  EXPECT_EQ(o.chaos_triggers, "Sender:451:5");
+  EXPECT_EQ(o.max_recipients, 20u);
+  EXPECT_TRUE(o.smtp_auth_accept_any);
+  EXPECT_TRUE(o.block_remote_css_and_fonts);
+  EXPECT_TRUE(o.ignored.empty());
+  inletd::options unbounded;
+  ASSERT_FALSE(parse({"--max", "0"}, unbounded).has_value());  // Mailpit: 0 is no bound
+  EXPECT_EQ(unbounded.max_messages, std::numeric_limits<std::size_t>::max());
+}
+
+TEST(MailpitOptions, EnvironmentVariables) {
+  scoped_env env{{"MP_SMTP_BIND_ADDR", "127.0.0.9:1026"},
+                 {"MP_UI_BIND_ADDR", "127.0.0.9:8026"},
+                 {"MP_MAX_MESSAGES", "42"},
+                 {"MP_LABEL", "from env"},
+                 {"MP_UI_AUTH", "u:p"},
+                 {"MP_ENABLE_CHAOS", "true"},
+                 {"MP_SMTP_RELAY_HOST", "relay.example"},
+                 {"MP_SMTP_RELAY_PORT", "587"},
+                 {"MP_SMTP_RELAY_STARTTLS", "true"},
+                 {"MP_SMTP_RELAY_PASSWORD", "pw"},
+                 {"MP_DATABASE", "/data/mailpit.db"}};
+  inletd::options o;
+  ASSERT_FALSE(parse({}, o).has_value());
+  EXPECT_EQ(o.smtp.host, "127.0.0.9");
+  EXPECT_EQ(o.smtp.port, 1026);
+  EXPECT_EQ(o.http.port, 8026);
+  EXPECT_EQ(o.max_messages, 42u);
+  EXPECT_EQ(o.label, "from env");
+  EXPECT_EQ(o.ui_auth, "u:p");
+  EXPECT_TRUE(o.enable_chaos);
+  EXPECT_EQ(o.relay.host, "relay.example");
+  EXPECT_EQ(o.relay.port, 587);
+  EXPECT_TRUE(o.relay.starttls);
+  EXPECT_EQ(o.relay.password, "pw");
+  EXPECT_EQ(o.ignored, (std::vector<std::string>{"--database=/data/mailpit.db"}));
+  // A flag wins over its variable.
+  inletd::options f;
+  ASSERT_FALSE(parse({"--label", "flag"}, f).has_value());
+  EXPECT_EQ(f.label, "flag");
+}
+
+TEST(MailpitOptions, OptionsWithoutEquivalentAreAcceptedAndNoted) {
+  inletd::options o;
+  ASSERT_FALSE(parse({"--database", "/tmp/x.db", "--verbose", "--smtp-disable-rdns", "-d", "y.db",
+                      "--webhook-url", "http://127.0.0.1:9/hook"},
+                     o)
+                   .has_value());
+  std::sort(o.ignored.begin(), o.ignored.end());
+  EXPECT_EQ(o.ignored, (std::vector<std::string>{"--database=/tmp/x.db", "--database=y.db",
+                                                 "--smtp-disable-rdns", "--verbose",
+                                                 "--webhook-url=http://127.0.0.1:9/hook"}));
+  inletd::options bad;
+  auto rc = parse({"--no-such-mailpit-flag"}, bad);
+  ASSERT_TRUE(rc.has_value());
+  EXPECT_EQ(*rc, 109);  // CLI11's code for an unexpected argument, with a message
+}
+
+TEST(MailpitOptions, RelayConfigFile) {
+  char path[] = "/tmp/inletd-relay-XXXXXX";
+  int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  std::string yaml =
+      "# Mailpit relay\nhost: smtp.example.com\nport: 2525\nstarttls: true\nauth: plain\nusername: "
+      "\"me\"\n"
+      "password: 'secret' \nreturn-path: bounces@example.com\nallowed-recipients: "
+      "'@example\\.com$'\n";
+  ASSERT_EQ(::write(fd, yaml.data(), yaml.size()), static_cast<ssize_t>(yaml.size()));
+  ::close(fd);
+  inletd::options o;
+  ASSERT_FALSE(parse({"--smtp-relay-config", path}, o).has_value());
+  EXPECT_EQ(o.relay.host, "smtp.example.com");
+  EXPECT_EQ(o.relay.port, 2525);
+  EXPECT_TRUE(o.relay.starttls);
+  EXPECT_EQ(o.relay.auth, "plain");
+  EXPECT_EQ(o.relay.username, "me");
+  EXPECT_EQ(o.relay.password, "secret");
+  EXPECT_EQ(o.relay.return_path, "bounces@example.com");
+  EXPECT_EQ(o.relay.allowed_recipients, "@example\\.com$");
+  std::string bad_yaml = "host: x\nwhat: 1\n";
+  fd = ::open(path, O_WRONLY | O_TRUNC);
+  ASSERT_EQ(::write(fd, bad_yaml.data(), bad_yaml.size()), static_cast<ssize_t>(bad_yaml.size()));
+  ::close(fd);
+  inletd::options b;
+  auto rc = parse({"--smtp-relay-config", path}, b);
+  ::unlink(path);
+  ASSERT_TRUE(rc.has_value());
+  EXPECT_EQ(*rc, 2);
 }

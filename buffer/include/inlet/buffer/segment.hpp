@@ -14,11 +14,10 @@
 // string_views of bytes stay valid while any segment refers to those bytes.
 #pragma once
 
+#include <cstddef>
 #include <inlet/buffer/detail/fragment.hpp>
 #include <inlet/buffer/detail/iterator.hpp>
 #include <inlet/buffer/detail/slice_vec.hpp>
-
-#include <cstddef>
 #include <new>
 #include <span>
 #include <string>
@@ -96,6 +95,14 @@ class segment {
   // A copy of all bytes (tests, debugging, the store's one copy).
   std::string to_string() const;
 
+  // Heap memory this segment keeps alive: each distinct fragment it refers to
+  // counted once (header and capacity; an external fragment: its header and
+  // the bytes referenced), plus slice storage beyond the inline slots. Shared
+  // fragments are counted whole, as they cannot be freed while this segment
+  // lives. O(n log n) in the number of slices: accounting and tests, not a
+  // hot path.
+  std::size_t footprint() const;
+
   friend bool operator==(const segment& a, std::string_view b) noexcept;
   friend bool operator==(const segment& a, const segment& b) noexcept;
 
@@ -104,11 +111,59 @@ class segment {
 
  private:
   friend class streambuf;
-  void push_owned(const detail::slice& s);  // takes over one reference
+  friend class copy_appender;
+  void push_owned(const detail::slice& s);   // takes over one reference
   void push_shared(const detail::slice& s);  // adds a reference
 
   detail::slice_vec<inline_slices> s_;
   std::size_t size_ = 0;
+};
+
+// Appends copies of byte runs to segments, packing successive copies into the
+// one fragment it is filling (segment::copy_of would take a fragment per run).
+// A receiver copies small pieces through it instead of referencing the receive
+// fragments they lie in: memory then follows the bytes copied, not the number
+// of pieces (docs/buffer.md, "Pinned fragments").
+//
+// Design: it holds one reference on the fragment being filled and the write
+// position in it; the bytes before that position belong to segments, the bytes
+// after it to nobody, and only this appender writes them. reset() drops the
+// fragment (the segments keep what they refer to).
+//
+// Thread-safety: none; one appender per writer. Segments it appended to may
+// go to other threads at once (it never writes bytes they refer to).
+class copy_appender {
+ public:
+  explicit copy_appender(pool& p) noexcept : pool_(&p) {}
+  copy_appender();
+  copy_appender(const copy_appender&) = delete;
+  copy_appender& operator=(const copy_appender&) = delete;
+  ~copy_appender() { reset(); }
+
+  // Appends a copy of `bytes` to `dst`; `on_copy(std::string_view)` sees each
+  // contiguous run of the copy (views that stay valid while a segment refers
+  // to them). Throws std::bad_alloc when the heap is out.
+  template <class F>
+  void append(segment& dst, std::string_view bytes, F&& on_copy) {
+    while (!bytes.empty()) {
+      std::string_view run = append_some(dst, bytes);
+      bytes.remove_prefix(run.size());
+      on_copy(run);
+    }
+  }
+  void append(segment& dst, std::string_view bytes) {
+    append(dst, bytes, [](std::string_view) {});
+  }
+  // Stops filling the current fragment (gives up this appender's reference).
+  void reset() noexcept;
+  // Does it hold a fragment?
+  bool holds_memory() const noexcept { return f_ != nullptr; }
+
+ private:
+  std::string_view append_some(segment& dst, std::string_view bytes);
+  pool* pool_;
+  detail::fragment* f_ = nullptr;
+  char* w_ = nullptr;  // next free byte of f_
 };
 
 namespace detail {
@@ -140,8 +195,10 @@ segment segment::wrap(const void* p, std::size_t n, Releaser&& release) {
                 "releaser must be callable as r() or r(const void*, std::size_t)");
   auto* f = new (std::nothrow) detail::external_fragment<R>(p, n, std::forward<Releaser>(release));
   if (f == nullptr) {  // the releaser was not moved from: the memory is still released
-    if constexpr (std::is_invocable_v<Releaser&, const void*, std::size_t>) release(p, n);
-    else release();
+    if constexpr (std::is_invocable_v<Releaser&, const void*, std::size_t>)
+      release(p, n);
+    else
+      release();
     throw std::bad_alloc();
   }
   segment s;

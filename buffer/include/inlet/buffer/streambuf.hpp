@@ -21,15 +21,13 @@
 // those segments.
 #pragma once
 
+#include <boost/asio/buffer.hpp>
+#include <cstddef>
 #include <inlet/buffer/detail/buffer_seq.hpp>
 #include <inlet/buffer/detail/iterator.hpp>
 #include <inlet/buffer/detail/slice_vec.hpp>
 #include <inlet/buffer/pool.hpp>
 #include <inlet/buffer/segment.hpp>
-
-#include <boost/asio/buffer.hpp>
-
-#include <cstddef>
 #include <limits>
 #include <string_view>
 #include <system_error>
@@ -145,6 +143,14 @@ class streambuf {
   // When nothing is readable, gives every fragment (and heap slot storage)
   // back; returns true if the buffer now holds no memory at all.
   bool release_if_empty() noexcept;
+  // When nothing is readable, gives back the writable fragments nobody else
+  // refers to, but keeps the first writable piece when a segment still shares
+  // its fragment (the bytes read before it, handed on by slice()/detach()):
+  // keeping it costs nothing, and the next read continues beside those bytes
+  // instead of taking a fresh fragment. A receiver waiting inside a message
+  // calls this, so that reads of a few bytes each fill one fragment rather
+  // than pin one each. Returns true if the buffer now holds no memory.
+  bool release_spare() noexcept;
   // Does it hold any fragment?
   bool holds_memory() const noexcept { return !rd_.empty() || !wr_.empty(); }
 
@@ -154,12 +160,16 @@ class streambuf {
   void rewind_if_possible() noexcept;
   void release_all() noexcept;
   void shrink_one(std::size_t k) noexcept;
-  static constexpr std::size_t slots = 4;
+  // Inline slice slots: a 64 KiB read prepares 8 fragments of 8 KiB, and
+  // commit() needs a readable slot per writable piece, so 10 keeps a bulk
+  // read off the heap (two 240-byte arrays; a receiver holds a streambuf only
+  // while busy).
+  static constexpr std::size_t slots = 10;
 
   pool* pool_;
   std::size_t max_size_;
-  std::size_t size_ = 0;      // readable bytes
-  std::size_t writable_ = 0;  // bytes in wr_
+  std::size_t size_ = 0;         // readable bytes
+  std::size_t writable_ = 0;     // bytes in wr_
   detail::slice_vec<slots> rd_;  // readable pieces, one reference each
   detail::slice_vec<slots> wr_;  // writable pieces, one reference each
 };
@@ -189,6 +199,8 @@ class streambuf_ref {
   streambuf* b_;
 };
 
-inline streambuf_ref dynamic_buffer(streambuf& b) noexcept { return streambuf_ref(b); }
+inline streambuf_ref dynamic_buffer(streambuf& b) noexcept {
+  return streambuf_ref(b);
+}
 
 }  // namespace inlet::buffer

@@ -20,7 +20,7 @@
 
 namespace inlet::smtp {
 
-/// How connections are driven (issue 4). See docs/smtp.md for what each does.
+/// How connections are driven. See docs/smtp.md for what each does.
 enum class io_model : std::uint8_t {
   coro,      ///< C++20 coroutines, one io_context, a thread per core (default)
   async_1n,  ///< one io_context, N threads (same coroutine driver)
@@ -64,14 +64,14 @@ struct server_config {
   std::size_t read_buffer_size = 64 * 1024;
   /// Async models: `false` (default) reads into the zero-copy segmented
   /// buffer; `true` reads into a per-connection std::string and copies each
-  /// message body out (the seed's copying baseline, for comparisons).
+  /// message body out (a copying baseline, for comparisons).
   bool flat_receive_buffer = false;
   /// Optional: an observer for each message body, fed while it is received
   /// (message.hpp, body_observer); every I/O model supports it. Empty (default):
   /// no observer, no cost.
   body_observer_factory body_observer;
   std::string tls_cert;                 ///< PEM certificate chain file; enables STARTTLS
-                                        ///< (async and stackful models)
+                                        ///< (every model)
   std::string tls_key;                  ///< PEM private key file
 };
 

@@ -38,6 +38,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -84,6 +85,9 @@ struct step {
 class server_session {
  public:
   explicit server_session(session_config cfg);
+  /// Shares one config among many sessions (a server's connections): a
+  /// session then holds a pointer instead of its own copy.
+  explicit server_session(std::shared_ptr<const session_config> cfg);
 
   /// Queue the greeting (220, or 421 4.3.2 if shutdown() came first).
   void start();
@@ -138,10 +142,11 @@ class server_session {
   bool closing() const noexcept { return closing_; }
   bool shutting_down() const noexcept { return shutdown_; }
   bool tls_active() const noexcept { return tls_; }
-  const session_config& config() const noexcept { return cfg_; }
+  const session_config& config() const noexcept { return *cfg_; }
 
   /// The driver sets the peer address copied into every envelope.
   void set_remote(std::string address, std::uint16_t port);
+  const std::string& remote_address() const noexcept { return remote_address_; }
 
  private:
   enum class state : std::uint8_t {
@@ -177,7 +182,7 @@ class server_session {
   void close_with(int code, std::string_view enhanced, std::string_view text, errc why);
   bool domain_accepted(std::string_view domain) const;
 
-  session_config cfg_;
+  std::shared_ptr<const session_config> cfg_;
   std::string out_;
   state state_ = state::fresh;
   line_state line_ = line_state::bol;

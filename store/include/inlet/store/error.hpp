@@ -7,10 +7,11 @@ namespace inlet::store {
 
 enum class errc {
   ok = 0,
-  too_large = 1,    ///< one message exceeds the store's byte bound
-  not_found = 2,    ///< no message with that ID
-  unavailable = 3,  ///< the backend cannot take requests (closed, connection lost)
-  invalid_argument = 4,
+  too_large = 1,         ///< one message exceeds the store's byte bound
+  not_found = 2,         ///< no message with that ID
+  unavailable = 3,       ///< the backend cannot take requests (closed, connection lost)
+  invalid_argument = 4,  ///< a malformed request (a search that does not parse, ...)
+  timeout = 5,           ///< the backend did not answer in time
 };
 
 const std::error_category& store_category() noexcept;

@@ -1,32 +1,37 @@
 // A bounded in-memory message store (Mailinator-style: oldest evicted first).
 //
-// Bounds: at most `max_messages` messages and `max_bytes` raw bytes; a put that would
-// exceed either evicts the oldest messages first. A single message larger than max_bytes
-// is refused with errc::too_large.
+// Bounds: at most `max_messages` messages and `max_bytes` bytes, where a message's bytes
+// are its raw bytes plus what the store keeps beside them (summary, envelope, tags, the
+// folded search fields and a fixed per-record overhead; see footprint in the .cpp). A put
+// that would exceed either bound evicts the oldest messages first. A single message whose
+// bytes exceed max_bytes is refused with errc::too_large. Tags added later may take the
+// store past max_bytes until the next put evicts.
+//
+// Every asynchronous operation completes at once: the handler is dispatched to its
+// associated executor (so it runs inline when the caller is already there, e.g. a
+// coroutine awaiting the result), never on a thread of the store's own.
 //
 // Thread-safety: all members may be called concurrently. One std::shared_mutex guards the
-// indexes: writers (put, remove, clear) hold it exclusively for a few pointer operations
-// (the record is built and the ID drawn before the lock is taken); readers hold it shared
-// only while they copy out at most `limit` shared pointers. Observers run after the lock
-// is released. See store/DESIGN.md.
+// indexes: writers (put, remove, tags) hold it exclusively; readers (list, get, search,
+// set_read) hold it shared. Records are built (ID drawn, search fields folded) before the
+// lock is taken; evicted or removed records are freed after it is released; observers
+// run after it is released. See store/DESIGN.md.
 //
-// Read flags: set_read flips a record's atomic flag under the shared lock and keeps an
-// unread count for the store and one per mailbox, so listings report `unread` in O(1).
-//
-// Complexity: put O(r) amortised (r = recipients), get O(1) average, list O(limit)
-// (random access from the newest end, nothing copied but the page), eviction O(r) per
-// message, remove O(n) per removed ID (erasing from the middle of the order index).
+// Complexity: put O(r) amortised (r = recipients), get O(1) average, list without a search
+// O(limit), list with a search O(n) (every message in scope is tested; counts of all
+// matches are part of the answer), eviction O(r log n), remove of k messages O(n) for a
+// batch, O(n) per single ID in the worst case (erasing from the middle of an index).
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <limits>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <string>
-#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -36,7 +41,7 @@ namespace inlet::store {
 
 struct memory_store_config {
   std::size_t max_messages = 10000;
-  std::size_t max_bytes = std::size_t{1} << 30;  ///< 1 GiB of raw bytes
+  std::size_t max_bytes = std::size_t{1} << 30;  ///< 1 GiB, raw bytes and what is kept beside
 };
 
 class memory_store final : public store {
@@ -47,30 +52,38 @@ class memory_store final : public store {
   memory_store& operator=(const memory_store&) = delete;
 
   void put(new_message msg, put_handler done) override;
-  page list(std::size_t start, std::size_t limit) const override;
-  page list_mailbox(std::string_view mailbox, std::size_t start,
-                    std::size_t limit) const override;
-  message_ptr get(std::string_view id) const override;
-  std::size_t remove(std::span<const std::string> ids) override;
-  std::size_t clear() override;
-  std::size_t set_read(std::span<const std::string> ids, bool read) override;
   store_stats stats() const override;
-  std::uint64_t subscribe(new_message_observer observer) override;
+  store_health health() const override;
+  std::uint64_t subscribe(event_observer observer) override;
   void unsubscribe(std::uint64_t handle) override;
 
   const memory_store_config& config() const noexcept { return cfg_; }
 
+  /// Bytes a message with this content would count against max_bytes (for tests).
+  static std::size_t footprint_of(const stored_message& m);
+
+ protected:
+  void do_list(list_request req, handler<void(std::error_code, page)> h) override;
+  void do_get(std::string id, handler<void(std::error_code, message_ptr)> h) override;
+  void do_remove(selection which, handler<void(std::error_code, std::size_t)> h) override;
+  void do_set_read(selection which, bool read,
+                   handler<void(std::error_code, std::size_t)> h) override;
+  void do_set_tags(selection which, std::vector<std::string> tags,
+                   handler<void(std::error_code, std::size_t)> h) override;
+  void do_list_tags(handler<void(std::error_code, std::vector<std::string>)> h) override;
+  void do_rename_tag(std::string from, std::string to,
+                     handler<void(std::error_code, std::size_t)> h) override;
+  void do_delete_tag(std::string tag, handler<void(std::error_code, std::size_t)> h) override;
+
  private:
+  struct record;  // stored_message + folded search fields + index keys (memory_store.cpp)
+  using record_ptr = std::shared_ptr<const record>;
+  using order_index = std::deque<record_ptr>;  // oldest at front, sorted by seq
   struct string_hash {
     using is_transparent = void;
     std::size_t operator()(std::string_view s) const noexcept {
       return std::hash<std::string_view>{}(s);
     }
-  };
-  using order_index = std::deque<message_ptr>;  // oldest at front, sorted by seq
-  struct entry {
-    message_ptr msg;
-    std::vector<std::string> mailboxes;  // normalised distinct recipients, for unlinking
   };
   struct mailbox {
     order_index order;
@@ -78,28 +91,46 @@ class memory_store final : public store {
     // and under the shared lock by set_read (hence atomic). Nodes never move.
     mutable std::atomic<std::uint64_t> unread{0};
   };
+  struct tag_info {
+    std::string name;       // the spelling shown (the first one seen)
+    std::size_t count = 0;  // messages carrying it
+  };
 
-  static page slice(const order_index& order, std::size_t start, std::size_t limit);
-  // Flips one record's flag and the unread counts (store and its mailboxes); the caller
-  // holds mutex_ (shared is enough: flag and counts are atomics, removals are exclusive).
-  bool flip_read(const entry& e, bool read) const noexcept;
-  static void erase_from(order_index& order, const stored_message& m);
-  message_ptr evict_oldest_locked();
-  void unlink_locked(const stored_message& m, const std::vector<std::string>& mailboxes);
+  // Which index a request looks at, and its unread counter; null order: unknown mailbox.
+  struct scope {
+    const order_index* order = nullptr;
+    const std::atomic<std::uint64_t>* unread = nullptr;
+  };
+  scope scope_of(const std::string& mailbox) const;  // mailbox normalised by the caller
+  std::vector<record_ptr> resolve_locked(const selection& s, const search::query* q) const;
+  bool flip_read(const record& r, bool read) const noexcept;
+  static void erase_from(order_index& order, std::uint64_t seq);
+  record_ptr evict_oldest_locked();
+  void unlink_locked(const record& r);
+  void remove_locked(const std::vector<record_ptr>& victims);
+  std::vector<std::string> canonical_tags_locked(std::vector<std::string> tags) const;
+  void count_tags_locked(const std::vector<std::string>& tags, bool add);
+  std::size_t replace_tags_locked(const record& r, std::vector<std::string> tags);
+  void notify(const store_event& e) const;
+  bool has_observers() const noexcept {
+    return observer_count_.load(std::memory_order_relaxed) != 0;
+  }
 
   const memory_store_config cfg_;
   mutable std::shared_mutex mutex_;
   std::uint64_t next_seq_ = 1;
   order_index order_;
-  // Keyed by a view of the record's own id (the entry keeps the record alive).
-  std::unordered_map<std::string_view, entry, string_hash, std::equal_to<>> by_id_;
+  // Keyed by a view of the record's own id (the value keeps the record alive).
+  std::unordered_map<std::string_view, record_ptr, string_hash, std::equal_to<>> by_id_;
   std::unordered_map<std::string, mailbox, string_hash, std::equal_to<>> by_mailbox_;
-  store_stats stats_;                    // all but `unread`, under mutex_
-  mutable std::atomic<std::uint64_t> unread_{0};  // held and not read
+  std::map<std::string, tag_info, std::less<>> tags_;  // keyed by the folded tag
+  store_stats stats_;                                  // all but `unread`, under mutex_
+  mutable std::atomic<std::uint64_t> unread_{0};       // held and not read
 
   mutable std::mutex observers_mutex_;
   std::uint64_t next_observer_ = 1;
-  std::map<std::uint64_t, std::shared_ptr<const new_message_observer>> observers_;
+  std::map<std::uint64_t, std::shared_ptr<const event_observer>> observers_;
+  std::atomic<std::size_t> observer_count_{0};
 };
 
 }  // namespace inlet::store

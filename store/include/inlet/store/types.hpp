@@ -1,11 +1,14 @@
-// Value types of the message store: envelope, summary, the message handed to a store and
-// the record a store keeps.
+// Value types of the message store: envelope, summary, the message handed to a store, the
+// record a store keeps and hands out, a page of a listing, events.
 //
 // Thread-safety: plain values; a `stored_message` reached through `message_ptr` is
 // immutable once published by a store, so any number of threads may read it at once —
-// except its `read` flag, an atomic that the store flips (store::set_read).
-// Views: a `message_ptr` keeps its record (raw bytes included) alive after the store has
-// evicted or deleted it; string_views into it stay valid as long as the pointer is held.
+// except its `read` flag and its tag list, which the store replaces atomically
+// (store::async_set_read, store::async_set_tags): read them through `is_read()` and
+// `tags()`.
+// Views: a `message_ptr` keeps its record (raw bytes included, when loaded) alive after
+// the store has evicted or deleted it; string_views into it stay valid as long as the
+// pointer is held.
 #pragma once
 
 #include <atomic>
@@ -33,6 +36,7 @@ struct envelope {
   std::vector<std::string> rcpt_to;  ///< forward-paths, without <>
   std::string remote;                ///< peer "ip:port"
   std::string protocol;              ///< "SMTP", "ESMTP", "LMTP", ...
+  std::string auth_user;             ///< SMTP AUTH (or send API) user name; empty if none
 };
 
 /// One attachment as the MIME parse saw it (the bytes stay in `raw`).
@@ -45,18 +49,28 @@ struct attachment_info {
 using time_point = std::chrono::system_clock::time_point;
 
 /// Header-level facts the caller fills from its MIME parse. Text and HTML bodies are not
-/// stored: the HTTP layer renders them from the raw bytes on demand.
+/// stored as such: the HTTP layer renders them from the raw bytes on demand. Every string
+/// and list here is bounded by whoever fills it (an address list keeps its first entries
+/// and a count), and a store counts these bytes against its limits like the raw bytes.
 struct summary {
   address from;
   std::vector<address> to;
   std::vector<address> cc;
+  /// Bcc header addresses, plus envelope recipients that no To/Cc/Bcc header names
+  /// (as Mailpit shows them).
   std::vector<address> bcc;
   std::vector<address> reply_to;
   std::string subject;
   std::optional<time_point> date;  ///< the Date: header, in UTC
   std::string message_id;          ///< Message-ID without <>
   std::string snippet;             ///< first words of the text, for lists
+  /// Attachments, without inline parts (a part with a Content-ID shown by the HTML).
   std::vector<attachment_info> attachments;
+  std::uint32_t inline_parts = 0;  ///< parts shown inline (`has:inline`)
+  /// The words free-text search looks in, lower-cased UTF-8, whitespace collapsed:
+  /// subject, names and addresses, the decoded text (HTML as text), attachment names.
+  /// Bounded in length by the caller.
+  std::string search_text;
 };
 
 /// What a caller hands to `store::put`. `raw` is the one copy a store may keep: move it in.
@@ -65,45 +79,92 @@ struct new_message {
   struct summary summary;
   std::string raw;  ///< the message exactly as received (after dot-unstuffing)
   std::vector<std::string> tags;
+  /// When set (imports, tests): the received time to record instead of the store's
+  /// clock. Listings stay in arrival order whatever it says.
+  std::optional<time_point> created;
 };
 
-/// Length of a message ID: 22 characters of [0-9A-Za-z] (two 11-digit groups, 64 random bits each).
+/// Length of a message ID: 22 characters of [0-9A-Za-z].
 inline constexpr std::size_t id_length = 22;
 
-/// A message as a store keeps it. Immutable once published, except `read`.
+/// A message's tags, replaced whole (never edited in place), so a reader holding a list
+/// keeps it while the store installs another.
+using tag_list = std::shared_ptr<const std::vector<std::string>>;
+
+/// A message as a store keeps it and hands it out. Immutable once published, except the
+/// read flag and the tag list.
 struct stored_message {
-  std::string id;        ///< id_length characters of base62
-  std::uint64_t seq = 0; ///< store-local arrival order, strictly increasing
-  time_point created;    ///< when the store accepted it (UTC)
+  std::string id;         ///< id_length characters of base62, unique within a store
+  std::uint64_t seq = 0;  ///< arrival order within the store (or shard), for ordering ties
+  time_point created;     ///< when the store accepted it (UTC)
   struct envelope envelope;
   struct summary summary;
+  std::size_t size = 0;  ///< bytes of the raw message
+  /// The message exactly as received. Listings may hand out records without it
+  /// (`has_raw` false); store::async_get always loads it.
   std::string raw;
-  std::vector<std::string> tags;
-  /// Seen by a reader (Mailpit's "Read"): set by store::set_read, which keeps the
-  /// store's unread count in step; the only field that changes after publication.
-  mutable std::atomic<bool> read{false};
-  std::size_t size() const noexcept { return raw.size(); }
+  bool has_raw = true;
+
+  bool is_read() const noexcept { return read_.load(std::memory_order_relaxed); }
+  tag_list tags() const noexcept { return tags_.load(std::memory_order_acquire); }
+
+  // For stores only: publication-time setup and the two mutable fields.
+  void init_read(bool r) noexcept { read_.store(r, std::memory_order_relaxed); }
+  bool exchange_read(bool r) const noexcept { return read_.exchange(r, std::memory_order_relaxed); }
+  void set_tags(tag_list t) const noexcept { tags_.store(std::move(t), std::memory_order_release); }
+
+ private:
+  mutable std::atomic<bool> read_{false};
+  mutable std::atomic<tag_list> tags_{std::make_shared<const std::vector<std::string>>()};
 };
 
 using message_ptr = std::shared_ptr<const stored_message>;
 
 /// One page of a listing, newest first.
 struct page {
-  std::size_t total = 0;              ///< messages matching (whole store or one mailbox)
-  std::size_t start = 0;              ///< offset of messages[0] from the newest
-  std::size_t unread = 0;             ///< of the `total`, how many are not read
-  std::vector<message_ptr> messages;  ///< at most `limit`, newest first
+  std::size_t total = 0;           ///< messages in scope (whole store, or one mailbox)
+  std::size_t unread = 0;          ///< of `total`, how many are not read
+  std::size_t matched = 0;         ///< of `total`, how many match the search (== total without one)
+  std::size_t matched_unread = 0;  ///< of `matched`, how many are not read
+  std::size_t start = 0;           ///< offset of messages[0] among the matches, from the newest
+  std::vector<message_ptr> messages;  ///< at most `limit`, newest first; raw may be absent
+  /// Some part of the store (a shard) did not answer in time: the page and the counts
+  /// cover the parts that did.
+  bool partial = false;
 };
 
-/// Counters for /metrics. Gauges are exact at the moment they are read.
+/// Counters for /metrics. Gauges are exact at the moment they are read for the memory
+/// store; a distributed store reports what it last knew.
 struct store_stats {
-  std::uint64_t messages = 0;     ///< held now
-  std::uint64_t unread = 0;       ///< held now and not read
-  std::uint64_t bytes = 0;        ///< raw bytes held now
-  std::uint64_t stored_total = 0; ///< accepted since start
-  std::uint64_t evicted_total = 0;///< dropped to respect the bounds
-  std::uint64_t deleted_total = 0;///< removed by delete requests
+  std::uint64_t messages = 0;       ///< held now
+  std::uint64_t unread = 0;         ///< held now and not read
+  std::uint64_t bytes = 0;          ///< bytes held now (raw + summaries + tags)
+  std::uint64_t stored_total = 0;   ///< accepted since start
+  std::uint64_t evicted_total = 0;  ///< dropped to respect the bounds (or expired)
+  std::uint64_t deleted_total = 0;  ///< removed by delete requests
   std::uint64_t rejected_total = 0;
+};
+
+/// Whether the store can take work now (for /readyz), with a human-readable reason.
+struct store_health {
+  bool ready = true;
+  std::string detail;  ///< e.g. "shard 2 (127.0.0.1:5433): connection refused"
+};
+
+/// Something changed in the store; observers (the HTTP event stream) are told.
+/// A distributed store also reports changes made by other instances.
+struct store_event {
+  enum class kind {
+    created,       ///< `message` was stored (raw may be absent)
+    deleted,       ///< the messages `ids` were deleted (or expired)
+    read_changed,  ///< the messages `ids` are now `read`
+    tags_changed,  ///< `message`'s tags changed (see message->tags())
+    cleared,       ///< many or all messages changed at once: reload
+  };
+  kind what = kind::created;
+  message_ptr message;
+  std::vector<std::string> ids;
+  bool read = false;
 };
 
 }  // namespace inlet::store

@@ -1,0 +1,239 @@
+// inlet::smtp::detail::connection — the sans-io connection core every I/O
+// model runs: server_session plus everything around it that is policy, not
+// I/O. It owns the receive buffer, the body being collected, the reply being
+// written and every deadline, and it says what to do next as an `action`:
+//
+//   read       read what the socket has now (non-blocking) into read_buffers()
+//   wait       wait until the socket is readable, then read into
+//              read_buffers(); `idle`: the connection holds no input, body or
+//              reply (a driver may drop whatever it keeps per busy
+//              connection, a coroutine frame)
+//   write      write output() whole
+//   deliver    hand take_message() to the deliver hook
+//   close      close the socket; close_reason() says why
+//
+// STARTTLS is the connection's own business (tls.hpp): under TLS the driver
+// reads and writes ciphertext through the same actions.
+//
+// The driver does that and reports the result: on_read(n) / on_would_block()
+// for a read or wait, on_written(), on_delivered(result), on_interrupted()
+// when a wait or write ended because its deadline
+// passed or a stop cancelled it, on_lost() when the peer went away. Each
+// returns the next action. A driver enforces action::deadline (read, wait,
+// write, handshake) by cancelling the operation and calling on_interrupted();
+// the connection decides what the deadline meant (421 4.4.2, the end of the
+// shutdown grace, a peer that does not read). A graceful stop reaches each
+// connection as on_stop(), which says whether the pending wait must be
+// cancelled; deadline() then gives the wait's new deadline.
+//
+// Time is a parameter (`now`), never read from a clock here: tests drive a
+// connection with scripted bytes and a fake clock (connection_test.cpp).
+//
+// Thread-safety: none; one connection is used from one thread or strand at a
+// time. Invalidation: read_buffers() until the next call; output() until
+// on_written()/on_lost()/on_interrupted(); take_message() moves the message out.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <inlet/smtp/message.hpp>
+#include <inlet/smtp/server.hpp>
+#include <inlet/smtp/server_session.hpp>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+#include "driver_buffer.hpp"
+#include "tls.hpp"
+
+namespace inlet::smtp::detail {
+
+using clock = std::chrono::steady_clock;
+
+enum class act : std::uint8_t { read, wait, write, deliver, close };
+
+struct action {
+  act kind = act::close;
+  clock::time_point deadline = clock::time_point::max();  ///< read, wait, write
+  bool idle = false;                                      ///< wait: nothing is held while waiting
+};
+
+/// The server-wide settings a connection follows (one per server, shared).
+struct conn_policy {
+  clock::duration greeting_timeout{std::chrono::minutes(5)};
+  clock::duration command_timeout{std::chrono::minutes(5)};
+  clock::duration data_timeout{std::chrono::minutes(3)};
+  clock::duration message_timeout{std::chrono::minutes(10)};
+  clock::duration shutdown_grace{std::chrono::seconds(30)};
+  /// After the grace: how long the 421 may take to be written before close.
+  clock::duration last_word_timeout{std::chrono::seconds(2)};
+  unsigned reads_per_event = 1;
+  std::size_t read_buffer_size = 64 * 1024;
+  std::size_t max_command_line = 512;
+  bool flat_receive_buffer = false;
+  const body_observer_factory* observer = nullptr;  ///< null or empty: none
+  const tls_context* tls = nullptr;                 ///< null: no STARTTLS
+  /// The session configs of SMTP and LMTP listeners, shared by every connection.
+  std::shared_ptr<const session_config> smtp_session, lmtp_session;
+  /// The server's stop flag, polled between steps (a connection accepted as
+  /// the stop begins may miss on_stop()). Null: never stops by itself.
+  const std::atomic<bool>* stopping = nullptr;
+
+  static conn_policy from(const server_config& cfg, const std::atomic<bool>* stopping);
+  /// Sets `tls` and the shared session configs (STARTTLS offered with a context).
+  void use(const tls_context* ctx, const server_config& cfg);
+  const std::shared_ptr<const session_config>& session(bool lmtp) const {
+    return lmtp ? lmtp_session : smtp_session;
+  }
+};
+
+/// The body of the message being received, as every connection collects it:
+/// the pieces of body_data steps (a slice of the receive buffer, or a copy in
+/// flat mode), and the application's body_observer told about each, in order.
+///
+/// The observer is made from the factory when a body starts (its first piece,
+/// or message_complete for an empty body) and leaves with the
+/// received_message, or is aborted: on message_aborted, when the connection
+/// ends, and when a new body starts while the old one was never finished. That
+/// last case is how the session drops a BDAT body without a step (RSET between
+/// chunks, or a new MAIL): a session counts the body octets of the current
+/// message (body_size()), and every body_data piece is counted there first, so
+/// a piece that does not add up to body_size() belongs to a new message.
+///
+/// Memory: a body piece of at least `min_slice` octets is referenced where it
+/// was read (a slice of the receive fragment); a smaller one, or one that is
+/// not in the receive buffer (the straddle window), is copied into a fragment
+/// the collector fills (buffer::copy_appender). So a body pins fragments in
+/// proportion to its octets however the client splits them: a trickle of
+/// reads of a few bytes, or lines that each start with a stuffed dot, cost a
+/// copy, not a fragment or a slice each (docs/buffer.md, "Pinned fragments").
+///
+/// Not thread-safe.
+class body_collector {
+ public:
+  body_collector(const body_observer_factory* f, driver_input& in)
+      : factory_(f != nullptr && *f ? f : nullptr), in_(in) {}
+  ~body_collector() { abort(); }
+  body_collector(const body_collector&) = delete;
+  body_collector& operator=(const body_collector&) = delete;
+
+  /// A body_data step: `data` (a view into in's current view) must be taken
+  /// before in.consumed(). `session_body_size` = server_session::body_size().
+  void add(std::string_view data, std::uint64_t session_body_size);
+  /// message_complete: the body (and its observer, end() called).
+  received_message complete(envelope env, std::uint64_t session_body_size);
+  /// message_aborted, or the message is dropped: forget the body.
+  void abort() noexcept;
+  /// True while part of a body is held (BDAT chunks before the LAST one).
+  bool holding() const noexcept { return fed_ > 0 || obs_ != nullptr; }
+
+  /// Pieces shorter than this are copied, not referenced.
+  static constexpr std::size_t min_slice = 256;
+
+ private:
+  void begin();
+  const body_observer_factory* factory_;
+  driver_input& in_;
+  message_body body_;
+  buffer::copy_appender copies_;  // small pieces of the current body
+  body_observer_ptr obs_;
+  std::uint64_t fed_ = 0;  // body octets taken for the current message
+};
+
+class connection {
+ public:
+  connection(const conn_policy& p, std::shared_ptr<const session_config> cfg);
+  ~connection();
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  void set_remote(std::string address, std::uint16_t port) {
+    session_.set_remote(std::move(address), port);
+  }
+
+  /// The greeting (or 421 4.3.2 when the server is already stopping).
+  action start(clock::time_point now);
+
+  // ---- results of the last action
+  action on_read(std::size_t n, clock::time_point now);  ///< n > 0 octets landed in read_buffers()
+  action on_would_block(clock::time_point now);          ///< a read found nothing
+  action on_written(clock::time_point now);
+  action on_delivered(const delivery_result& r, clock::time_point now);
+  /// The pending wait or write was cancelled: its deadline passed, or
+  /// on_stop() asked for it.
+  action on_interrupted(clock::time_point now);
+  /// The peer closed or reset the connection, an I/O error, or (`why` =
+  /// errc::tls_failed) the handshake failed: close.
+  action on_lost(errc why = errc::connection_lost);
+
+  /// Graceful stop (once; later calls do nothing): idle sessions get 421 4.3.2
+  /// now, a transaction may finish within the shutdown grace. True when the
+  /// pending wait must be cancelled (then on_interrupted()). Either way the
+  /// pending action's deadline() may have moved earlier (the grace).
+  bool on_stop(clock::time_point now);
+
+  // ---- what the action works on
+  /// Space to read into (read, wait): one fragment for commands, the read
+  /// buffer size inside a message body; ciphertext space under TLS.
+  buffer::streambuf::mutable_buffers_type read_buffers();
+  std::string_view output() const noexcept;
+  received_message take_message();
+
+  /// The pending action's deadline (max when it has none).
+  clock::time_point deadline() const noexcept;
+  act pending() const noexcept { return op_; }
+  std::error_code close_reason() const noexcept {
+    return reason_ == errc::ok ? std::error_code{} : make_error_code(reason_);
+  }
+  bool tls() const noexcept { return tls_ != nullptr && !handshaking_; }
+  const server_session& session() const noexcept { return session_; }
+  /// Does it hold a receive buffer or body now? (tests; idle connections do not)
+  bool holds_input() const noexcept { return io_ != nullptr; }
+
+ private:
+  struct io_state;
+  enum class then : std::uint8_t { input, handshake, handshake_more, decrypt, close };
+
+  io_state& io();
+  action advance(clock::time_point now);
+  action need_input(clock::time_point now);
+  action flush(then next, clock::time_point now);
+  action close(errc why);
+  action make(act kind, clock::time_point deadline, bool idle = false);
+  clock::time_point input_deadline(clock::time_point now);
+  void expire(clock::time_point now);  // a read deadline passed: timeout or the end of the grace
+  bool grace_over(clock::time_point now) const noexcept {
+    return stop_seen_ && !forced_ && now >= force_at_;
+  }
+  void go_idle() noexcept;
+  action handshake(clock::time_point now);
+  action decrypt(clock::time_point now);
+
+  const conn_policy& p_;
+  server_session session_;
+  std::unique_ptr<io_state> io_;               // receive buffer and body: only while busy
+  std::unique_ptr<std::string> flat_storage_;  // flat mode: the connection's buffer, kept idle
+
+  std::unique_ptr<tls_engine> tls_;  // after STARTTLS
+
+  errc reason_ = errc::ok;
+  clock::time_point op_deadline_ = clock::time_point::max();
+  clock::time_point cmd_deadline_{};  // the next command's (or the TLS handshake's) deadline
+  clock::time_point body_deadline_ = clock::time_point::max();
+  clock::time_point force_at_ = clock::time_point::max();  // end of the shutdown grace
+
+  unsigned reads_left_ = 0;  // extra reads before waiting (reads_per_event)
+  act op_ = act::close;
+  then after_write_ = then::input;
+  bool handshaking_ = false;
+  bool first_read_ = true;
+  bool would_block_ = false;  // the last read found nothing: wait next
+  bool extra_read_ = false;   // the pending read is one of reads_per_event's
+  bool stop_seen_ = false;
+  bool forced_ = false;  // the grace ran out: shutdown_now() was called
+};
+
+}  // namespace inlet::smtp::detail

@@ -1,0 +1,336 @@
+// The shared part of the Asio models; see driver_asio.hpp.
+#include "driver_asio.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+
+namespace inlet::smtp::detail {
+namespace {
+
+// Opens, binds and listens on every endpoint of cfg.listen, each acceptor with
+// an executor from `make_executor()`; appends them and their bound endpoints.
+template <class MakeExecutor>
+std::error_code open_listeners(const server_config& cfg, MakeExecutor make_executor,
+                               std::vector<std::unique_ptr<tcp::acceptor>>& out,
+                               std::vector<listen_endpoint>& bound) {
+  for (const auto& l : cfg.listen) {
+    boost::system::error_code ec;
+    auto addr = asio::ip::make_address(l.address, ec);
+    if (ec) return std::make_error_code(std::errc::invalid_argument);
+    auto acc = std::make_unique<tcp::acceptor>(make_executor());
+    tcp::endpoint ep(addr, l.port);
+    acc->open(ep.protocol(), ec);
+    if (!ec) acc->set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acc->bind(ep, ec);
+    if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) return std::error_code(ec.value(), std::system_category());
+    auto local = acc->local_endpoint(ec);
+    bound.push_back(listen_endpoint{local.address().to_string(), local.port(), l.lmtp});
+    out.push_back(std::move(acc));
+  }
+  return {};
+}
+
+// A connection the server does not take: 421, then shutdown and close (a
+// best-effort blocking send of one short line).
+void refuse(tcp::socket& s, const server_config& cfg, bool stopping) {
+  error_code ig;
+  std::string r = stopping ? shutting_down_reply(cfg) : refusal_reply(cfg);
+  boost::asio::write(s, boost::asio::buffer(r), ig);
+  s.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ig);
+  s.close(ig);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- results
+
+action read_now(asio_conn& c) {
+  error_code ec;
+  std::size_t n = c.sock.read_some(c.conn.read_buffers(), ec);
+  return after_read(c, ec, n);
+}
+
+action after_read(asio_conn& c, const error_code& ec, std::size_t n) {
+  c.disarm();
+  auto now = clock::now();
+  if (!ec && n > 0) return c.conn.on_read(n, now);
+  if (ec == asio::error::would_block || ec == asio::error::try_again)
+    return c.conn.on_would_block(now);
+  if (ec == asio::error::operation_aborted) return c.conn.on_interrupted(now);
+  return c.conn.on_lost();  // peer closed or reset: an unfinished message is dropped
+}
+
+bool write_now(asio_conn& c, asio::const_buffer& rest, action& next) {
+  std::string_view out = c.conn.output();
+  error_code ec;
+  std::size_t done = c.sock.write_some(asio::buffer(out), ec);
+  if (ec == asio::error::would_block || ec == asio::error::try_again)
+    done = 0;
+  else if (ec || done == out.size()) {
+    next = after_write(c, ec);
+    return true;
+  }
+  rest = asio::buffer(out) + done;
+  c.arm(next.deadline);
+  return false;
+}
+
+action after_write(asio_conn& c, const error_code& ec) {
+  c.disarm();
+  if (!ec) return c.conn.on_written(clock::now());
+  if (ec == asio::error::operation_aborted) return c.conn.on_interrupted(clock::now());
+  return c.conn.on_lost();
+}
+
+// ---------------------------------------------------------------- server
+
+asio_server::asio_server(const server_config& cfg, deliver_fn d)
+    : cfg_(cfg),
+      hook_(std::move(d)),
+      policy_(conn_policy::from(cfg_, &stopping_)),
+      adm_(cfg.max_connections, cfg.max_connections_per_ip) {}
+
+std::error_code asio_server::start() {
+  if (auto ec = tls_context::load(cfg_.tls_cert, cfg_.tls_key, tls_)) return ec;
+  policy_.use(tls_.get(), cfg_);
+  unsigned n = cfg_.threads ? cfg_.threads : std::max(1u, std::thread::hardware_concurrency());
+  bool per_core = cfg_.model == io_model::async_nn || cfg_.model == io_model::async_n2n;
+  std::size_t nctx = per_core ? n : 1;
+  for (std::size_t i = 0; i < nctx; ++i)
+    ctxs_.push_back(
+        std::make_unique<asio::io_context>());  // hint 1 would not wake on cross-thread posts
+  if (auto ec = open_listeners(
+          cfg_, [this] { return asio::any_io_executor(asio::make_strand(*ctxs_[0])); }, acceptors_,
+          bound_)) {
+    acceptors_.clear();
+    return ec;
+  }
+  for (auto& ctx : ctxs_) guards_.push_back(asio::make_work_guard(*ctx));
+  reaper_.emplace(asio::make_strand(*ctxs_[0]));
+  tick();
+  for (std::size_t i = 0; i < acceptors_.size(); ++i) {
+    error_code nb;
+    if (cfg_.accepts_per_event > 1)
+      acceptors_[i]->non_blocking(true, nb);  // extra accepts must not block
+    asio::post(acceptors_[i]->get_executor(), [this, i] { accept_next(i); });
+  }
+  unsigned per_ctx = nctx == 1 ? n : (cfg_.model == io_model::async_n2n ? 2 : 1);
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  for (std::size_t c = 0; c < ctxs_.size(); ++c)
+    for (unsigned t = 0; t < per_ctx; ++t)
+      threads_.emplace_back([this, c, cores, pin = cfg_.model == io_model::async_nn] {
+        if (pin) {
+          cpu_set_t set;
+          CPU_ZERO(&set);
+          CPU_SET(static_cast<int>(c % cores), &set);
+          pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+        }
+        ctxs_[c]->run();
+      });
+  return {};
+}
+
+asio::io_context& asio_server::next_ctx() {
+  return *ctxs_[rr_.fetch_add(1, std::memory_order_relaxed) % ctxs_.size()];
+}
+
+// One accept at a time per listener; after each, up to accepts_per_event - 1
+// more by non-blocking accept before waiting again.
+void asio_server::accept_next(std::size_t i) {
+  tcp::acceptor& acc = *acceptors_[i];
+  acc.async_accept(asio::make_strand(next_ctx()), [this, i](error_code ec, tcp::socket s) {
+    tcp::acceptor& a = *acceptors_[i];
+    if (ec) {
+      if (stopping_.load() || ec == asio::error::operation_aborted || !a.is_open()) return;
+      return accept_next(i);  // EMFILE and friends: keep serving the others
+    }
+    take(std::move(s), bound_[i].lmtp);
+    for (unsigned k = 1; k < cfg_.accepts_per_event && !stopping_.load(); ++k) {
+      tcp::socket more(asio::make_strand(next_ctx()));
+      a.accept(more, ec);
+      if (ec) break;  // would_block: the listen queue is empty
+      take(std::move(more), bound_[i].lmtp);
+    }
+    accept_next(i);
+  });
+}
+
+// A freshly accepted connection: limits, then its dispatcher.
+void asio_server::take(tcp::socket s, bool lmtp) {
+  cnt_.accepted.fetch_add(1, std::memory_order_relaxed);
+  error_code ig;
+  auto peer = s.remote_endpoint(ig);
+  std::string ip = peer.address().to_string();
+  if (stopping_.load() || !adm_.admit(ip)) {
+    cnt_.refused.fetch_add(1, std::memory_order_relaxed);
+    refuse(s, cfg_, stopping_.load());
+    return;
+  }
+  s.set_option(tcp::no_delay(true), ig);
+  s.non_blocking(true, ig);
+  auto c = std::make_shared<asio_conn>(std::move(s), policy_, policy_.session(lmtp));
+  c->conn.set_remote(std::move(ip), peer.port());
+  {
+    std::lock_guard lk(mu_);
+    conns_.push_back(c);  // expired entries are pruned by reap()
+  }
+  auto ex = c->sock.get_executor();
+  spawn(std::move(c), ex);
+}
+
+void asio_server::finish(asio_conn& c) {
+  c.disarm();
+  error_code ig;
+  c.sock.shutdown(tcp::socket::shutdown_both, ig);  // io_uring: close alone leaves its ops pending
+  c.sock.close(ig);
+  adm_.release(c.conn.session().remote_address());
+}
+
+void pending_delivery::answer(delivery_result r) {
+  std::unique_lock lk(m);
+  if (answered) return;  // the callback runs once; a second call is ignored
+  answered = true;
+  if (inline_phase) {
+    result = std::move(r);
+    return;
+  }
+  lk.unlock();
+  auto c = conn.lock();
+  if (!c) return;  // the connection is gone (server destroyed)
+  // Only a later answer is posted: posting from inside the hook's call can
+  // deadlock the strand in Asio 1.26 when many answers come inline in a row.
+  asio::post(c->sock.get_executor(), [self = shared_from_this(), r = std::move(r)]() mutable {
+    self->result = std::move(r);
+    if (self->timer) self->timer->cancel();
+  });
+}
+
+// One allocation for the answer's state and one for the callback (a lambda
+// holding a shared_ptr does not fit std::function's inline storage).
+std::shared_ptr<pending_delivery> asio_server::deliver(const std::shared_ptr<asio_conn>& c) {
+  auto p = std::make_shared<pending_delivery>();
+  p->conn = c;
+  if (!hook_) {
+    p->result = sink_answer(cnt_);
+    return p;
+  }
+  try {
+    hook_(c->conn.take_message(), [p](delivery_result r) { p->answer(std::move(r)); });
+  } catch (...) {
+    p->answer(hook_failed());
+  }
+  std::lock_guard lk(p->m);
+  p->inline_phase = false;
+  if (!p->result) p->timer.emplace(c->sock.get_executor(), clock::time_point::max());
+  return p;
+}
+
+action asio_server::delivered(asio_conn& c, pending_delivery& p) {
+  count(cnt_, *p.result);
+  return c.conn.on_delivered(*p.result, clock::now());
+}
+
+// ---------------------------------------------------------------- deadlines
+
+// One timer per server ticks every reap_period() and scans the registry; a
+// connection whose wait is past its deadline gets a cancel posted to its
+// strand (the dispatcher then calls on_interrupted(), and the connection
+// decides what the deadline meant). Timeouts are late by at most one period
+// (a quarter of the shortest timeout, 10 ms to 1 s), and a wait costs one
+// relaxed store instead of arming a timer. The scan is O(connections) per
+// tick; it also prunes connections that are gone. After stop() it ticks every
+// 10 ms until the last connection has closed.
+clock::duration asio_server::reap_period() const {
+  if (stopping_.load()) return std::chrono::milliseconds(10);  // notice the last close soon
+  auto shortest = std::min({cfg_.greeting_timeout, cfg_.command_timeout, cfg_.data_timeout,
+                            cfg_.message_timeout, cfg_.shutdown_grace});
+  return std::clamp<clock::duration>(shortest / 4, std::chrono::milliseconds(10),
+                                     std::chrono::seconds(1));
+}
+
+void asio_server::tick() {
+  reaper_->expires_after(reap_period());
+  reaper_->async_wait([this](error_code ec) {
+    if (ec && !stopping_.load()) return;  // stop() cancels the wait to shorten the period
+    if (reap()) return tick();
+    // Stopping and every connection is gone: only now may the io_contexts run
+    // out of work. Released earlier, a context whose connections had all just
+    // finished could return from run() while a handler stop() had posted to
+    // it was still queued (it held a connection; wait() never returned).
+    for (auto& g : guards_) g.reset();
+  });
+}
+
+// Returns false when the server is stopping and no connection is left.
+bool asio_server::reap() {
+  const clock::rep now = clock::now().time_since_epoch().count();
+  std::lock_guard lk(mu_);
+  for (auto it = conns_.begin(); it != conns_.end();) {
+    std::shared_ptr<asio_conn> c = it->lock();
+    if (!c) {
+      it = conns_.erase(it);
+      continue;
+    }
+    if (c->deadline.load(std::memory_order_relaxed) <= now)
+      asio::post(c->sock.get_executor(), [c] {
+        if (!c->armed ||
+            clock::now().time_since_epoch().count() < c->deadline.load(std::memory_order_relaxed))
+          return;
+        error_code ig;
+        c->sock.cancel(ig);  // the wait ends with operation_aborted
+      });
+    ++it;
+  }
+  return !(stopping_.load() && conns_.empty());
+}
+
+// ---------------------------------------------------------------- stop
+
+template <class F>
+void asio_server::post_to_each(F f) {
+  std::lock_guard lk(mu_);
+  for (auto& w : conns_)
+    if (auto c = w.lock()) asio::post(c->sock.get_executor(), [c, f] { f(*c); });
+}
+
+void asio_server::stop() {
+  if (stopping_.exchange(true)) return;
+  for (auto& acc : acceptors_)
+    asio::post(acc->get_executor(), [a = acc.get()] {
+      error_code ig;
+      a->close(ig);
+    });
+  if (reaper_) asio::post(reaper_->get_executor(), [this] { reaper_->cancel(); });
+  // Each connection learns of the stop on its strand; the work guards stay
+  // until the reaper has seen the last connection go (tick()).
+  post_to_each([](asio_conn& c) {
+    bool cancel = c.conn.on_stop(clock::now());
+    if (c.armed) c.arm(c.conn.deadline());  // the grace may end the wait sooner
+    error_code ig;
+    if (cancel && c.armed) c.sock.cancel(ig);
+  });
+}
+
+void asio_server::wait() {
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
+}
+
+server_stats asio_server::stats() const {
+  server_stats s;
+  s.connections_accepted = cnt_.accepted.load();
+  s.connections_refused = cnt_.refused.load();
+  s.messages_delivered = cnt_.delivered.load();
+  s.messages_rejected = cnt_.rejected.load();
+  s.active_connections = adm_.active();
+  return s;
+}
+
+}  // namespace inlet::smtp::detail
