@@ -1,5 +1,5 @@
 // Bulk transfers: binary COPY in and streamed reads, inlet::pg against raw libpq loops.
-//   pg_bulk_bench --task T --client C [--rows N] [--dsn DSN] [--round R]
+//   pg_bulk_bench --task T --client C [--rows N] [--dsn DSN] [--round R] [--chunk K]
 //   T: copy_wide (int4, 9 KB bytea), copy_narrow (int4, int8, text), stream (int4 rows of
 //      SELECT generate_series(1, N)). C: see the clients of each task below, or "all" (one
 //      process: the smoke run; peak RSS is then shared).
@@ -55,7 +55,8 @@ struct env {
   std::string dsn;
   long rows = 0;
   int round = 1;
-  PGconn* admin = nullptr;  // setup outside the clock
+  std::size_t chunk = 1024;  // inlet_stream's chunk
+  PGconn* admin = nullptr;   // setup outside the clock
 };
 
 // ---- the data ---------------------------------------------------------------------------
@@ -292,7 +293,7 @@ std::map<std::string, std::map<std::string, client_fn>> tasks() {
       co_await c.async_connect(e.dsn);
       start();
       auto s = pg::stream<std::int32_t>(c, pg::sql(stream_sql, static_cast<std::int32_t>(e.rows)),
-                                        {.chunk = 1024});
+                                        {.chunk = e.chunk});
       std::vector<std::int32_t> v;
       for (;;) {
         v.clear();
@@ -350,6 +351,8 @@ int main(int argc, char** argv) try {
       e.dsn = v;
     else if (k == "--round")
       e.round = std::atoi(v.c_str());
+    else if (k == "--chunk")
+      e.chunk = static_cast<std::size_t>(std::atol(v.c_str()));
     else
       throw std::runtime_error("unknown option " + k);
   }
