@@ -160,6 +160,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   // A listener's hooks (listener.cpp): notifications, and the loss of an open connection.
   copy_state copy_;            // copy.cpp
   bool copy_reading_ = false;  // a COPY needs the reader armed
+  bool paused_ = false;        // a streamed statement's reader is full: stop reading
   std::uint64_t copy_sessions_ = 0;
   std::function<void(const PGnotify&)> on_notify_;
   std::function<void(std::error_code)> on_lost_;
@@ -380,7 +381,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
     const int n = static_cast<int>(pb_.types.size());
     std::string_view text = r->sql();
     int ok;
-    if (cache_.capacity() == 0) {
+    if (cache_.capacity() == 0 || r->unnamed) {
       sql_.assign(text);  // libpq wants NUL-terminated text
       ok = PQsendQueryParams(pg_, sql_.c_str(), n, pb_.types.data(), pb_.values.data(),
                              pb_.lengths.data(), pb_.formats.data(), 1);
@@ -644,7 +645,8 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   }
 
   void arm_timeout(request_base* r) {
-    if (opts_.query_timeout.count() <= 0) return;
+    if (opts_.query_timeout.count() <= 0 || r->is_stream)
+      return;  // a stream lasts as its reader wants
     r->timer = new timer_slot{asio::steady_timer(ex_)};
     ++r->refs;
     r->timer->t.expires_after(opts_.query_timeout);
@@ -709,7 +711,8 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
                      });
   }
   void arm_read() {
-    if (reading_ || (!head_ && !on_notify_ && !copy_reading_) || state_ != state::open) return;
+    if (reading_ || paused_ || (!head_ && !on_notify_ && !copy_reading_) || state_ != state::open)
+      return;
     reading_ = true;
     sock_.async_wait(asio::posix::descriptor_base::wait_read,
                      [self = shared_from_this()](boost::system::error_code ec) {
@@ -750,7 +753,13 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   }
   void drain() {
     int nulls = 0;
-    while (pg_ && state_ == state::open && copy_.m < copy_state::mode::starting && !PQisBusy(pg_)) {
+    while (pg_ && state_ == state::open && copy_.m < copy_state::mode::starting && !paused_) {
+      // A streamed statement at the head: single-row mode must be set before libpq
+      // parses its first row (after its Parse, if any, and before PQisBusy).
+      if (head_ && head_->is_stream && !head_->single_row && head_->prepare_results == 0)
+          [[unlikely]]
+        head_->single_row = PQsetSingleRowMode(pg_) == 1;
+      if (PQisBusy(pg_)) break;
       PGresult* res = PQgetResult(pg_);
       if (!res) {
         if (++nulls >= 2 || !head_) break;
@@ -759,6 +768,8 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
       nulls = 0;
       route(res);
     }
+    if (head_ && head_->is_stream) [[unlikely]]  // rows of this read go out together
+      static_cast<stream_base*>(head_)->drained(*this);
     if (on_notify_) [[unlikely]]
       deliver_notifications();
   }
@@ -810,6 +821,22 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
       else
         cache_.erase_pending(r->stmt_key, r->seq);
       PQclear(res);
+      return;
+    }
+    if (r->is_stream && (st == PGRES_SINGLE_TUPLE || st == PGRES_TUPLES_OK)) [[unlikely]] {
+      if (r->ec || r->finished) {
+        PQclear(res);
+        return;
+      }
+      count_bytes(res);
+      auto* s = static_cast<stream_base*>(r);
+      if (s->rows(*this, result(res))) paused_ = true;  // the consumer is full
+      // Dropped (by its reader, or a row that did not fit) while more rows come: the
+      // server is still producing them, so stop it rather than read them all.
+      if (s->dropped && !s->cancel_sent && st == PGRES_SINGLE_TUPLE) {
+        s->cancel_sent = true;
+        send_cancel();
+      }
       return;
     }
     switch (st) {
@@ -933,6 +960,28 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
     if (!op.finished) finish(&op, errc::connection_error, completion_from::any_thread);
     ec = timed_out ? std::error_code(errc::timeout) : op.ec;
     if (op.refs > 1) op.refs = 1;
+  }
+
+  // ---- streamed statements ------------------------------------------------------------
+  /// The reader of a stream asked for more: read again (what libpq holds first).
+  void stream_resume() {
+    if (!paused_) return;
+    paused_ = false;
+    if (state_ != state::open) return;
+    drain();
+    arm_read();
+  }
+  /// The reader of a stream gave up: its remaining rows are dropped; if it is running on
+  /// the server, it is cancelled there.
+  void stream_drop(request_base* r) {
+    auto* s = static_cast<stream_base*>(r);
+    if (!r->finished && r == head_ && r->sent && !s->cancel_sent) {
+      s->cancel_sent = true;
+      send_cancel();
+    }
+    s->dropped = true;  // a stream not started yet is cancelled when its rows come
+    if (r->finished || r == head_) stream_resume();
+    release(r);
   }
 
   // ---- COPY (copy.cpp) ---------------------------------------------------------------

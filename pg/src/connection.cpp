@@ -2,6 +2,7 @@
 // See DESIGN.md for the request queue, the result router and the cancel race. The engine's
 // state is in conn_impl.hpp.
 #include "conn_impl.hpp"
+#include "inlet/pg/stream.hpp"
 
 namespace inlet::pg {
 namespace detail {
@@ -48,6 +49,12 @@ void on_executor(const conn_ptr& c, F f) {
 }
 const conn_ptr& impl_of(const connection& c) noexcept {
   return c.impl_;
+}
+void stream_resume(conn_impl& c) {
+  c.stream_resume();
+}
+void stream_drop(const conn_ptr& c, request_base* r) {
+  asio::post(c->ex_, [c, r] { c->stream_drop(r); });
 }
 void set_listener_hooks(const conn_ptr& c, std::function<void(const PGnotify&)> on_notify,
                         std::function<void(std::error_code)> on_lost) {

@@ -46,6 +46,7 @@ namespace {
 /// connection) until the connection is done with it.
 struct detached final : request_base {
   std::string_view text;
+  std::string owned;  // when the text is made per use
   tx_ptr keep;
   batch b;
   std::string_view sql() const noexcept override { return text; }
@@ -73,6 +74,16 @@ void drop_savepoint(const tx_ptr& t, unsigned depth) {
   r->b.add(savepoint_sql(depth, 2));
   r->b.add(savepoint_sql(depth, 1));
   r->bat = &r->b;
+  r->owner = t->lease;
+  start_request(t->impl, r);
+}
+
+void drop_cursor(const tx_ptr& t, std::string name) {
+  if (!t || !t->active()) return;
+  auto* r = new detached;
+  r->owned = "CLOSE " + name;
+  r->text = r->owned;
+  r->unnamed = true;
   r->owner = t->lease;
   start_request(t->impl, r);
 }

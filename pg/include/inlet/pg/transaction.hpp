@@ -92,9 +92,12 @@ struct tx_state {
   std::uint64_t lease = 0;
   pooled_connection pooled;
   unsigned depth = 0;
+  unsigned cursors = 0;  // names inlet_c<n>
   bool active() const noexcept { return impl && lease != 0; }
 };
 using tx_ptr = std::shared_ptr<tx_state>;
+/// CLOSE a cursor without a caller (a cursor dropped while its transaction goes on).
+void drop_cursor(const tx_ptr& t, std::string name);
 
 std::string_view begin_sql(const transaction_options& o) noexcept;
 /// Texts for savepoint depth d (1-based): SAVEPOINT, RELEASE SAVEPOINT, ROLLBACK TO

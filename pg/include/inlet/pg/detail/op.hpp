@@ -71,6 +71,7 @@ bool running_in_this_thread(const Ex& ex) noexcept {
 struct lease_tag {
   std::uint64_t owner = 0;
   lease_action action = lease_action::none;
+  bool unnamed = false;  // send as an unnamed statement (texts unique per use: cursors)
 };
 
 // Sinks turn the collected result into the handler's arguments.
@@ -186,6 +187,7 @@ auto initiate(const conn_ptr& impl, Q q, Sink sink, Token&& token, lease_tag tag
         auto* op = op_t<H, Sink, Q>::make(std::move(h), std::move(q), std::move(sink));
         op->owner = tag.owner;
         op->lease = tag.action;
+        op->unnamed = tag.unnamed;
         op->same_ex = same_executor(ex, *impl);
         if (!op->same_ex)
           op->work.emplace(asio::prefer(ex, asio::execution::outstanding_work.tracked));

@@ -43,11 +43,14 @@ struct request_base {
   std::uint64_t seq = 0;    // send order on its connection (owner of pending statements)
   std::uint64_t owner = 0;  // the transaction (lease) it belongs to, 0 for none
   lease_action lease = lease_action::none;
-  bool is_copy = false;  // a copy_request (COPY start), not a statement
-  batch* bat = nullptr;  // an explicit batch (its own result routing), else null
-  std::string stmt_key;  // cache key when this request prepared a statement
-  std::error_code ec;    // first error of this request
-  result res;            // last data result, or the error result
+  bool is_copy = false;     // a copy_request (COPY start), not a statement
+  bool is_stream = false;   // a stream_base: rows go to it as they arrive
+  bool single_row = false;  // libpq's single-row mode is set for it
+  bool unnamed = false;     // sent as an unnamed statement (not through the statement cache)
+  batch* bat = nullptr;     // an explicit batch (its own result routing), else null
+  std::string stmt_key;     // cache key when this request prepared a statement
+  std::error_code ec;       // first error of this request
+  result res;               // last data result, or the error result
   timer_slot* timer = nullptr;
   std::unique_ptr<diagnostics> diag;    // this request's failure detail (made on failure only)
   std::shared_ptr<cancel_link> cancel;  // only when the handler has a cancellation slot
@@ -60,6 +63,17 @@ struct request_base {
   /// executor runs inline), or from anywhere (close(), cancellation: dispatch).
   virtual void deliver(conn_impl& c, std::error_code e, completion_from w) = 0;
   virtual void destroy() noexcept = 0;
+};
+
+/// A statement whose rows are handed over as they arrive (libpq's single-row mode)
+/// instead of collected: row_stream<Row> (stream.hpp). Runs on the connection's executor.
+struct stream_base : request_base {
+  bool dropped = false;      // the reader gave up (or a row did not fit): rows are discarded
+  bool cancel_sent = false;  // a cancel request went to the server for it
+  /// Rows of one result (one row in single-row mode). True: stop reading until resumed.
+  virtual bool rows(conn_impl& c, result res) = 0;
+  /// The end of a socket read: hand over what arrived if the reader is waiting.
+  virtual void drained(conn_impl& c) = 0;
 };
 
 }  // namespace inlet::pg::detail
