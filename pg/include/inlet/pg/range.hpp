@@ -110,8 +110,9 @@ struct type_traits<range<T>> {
       out.lower_inc = false;
       return p == end ? detail::ok() : detail::bad();
     }
-    out.lower_inc = (f & detail::range_lb_inc) != 0;
-    out.upper_inc = (f & detail::range_ub_inc) != 0;
+    // An infinite bound is never inclusive (the server canonicalises the same way).
+    out.lower_inc = (f & detail::range_lb_inc) && !(f & detail::range_lb_inf);
+    out.upper_inc = (f & detail::range_ub_inc) && !(f & detail::range_ub_inf);
     if (!(f & detail::range_lb_inf))
       if (auto ec = detail::read_bound(p, end, out.lower)) return ec;
     if (!(f & detail::range_ub_inf))
