@@ -137,22 +137,24 @@ class sql_builder {
     std::apply([&](const auto&... a) { (pb.add(detail::unref(a), ec), ...); }, args_);
   }
 
+  // The left operand is taken by value: a chain of + moves the values along (each value
+  // is copied once, into the first builder that holds it).
   /// Text + text.
   template <fixed_string S2, class... B>
-  friend constexpr auto operator+(const sql_builder& a, const sql_builder<S2, B...>& b) {
-    return sql_builder<detail::concat(S, S2), Args..., B...>(std::tuple_cat(a.args_, b.params()));
+  friend constexpr auto operator+(sql_builder a, const sql_builder<S2, B...>& b) {
+    return sql_builder<detail::concat(S, S2), Args..., B...>(std::tuple_cat(std::move(a.args_), b.params()));
   }
   /// Text + a value: the value becomes the next parameter.
   template <class V>
     requires(!detail::is_sql_builder<std::remove_cvref_t<V>>)
-  friend auto operator+(const sql_builder& a, V&& v) {
+  friend auto operator+(sql_builder a, V&& v) {
     using D = std::decay_t<V>;
     static_assert(
         !std::is_same_v<D, const char*> && !std::is_same_v<D, char*>,
         "a string literal after + would be a parameter: write \"...\"_SQL for SQL text, or "
         "std::string_view(\"...\") for a text value");
     return sql_builder<detail::concat(S, detail::mark_text), Args..., D>(
-        std::tuple_cat(a.args_, std::tuple<D>(std::forward<V>(v))));
+        std::tuple_cat(std::move(a.args_), std::tuple<D>(std::forward<V>(v))));
   }
 
  private:
