@@ -93,6 +93,7 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
  public:
   conn_impl(asio::any_io_executor ex, connection_options o)
       : ex_(std::move(ex)), opts_(o), sock_(ex_), cache_(o.statement_cache_size) {
+    pb_.user_types = opts_.types.get();
     using io_ex = asio::io_context::executor_type;
     if ((own_io_ = ex_.target<io_ex>()))
       own_kind_ = own::io;

@@ -49,6 +49,8 @@ struct pg_cat final : std::error_category {
         return "no host of the requested role is reachable";
       case errc::copy_closed:
         return "the COPY is over (finished, aborted or failed)";
+      case errc::unknown_type:
+        return "a user-defined type of the OID map does not exist on the server";
     }
     return "unknown inlet.pg error";
   }
@@ -101,7 +103,7 @@ struct cond_cat final : std::error_category {
           return e == errc::timeout || e == errc::pool_timeout || e == errc::connect_timeout;
         case condition::type_mismatch:
           return e == errc::type_mismatch || e == errc::column_count_mismatch ||
-                 e == errc::unexpected_null || e == errc::invalid_value;
+                 e == errc::unexpected_null || e == errc::invalid_value || e == errc::unknown_type;
         default:
           return false;
       }

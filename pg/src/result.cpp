@@ -1,5 +1,8 @@
 #include "inlet/pg/result.hpp"
 
+#include <string>
+#include <vector>
+
 namespace inlet::pg {
 
 namespace detail {
@@ -37,6 +40,37 @@ std::error_code value_error(const PGresult* r, int row, int col, std::error_code
     d->client_message = col_desc(r, col) + ", row " + std::to_string(row) + ": " + ec.message();
   }
   return ec;
+}
+
+std::error_code match_columns(const PGresult* r, const std::string_view* names, std::size_t n, int* cols,
+                              diagnostics* d) {
+  const int ncols = PQnfields(r);
+  std::vector<bool> used(static_cast<std::size_t>(ncols), false);
+  std::string missing, extra;
+  for (std::size_t i = 0; i < n; ++i) {
+    cols[i] = -1;
+    for (int c = 0; c < ncols; ++c) {
+      if (!used[static_cast<std::size_t>(c)] && names[i] == PQfname(r, c)) {
+        cols[i] = c;
+        used[static_cast<std::size_t>(c)] = true;
+        break;
+      }
+    }
+    if (cols[i] < 0) missing.append(missing.empty() ? "\"" : ", \"").append(names[i]).append("\"");
+  }
+  for (int c = 0; c < ncols; ++c)
+    if (!used[static_cast<std::size_t>(c)])
+      extra.append(extra.empty() ? "\"" : ", \"").append(PQfname(r, c)).append("\"");
+  if (missing.empty() && extra.empty()) return ok();
+  if (d) {
+    d->clear();
+    std::string m = "the row type's fields are matched to columns by name:";
+    if (!missing.empty()) m += " no column for field(s) " + missing + ";";
+    if (!extra.empty()) m += " column(s) " + extra + " match no field;";
+    m.pop_back();
+    d->client_message = std::move(m);
+  }
+  return make_error_code(errc::column_count_mismatch);
 }
 }  // namespace detail
 

@@ -71,7 +71,7 @@ TEST(PgConnection, AsyncTypedRowsTuplesAggregatesDescribe) {
     EXPECT_EQ(rows[0].b, "1");
     EXPECT_FALSE(rows[1].b.has_value());
     std::vector<described_row> d;
-    co_await c.async_query(pg::sql("SELECT $1::int8, $2::text", std::int64_t{7}, std::string("seven")), pg::into(d));
+    co_await c.async_query(pg::sql("SELECT $1::text AS name, $2::int8 AS id", std::string("seven"), std::int64_t{7}), pg::into(d));
     EXPECT_EQ(d.size(), 1u);
     if (d.size() == 1) {
       EXPECT_EQ(d[0].id, 7);

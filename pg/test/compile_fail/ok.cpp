@@ -11,3 +11,12 @@ asio::awaitable<void> body(pg::pool& p) {
   pg::transaction moved = std::move(tx2);
   co_await std::move(moved).async_rollback();
 }
+
+// An OID map: a registered type's OID is readable.
+#include "inlet/pg/oid_map.hpp"
+struct attach_ok {
+  static constexpr std::string_view pg_type_name = "mail.attach";
+};
+inlet::pg::oid_t attach_oid(const inlet::pg::oid_map<attach_ok>& m) {
+  return inlet::pg::type_oid<attach_ok>(m);
+}

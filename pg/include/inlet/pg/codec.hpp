@@ -29,7 +29,8 @@
 
 namespace inlet::pg {
 
-/// Primary template: not a PostgreSQL type. Specialise to add one (part 2 adds OID maps).
+/// Primary template: not a PostgreSQL type. Specialise to add a type with a fixed OID;
+/// user-defined types (OIDs per database) go through oid_map.hpp and composite.hpp.
 template <class T, class = void>
 struct type_traits;
 
@@ -304,3 +305,6 @@ template <> struct type_traits<interval> {
 }  // namespace inlet::pg
 
 #include "inlet/pg/detail/value_traits.hpp"
+#include "inlet/pg/composite.hpp"
+#include "inlet/pg/hstore.hpp"
+#include "inlet/pg/range.hpp"

@@ -55,6 +55,9 @@ struct connection_options {
   /// Deadline of each host's connect attempt (libpq ignores connect_timeout in
   /// asynchronous connects; we enforce it). 0: the DSN's connect_timeout, else 10 s.
   std::chrono::milliseconds connect_timeout{0};
+  /// User-defined types (oid_map.hpp): shared by every connection given these options
+  /// (a pool's); async_lookup_types fills the OIDs once.
+  std::shared_ptr<const type_map> types{};
 };
 
 /// Counters of one connection (read on its executor).
@@ -177,6 +180,7 @@ class connection {
   std::size_t query(const Q& q, into_t<Row, Out> into, std::error_code& ec) {
     result r = query(q, ec);
     if (ec) return 0;
+    detail::type_scope scope(detail::types_of(*impl_));
     ec = r.template read_all<Row>(*into.out, &diag_ref());
     return ec ? 0 : static_cast<std::size_t>(r.rows());
   }

@@ -37,6 +37,7 @@ enum class errc {
   transaction_aborted,  ///< COMMIT of a transaction in which a statement had failed: rolled back
   no_host,              ///< cluster: no host of the requested role (primary, replica) in time
   copy_closed,  ///< a COPY writer/reader used after its COPY ended (finished, aborted, failed)
+  unknown_type,  ///< a user-defined type of an OID map does not exist on the server
 };
 
 const std::error_category& pg_category() noexcept;

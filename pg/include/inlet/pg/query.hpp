@@ -20,6 +20,7 @@ namespace detail {
 /// Parameter arrays in the shape libpq wants; reused per connection (no per-query
 /// allocation once warm).
 struct param_buffer {
+  const type_map* user_types = nullptr;  // the connection's OID map (user types), or null
   std::string data;
   std::vector<oid_t> types;
   std::vector<std::ptrdiff_t> offsets;  // -1 for NULL
@@ -80,6 +81,7 @@ class query {
   explicit query(std::string_view text, Args... args) : text_(text), args_(std::move(args)...) {}
   std::string_view text() const noexcept { return text_; }
   void bind(detail::param_buffer& pb, std::error_code& ec) const {
+    detail::type_scope scope(pb.user_types);
     std::apply([&](const auto&... a) { (pb.add(a, ec), ...); }, args_);
   }
 

@@ -2,7 +2,9 @@
 // as views, and typed reads into scalars, std::tuple, Describe-annotated structs and
 // plain aggregates (Boost.PFR). Column count and OIDs are checked once per result
 // against the C++ types; a mismatch gives errc::type_mismatch and a message naming the
-// column.
+// column. Tuples and plain aggregates match columns by position, described structs by
+// name (columns in any order; a missing field or an extra column is
+// errc::column_count_mismatch naming them).
 //
 // Thread-safety: a result is a value; distinct objects may be used from distinct threads,
 // one object from one thread at a time (const member functions are safe concurrently).
@@ -65,11 +67,13 @@ template <class Row, class = void> struct row_traits;
 
 template <pg_value T> struct row_traits<T> {  // a single column
   static constexpr std::size_t size = 1;
+  static constexpr bool by_name = false;
   template <std::size_t I> using type = T;
   template <std::size_t I> static T& get(T& r) noexcept { return r; }
 };
 template <class... Ts> struct row_traits<std::tuple<Ts...>> {
   static constexpr std::size_t size = sizeof...(Ts);
+  static constexpr bool by_name = false;
   template <std::size_t I> using type = std::tuple_element_t<I, std::tuple<Ts...>>;
   template <std::size_t I> static auto& get(std::tuple<Ts...>& r) noexcept { return std::get<I>(r); }
 };
@@ -78,6 +82,12 @@ template <class T>
 struct row_traits<T> {
   using members = boost::describe::describe_members<T, boost::describe::mod_public>;
   static constexpr std::size_t size = boost::mp11::mp_size<members>::value;
+  /// Fields are matched to columns by name (Boost 1.81's PFR has no names: plain
+  /// aggregates stay positional, like tuples).
+  static constexpr bool by_name = true;
+  static constexpr std::array<std::string_view, size> names = []<template <class...> class L, class... M>(L<M...>) {
+    return std::array<std::string_view, size>{std::string_view(M::name)...};
+  }(members{});
   template <std::size_t I>
   using type = std::remove_cvref_t<decltype(std::declval<T&>().*boost::mp11::mp_at_c<members, I>::pointer)>;
   template <std::size_t I> static auto& get(T& r) noexcept {
@@ -88,6 +98,7 @@ template <class T>
   requires(!pg_value<T> && !is_tuple<T>::value && !described<T> && std::is_aggregate_v<T>)
 struct row_traits<T> {
   static constexpr std::size_t size = boost::pfr::tuple_size_v<T>;
+  static constexpr bool by_name = false;
   template <std::size_t I> using type = boost::pfr::tuple_element_t<I, T>;
   template <std::size_t I> static auto& get(T& r) noexcept { return boost::pfr::get<I>(r); }
 };
@@ -95,6 +106,10 @@ struct row_traits<T> {
 std::error_code column_error(const PGresult* r, int col, oid_t got, oid_t want, diagnostics* d);
 std::error_code count_error(const PGresult* r, std::size_t want, diagnostics* d);
 std::error_code value_error(const PGresult* r, int row, int col, std::error_code ec, diagnostics* d);
+/// Matches field names to column names (exact, as the server spells them): cols[i] is
+/// field i's column. Names every missing field and every extra column at once.
+std::error_code match_columns(const PGresult* r, const std::string_view* names, std::size_t n, int* cols,
+                              diagnostics* d);
 }  // namespace detail
 
 template <class T>
@@ -133,25 +148,30 @@ class result {
   diagnostics error_diagnostics() const;
 
   /// Checks column count and OIDs against Row (once per result).
+  /// Checks the columns against Row (once per result): count and OIDs by position for
+  /// tuples and plain aggregates; for described structs each field by its name (a
+  /// missing field, an extra column or a wrong type is named in the diagnostics).
   template <row_type Row>
   std::error_code check(diagnostics* d = nullptr) const {
-    using tr = detail::row_traits<Row>;
-    if (static_cast<std::size_t>(columns()) != tr::size)
-      return detail::count_error(r_.get(), tr::size, d);
-    return check_columns<Row>(d, std::make_index_sequence<tr::size>{});
+    col_map<Row> cols;
+    return check_map<Row>(cols, d);
   }
-  /// Decodes row `row` into out; call check<Row>() first (read_all does).
+  /// Checks, then decodes row `row` into out (read_all checks once for all rows).
   template <row_type Row>
   std::error_code read_row(int row, Row& out, diagnostics* d = nullptr) const {
-    return read_fields(row, out, d, std::make_index_sequence<detail::row_traits<Row>::size>{});
+    col_map<Row> cols;
+    if (auto ec = check_map<Row>(cols, d)) return ec;
+    std::array<bool, detail::row_traits<Row>::size> plan{};
+    return read_planned(row, out, plan, cols, d);
   }
   /// Checks, then appends every row to a container (emplace_back/push_back) or output
   /// iterator. Rows are decoded in place in the container when it has emplace_back.
   template <class Row, class Out>
   std::error_code read_all(Out& out, diagnostics* d = nullptr) const {
-    if (auto ec = check<Row>(d)) return ec;
+    col_map<Row> cols;
+    if (auto ec = check_map<Row>(cols, d)) return ec;
     const int n = rows();
-    const auto plan = plan_columns<Row>();
+    const auto plan = plan_columns<Row>(cols);
     if constexpr (requires {
                     { out.emplace_back() } -> std::same_as<Row&>;
                     out.pop_back();
@@ -160,7 +180,7 @@ class result {
         out.reserve(out.size() + static_cast<std::size_t>(n));
       for (int i = 0; i < n; ++i) {
         auto& r = out.emplace_back();
-        if (auto ec = read_planned(i, r, plan, d)) {
+        if (auto ec = read_planned(i, r, plan, cols, d)) {
           out.pop_back();
           return ec;
         }
@@ -168,7 +188,7 @@ class result {
     } else {
       for (int i = 0; i < n; ++i) {
         Row r{};
-        if (auto ec = read_planned(i, r, plan, d)) return ec;
+        if (auto ec = read_planned(i, r, plan, cols, d)) return ec;
         if constexpr (requires { out.push_back(std::move(r)); }) out.push_back(std::move(r));
         else *out++ = std::move(r);
       }
@@ -177,6 +197,19 @@ class result {
   }
 
  private:
+  template <class Row>
+  using col_map = std::array<int, detail::row_traits<Row>::size>;
+  template <class Row>
+  std::error_code check_map(col_map<Row>& cols, diagnostics* d) const {
+    using tr = detail::row_traits<Row>;
+    if constexpr (tr::by_name) {
+      if (auto ec = detail::match_columns(r_.get(), tr::names.data(), tr::size, cols.data(), d)) return ec;
+    } else {
+      if (static_cast<std::size_t>(columns()) != tr::size) return detail::count_error(r_.get(), tr::size, d);
+      for (std::size_t i = 0; i < tr::size; ++i) cols[i] = static_cast<int>(i);
+    }
+    return check_columns<Row>(cols, d, std::make_index_sequence<tr::size>{});
+  }
   // Per-result decisions, made once (after check<Row>()): which string columns may take
   // their length from strlen instead of a second libpq call. Their binary format is the
   // characters, which never contain a NUL, and libpq ends every value with a NUL; only
@@ -185,15 +218,15 @@ class result {
   template <class Row>
   using plan_t = std::array<bool, detail::row_traits<Row>::size>;
   template <class Row>
-  plan_t<Row> plan_columns() const {
+  plan_t<Row> plan_columns(const col_map<Row>& cols) const {
     plan_t<Row> p{};
-    plan_fill<Row>(p, std::make_index_sequence<detail::row_traits<Row>::size>{});
+    plan_fill<Row>(p, cols, std::make_index_sequence<detail::row_traits<Row>::size>{});
     return p;
   }
   template <class Row, std::size_t... I>
-  void plan_fill(plan_t<Row>& p, std::index_sequence<I...>) const {
+  void plan_fill(plan_t<Row>& p, const col_map<Row>& cols, std::index_sequence<I...>) const {
     ((p[I] = detail::is_string_value<typename detail::row_traits<Row>::template type<I>>::value &&
-             short_text_column(static_cast<int>(I))),
+             short_text_column(cols[I])),
      ...);
   }
   bool short_text_column(int c) const noexcept {
@@ -204,23 +237,23 @@ class result {
     return mod > 4 && mod - 4 <= 256;
   }
   template <class Row, std::size_t N>
-  std::error_code read_planned(int row, Row& out, const std::array<bool, N>& plan, diagnostics* d) const {
-    return read_planned_fields(row, out, plan, d, std::make_index_sequence<N>{});
+  std::error_code read_planned(int row, Row& out, const std::array<bool, N>& plan, const std::array<int, N>& cols,
+                               diagnostics* d) const {
+    return read_planned_fields(row, out, plan, cols, d, std::make_index_sequence<N>{});
   }
   template <class Row, std::size_t N, std::size_t... I>
-  std::error_code read_planned_fields(int row, Row& out, const std::array<bool, N>& plan, diagnostics* d,
+  std::error_code read_planned_fields(int row, Row& out, const std::array<bool, N>& plan,
+                                      const std::array<int, N>& cols, diagnostics* d,
                                       std::index_sequence<I...>) const {
     PGresult* r = r_.get();
     std::error_code ec = detail::no_error;
-    ((ec = read_field(r, row, static_cast<int>(I), detail::row_traits<Row>::template get<I>(out), d, plan[I])) ||
-     ...);
+    ((ec = read_field(r, row, cols[I], detail::row_traits<Row>::template get<I>(out), d, plan[I])) || ...);
     return ec;
   }
   template <class Row, std::size_t... I>
-  std::error_code check_columns(diagnostics* d, std::index_sequence<I...>) const {
+  std::error_code check_columns(const col_map<Row>& cols, diagnostics* d, std::index_sequence<I...>) const {
     std::error_code ec = detail::no_error;
-    ((ec = check_one<typename detail::row_traits<Row>::template type<I>>(static_cast<int>(I), d)) ||
-     ...);
+    ((ec = check_one<typename detail::row_traits<Row>::template type<I>>(cols[I], d)) || ...);
     return ec;
   }
   template <class T>
@@ -229,14 +262,6 @@ class result {
     oid_t t = PQftype(r_.get(), c);
     if (value_traits<T>::accepts(t)) return detail::ok();
     return detail::column_error(r_.get(), c, t, value_traits<T>::type_oid(), d);
-  }
-  template <class Row, std::size_t... I>
-  std::error_code read_fields(int row, Row& out, diagnostics* d, std::index_sequence<I...>) const {
-    std::error_code ec = detail::no_error;
-    PGresult* r = r_.get();
-    ((ec = read_field(r, row, static_cast<int>(I), detail::row_traits<Row>::template get<I>(out), d, false)) ||
-     ...);
-    return ec;
   }
   // Inlined into the row loop: two libpq accessor calls per field (one for short text
   // columns, see plan_columns), no other call on success.

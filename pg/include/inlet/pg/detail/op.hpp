@@ -28,6 +28,7 @@ void start_request(const conn_ptr& c, request_base* r);
 void cancel_request(const conn_ptr& c, const std::shared_ptr<cancel_link>& l);
 const asio::any_io_executor& executor_of(const conn_impl& c) noexcept;
 diagnostics& diag_of(conn_impl& c) noexcept;
+const type_map* types_of(const conn_impl& c) noexcept;
 /// Installs a cancellation handler when op's handler has a connected slot. The handler
 /// only posts to the connection's executor (it may run on any thread).
 template <class Op>
@@ -99,6 +100,7 @@ struct into_sink {
   auto args(conn_impl& c, request_base& r, std::error_code ec) {
     std::size_t n = 0;
     if (!ec) {
+      type_scope scope(types_of(c));
       ec = r.res.template read_all<Row>(*out, &diag_of(c));
       if (!ec)
         n = static_cast<std::size_t>(r.res.rows());

@@ -9,6 +9,8 @@ namespace inlet::pg {
 template <class T>
 concept scalar_type = requires { type_traits<T>::type_oid; };
 
+template <class T, class = void> struct value_traits;
+
 namespace detail {
 template <class T> struct is_optional : std::false_type {};
 template <class U> struct is_optional<std::optional<U>> : std::true_type {};
@@ -33,7 +35,14 @@ template <class U> struct strip_optional<std::optional<U>> { using type = U; };
 template <class S>
 constexpr bool scalar_accepts_array(oid_t o) noexcept {
   if constexpr (requires { type_traits<S>::accepts_array(o); }) return type_traits<S>::accepts_array(o);
-  else return o == type_traits<S>::array_oid;
+  else if constexpr (requires { type_traits<S>::array_oid; }) return o == type_traits<S>::array_oid;
+  else return o != 0 && o == value_traits<S>::array_oid();  // a user type: from the OID map
+}
+/// The array type OID of element type S (fixed, or from the OID map for user types).
+template <class S>
+constexpr oid_t array_oid_of() noexcept {
+  if constexpr (requires { type_traits<S>::array_oid; }) return type_traits<S>::array_oid;
+  else return value_traits<S>::array_oid();
 }
 
 template <class S>
@@ -42,8 +51,6 @@ void encode_scalar(const S& v, std::string& out, std::error_code& ec) {
   else type_traits<S>::encode(v, out);
 }
 }  // namespace detail
-
-template <class T, class = void> struct value_traits;
 
 /// A plain scalar: never NULL.
 template <class T>
@@ -167,9 +174,9 @@ struct value_traits<T> {
   using leaf = typename detail::array_leaf<T>::type;
   using scalar = typename detail::strip_optional<leaf>::type;
   static constexpr int dims = detail::array_leaf<T>::depth;
-  static_assert(scalar_type<scalar>, "array element is not a PostgreSQL type");
+  static_assert(requires { value_traits<scalar>::type_oid(); }, "array element is not a PostgreSQL type");
 
-  static constexpr oid_t type_oid() noexcept { return type_traits<scalar>::array_oid; }
+  static constexpr oid_t type_oid() noexcept { return detail::array_oid_of<scalar>(); }
   static constexpr bool accepts(oid_t o) noexcept { return detail::scalar_accepts_array<scalar>(o); }
 
   static bool encode(const T& v, std::string& out, std::error_code& ec) {
@@ -180,7 +187,7 @@ struct value_traits<T> {
     std::size_t head = out.size();
     detail::store_be<std::int32_t>(out, empty ? 0 : dims);
     detail::store_be<std::int32_t>(out, 0);
-    detail::store_be<std::int32_t>(out, static_cast<std::int32_t>(type_traits<scalar>::type_oid));
+    detail::store_be<std::int32_t>(out, static_cast<std::int32_t>(value_traits<scalar>::type_oid()));
     if (empty) return true;
     for (auto s : w.shape) {
       detail::store_be<std::int32_t>(out, s);
