@@ -256,7 +256,11 @@ void server_session::dispatch(std::string_view line) {
   if (iequals(verb, "BDAT") && cfg_->chunking) return cmd_bdat(arg);
   if (iequals(verb, "RSET")) return cmd_rset(arg);
   if (iequals(verb, "NOOP")) return reply(250, "2.0.0", "Ok");
-  if (iequals(verb, "STARTTLS") && cfg_->starttls) return cmd_starttls(arg);
+  if (iequals(verb, "STARTTLS")) {
+    // RFC 3207: not offered (no certificate) is not temporary, so 502, not 454.
+    if (!cfg_->starttls) return error_reply(502, "5.5.1", "Error: STARTTLS not available");
+    return cmd_starttls(arg);
+  }
   if (iequals(verb, "VRFY")) {
     if (trim(arg).empty()) return error_reply(501, "5.5.4", "Syntax: VRFY address");
     return reply(252, "2.0.0", "Cannot VRFY user, but will accept message and attempt delivery");
