@@ -50,6 +50,17 @@ void refuse(tcp::socket& s, const server_config& cfg, bool stopping) {
 
 // ---------------------------------------------------------------- results
 
+void asio_conn::wake() noexcept {
+  try {
+    if (auto self = weak_from_this().lock())
+      asio::post(sock.get_executor(), [self] {
+        error_code ig;
+        if (self->armed) self->sock.cancel(ig);  // the wait ends: on_interrupted sees the eviction
+      });
+  } catch (...) {  // no memory for the handler: the next wait sees the eviction
+  }
+}
+
 action read_now(asio_conn& c) {
   error_code ec;
   std::size_t n = c.sock.read_some(c.conn.read_buffers(), ec);
@@ -94,7 +105,10 @@ asio_server::asio_server(const server_config& cfg, deliver_fn d)
     : cfg_(cfg),
       hook_(std::move(d)),
       policy_(conn_policy::from(cfg_, &stopping_)),
-      adm_(cfg.max_connections, cfg.max_connections_per_ip) {}
+      adm_(admission_limits::from(cfg), &cnt_.pressure),
+      memory_(cfg.release_memory) {
+  policy_.pressure = &cnt_.pressure;
+}
 
 std::error_code asio_server::start() {
   if (auto ec = tls_context::load(cfg_.tls_cert, cfg_.tls_key, tls_)) return ec;
@@ -161,20 +175,26 @@ void asio_server::accept_next(std::size_t i) {
   });
 }
 
-// A freshly accepted connection: limits, then its dispatcher.
+// A freshly accepted connection: limits (which may evict the slowest
+// connection to make room), then its dispatcher.
 void asio_server::take(tcp::socket s, bool lmtp) {
   cnt_.accepted.fetch_add(1, std::memory_order_relaxed);
   error_code ig;
   auto peer = s.remote_endpoint(ig);
   std::string ip = peer.address().to_string();
-  if (stopping_.load() || !adm_.admit(ip)) {
+  if (stopping_.load()) {
     cnt_.refused.fetch_add(1, std::memory_order_relaxed);
-    refuse(s, cfg_, stopping_.load());
+    refuse(s, cfg_, true);
     return;
   }
-  s.set_option(tcp::no_delay(true), ig);
-  s.non_blocking(true, ig);
   auto c = std::make_shared<asio_conn>(std::move(s), policy_, policy_.session(lmtp));
+  if (!admitted(adm_.admit(*c, ip))) {
+    cnt_.refused.fetch_add(1, std::memory_order_relaxed);
+    refuse(c->sock, cfg_, false);
+    return;
+  }
+  c->sock.set_option(tcp::no_delay(true), ig);
+  c->sock.non_blocking(true, ig);
   c->conn.set_remote(std::move(ip), peer.port());
   {
     std::lock_guard lk(mu_);
@@ -189,7 +209,7 @@ void asio_server::finish(asio_conn& c) {
   error_code ig;
   c.sock.shutdown(tcp::socket::shutdown_both, ig);  // io_uring: close alone leaves its ops pending
   c.sock.close(ig);
-  adm_.release(c.conn.session().remote_address());
+  adm_.release(c);
 }
 
 void pending_delivery::answer(delivery_result r) {
@@ -249,7 +269,7 @@ action asio_server::delivered(asio_conn& c, pending_delivery& p) {
 clock::duration asio_server::reap_period() const {
   if (stopping_.load()) return std::chrono::milliseconds(10);  // notice the last close soon
   auto shortest = std::min({cfg_.greeting_timeout, cfg_.command_timeout, cfg_.data_timeout,
-                            cfg_.message_timeout, cfg_.shutdown_grace});
+                            cfg_.message_timeout, cfg_.shutdown_grace, cfg_.pressure_timeout});
   return std::clamp<clock::duration>(shortest / 4, std::chrono::milliseconds(10),
                                      std::chrono::seconds(1));
 }
@@ -267,8 +287,16 @@ void asio_server::tick() {
   });
 }
 
-// Returns false when the server is stopping and no connection is left.
+// Returns false when the server is stopping and no connection is left. When
+// slot pressure began or ended since the last tick, every pending wait gets
+// its deadline again (the connection computes it under the new state); after
+// a wave of connections, memory goes back to the system.
 bool asio_server::reap() {
+  if (bool p = adm_.under_pressure(); p != pressure_seen_) {
+    pressure_seen_ = p;
+    rearm_all();
+  }
+  memory_.tick(adm_.active(), clock::now());
   const clock::rep now = clock::now().time_since_epoch().count();
   std::lock_guard lk(mu_);
   for (auto it = conns_.begin(); it != conns_.end();) {
@@ -299,6 +327,12 @@ void asio_server::post_to_each(F f) {
     if (auto c = w.lock()) asio::post(c->sock.get_executor(), [c, f] { f(*c); });
 }
 
+void asio_server::rearm_all() {
+  post_to_each([](asio_conn& c) {
+    if (c.armed) c.arm(c.conn.deadline());  // the reaper cancels what is past it
+  });
+}
+
 void asio_server::stop() {
   if (stopping_.exchange(true)) return;
   for (auto& acc : acceptors_)
@@ -324,13 +358,7 @@ void asio_server::wait() {
 }
 
 server_stats asio_server::stats() const {
-  server_stats s;
-  s.connections_accepted = cnt_.accepted.load();
-  s.connections_refused = cnt_.refused.load();
-  s.messages_delivered = cnt_.delivered.load();
-  s.messages_rejected = cnt_.rejected.load();
-  s.active_connections = adm_.active();
-  return s;
+  return stats_of(cnt_, adm_);
 }
 
 }  // namespace inlet::smtp::detail

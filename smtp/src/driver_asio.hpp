@@ -39,11 +39,16 @@ using boost::system::error_code;
 //
 // Ownership: a shared_ptr held by whatever waits for it (dispatcher, readiness
 // handler); the registry holds a weak_ptr. Touched only on its strand, except
-// `deadline`, which the reaper reads from its own strand.
-struct asio_conn {
+// `deadline`, which the reaper reads from its own strand, and the admission
+// slot it is (admission.hpp), whose wake() posts a cancel to the strand.
+struct asio_conn : std::enable_shared_from_this<asio_conn>, slot {
   static constexpr clock::rep no_deadline = std::numeric_limits<clock::rep>::max();
   asio_conn(tcp::socket s, const conn_policy& p, std::shared_ptr<const session_config> cfg)
-      : sock(std::move(s)), conn(p, std::move(cfg)) {}
+      : sock(std::move(s)), conn(p, std::move(cfg)) {
+    conn.set_slot(this);
+  }
+  ~asio_conn() override { leave(); }
+  void wake() noexcept override;
   tcp::socket sock;
 
   connection conn;
@@ -129,13 +134,16 @@ class asio_server : public model_driver {
   clock::duration reap_period() const;
   void tick();
   bool reap();
+  void rearm_all();
   template <class F>
   void post_to_each(F f);
 
   deliver_fn hook_;
   conn_policy policy_;
-  admission adm_;
   driver_counters cnt_;
+  admission adm_;
+  memory_keeper memory_;              // the reaper's
+  bool pressure_seen_ = false;        // the reaper's: the pressure state its last tick saw
   std::unique_ptr<tls_context> tls_;  // STARTTLS, when a certificate is configured
   std::vector<std::unique_ptr<asio::io_context>> ctxs_;
   std::vector<std::thread> threads_;

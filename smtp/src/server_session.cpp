@@ -150,6 +150,11 @@ void server_session::shutdown_now() {
   close_with(421, "4.3.2", cfg_->hostname + " Service shutting down", errc::shutting_down);
 }
 
+void server_session::evict() {
+  close_with(421, "4.7.0", cfg_->hostname + " Error: too many connections, closing a slow one",
+             errc::evicted);
+}
+
 void server_session::tls_started() {
   if (state_ != state::tls_wait) return;
   tls_ = true;
