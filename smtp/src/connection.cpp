@@ -166,9 +166,9 @@ buffer::streambuf::mutable_buffers_type connection::read_buffers() {
 
 // Computed when asked, so that a change of slot pressure or an eviction
 // reaches a wait that is already pending (the driver re-arms it).
-clock::time_point connection::deadline() const noexcept {
+clock::time_point connection::deadline(bool under_pressure) const noexcept {
   if (op_ == act::deliver || op_ == act::close) return clock::time_point::max();
-  clock::time_point d = pressured() ? op_deadline_.pressed : op_deadline_.normal;
+  clock::time_point d = under_pressure ? op_deadline_.pressed : op_deadline_.normal;
   if ((op_ == act::read || op_ == act::wait) && !forced_ && evicted()) d = clock::time_point::min();
   if (stop_seen_ && !forced_) d = std::min(d, force_at_);
   return d;

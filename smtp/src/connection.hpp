@@ -203,8 +203,11 @@ class connection {
   std::string_view output() const noexcept;
   received_message take_message();
 
-  /// The pending action's deadline (max when it has none).
-  clock::time_point deadline() const noexcept;
+  /// The pending action's deadline (max when it has none), under the slot
+  /// pressure of now, or as it is with and without pressure (a driver that
+  /// keeps both needs no word from the connection when the pressure flips).
+  clock::time_point deadline() const noexcept { return deadline(pressured()); }
+  clock::time_point deadline(bool under_pressure) const noexcept;
   act pending() const noexcept { return op_; }
   std::error_code close_reason() const noexcept {
     return reason_ == errc::ok ? std::error_code{} : make_error_code(reason_);

@@ -67,13 +67,22 @@ delivery_result deliver_sync(const deliver_fn& hook, driver_counters& c, receive
   return std::move(*w->res);
 }
 
+// Memory is freed as connections close, so the release waits until the
+// count stops falling: trimming half way through would leave the second
+// half's memory (and refill the pool's spare list) until the next wave.
 bool memory_keeper::tick(std::size_t active, clock::time_point now) {
   if (!enabled_) return false;
   peak_ = std::max(peak_, active);
-  if (peak_ < active + min_wave || active > peak_ / 2) return false;
-  if (now - last_ < std::chrono::seconds(1)) return false;
-  last_ = now;
+  bool falling = active < last_active_;
+  last_active_ = active;
+  if (peak_ < active + min_wave || active > peak_ / 2) {
+    low_since_ = clock::time_point::max();
+    return false;
+  }
+  if (low_since_ == clock::time_point::max()) low_since_ = now;
+  if (falling && now - low_since_ < std::chrono::seconds(5)) return false;
   peak_ = active;
+  low_since_ = clock::time_point::max();
   release_memory();
   return true;
 }

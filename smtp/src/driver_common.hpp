@@ -66,11 +66,12 @@ void count(driver_counters& c, const delivery_result& r);
 /// Calls the hook and blocks until its callback ran (blocking models).
 delivery_result deliver_sync(const deliver_fn& hook, driver_counters& c, received_message&& msg);
 
-/// Gives freed memory back to the system after a wave of connections: when
-/// the open count falls to half its peak since the last release (the peak at
-/// least 256 above it), the buffer pool's spare fragments are freed and
-/// malloc_trim(0) returns free heap pages. Called from one thread (the
-/// reaper, the accept loop) with the open count; cheap when nothing happens.
+/// Gives freed memory back to the system after a wave of connections: once
+/// the open count has fallen to half its peak since the last release (the
+/// peak at least min_wave above it) and stopped falling (or 5 s later), the
+/// buffer pool's spare fragments are freed and malloc_trim(0) returns free
+/// heap pages. Called from one thread (the reaper, the accept loop) about
+/// once a second with the open count; cheap when nothing happens.
 class memory_keeper {
  public:
   explicit memory_keeper(bool enabled) : enabled_(enabled) {}
@@ -81,7 +82,8 @@ class memory_keeper {
  private:
   bool enabled_;
   std::size_t peak_ = 0;
-  clock::time_point last_{};
+  std::size_t last_active_ = 0;
+  clock::time_point low_since_ = clock::time_point::max();  // the wave was over from then
 };
 
 /// Frees the buffer pools' spare fragments and trims malloc's free pages.

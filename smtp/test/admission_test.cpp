@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "driver_common.hpp"
+
 namespace d = inlet::smtp::detail;
 using d::admit_result;
 
@@ -188,4 +190,34 @@ TEST(Admission, SlotLifetimes) {
     ASSERT_TRUE(d::admitted(gone.admit(*late, "192.0.2.1")));
   }
   late.reset();  // no use of the destroyed admission
+}
+
+// Memory goes back after a wave: once the open count is at half its peak (and
+// a wave of at least min_wave) and has stopped falling, or has been falling
+// for 5 s; not half way down, not for small ups and downs.
+TEST(MemoryKeeper, ReleasesOnceAWaveIsOver) {
+  using namespace std::chrono_literals;
+  d::memory_keeper k(true);
+  auto t = d::clock::time_point{} + 1000h;
+  EXPECT_FALSE(k.tick(10, t));
+  EXPECT_FALSE(k.tick(2000, t += 1s));
+  EXPECT_FALSE(k.tick(1500, t += 1s));  // above half the peak
+  EXPECT_FALSE(k.tick(600, t += 1s));   // low, still falling
+  EXPECT_FALSE(k.tick(20, t += 1s));
+  EXPECT_TRUE(k.tick(20, t += 1s));  // stopped falling: released
+  EXPECT_FALSE(k.tick(20, t += 1s));
+  EXPECT_FALSE(k.tick(200, t += 1s));  // a small wave
+  EXPECT_FALSE(k.tick(10, t += 1s));
+  EXPECT_FALSE(k.tick(10, t += 1s));
+  // A long slow decline: released 5 s after it went below half.
+  EXPECT_FALSE(k.tick(3000, t += 1s));
+  int released_at = -1;
+  for (int i = 0; i < 10 && released_at < 0; ++i)
+    if (k.tick(static_cast<std::size_t>(1400 - 100 * i), t += 1s)) released_at = i;
+  EXPECT_EQ(released_at, 5);
+
+  d::memory_keeper off(false);
+  EXPECT_FALSE(off.tick(5000, t += 1s));
+  EXPECT_FALSE(off.tick(0, t += 1s));
+  EXPECT_FALSE(off.tick(0, t += 1s));
 }

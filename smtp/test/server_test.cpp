@@ -744,6 +744,11 @@ TEST_P(server_test, trickling_clients_cannot_take_every_slot) {
   };
   EXPECT_TRUE(serve_good_client());
   if (GetParam() == smtp::io_model::process) return;
+  // The good client's slot is released once its thread or handler has seen
+  // the close: until then a fourth hostile address would evict already.
+  for (int i = 0; i < 200 && srv->stats().active_connections > 9; ++i)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(srv->stats().active_connections, 9u);
   for (int i = 0; i < 3; ++i) trickle_from("127.0.4.1");  // every slot taken now
   ASSERT_EQ(hostile.size(), 12u);
   EXPECT_TRUE(serve_good_client());
