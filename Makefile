@@ -5,6 +5,7 @@ CMAKE_ARGS ?=
 SMTP       ?= 127.0.0.1:1025
 HTTP       ?= 127.0.0.1:8025
 
+.PHONY: run-pg
 .PHONY: all deps configure build run test test-uring test-asan test-tsan fuzz clean format
 
 all: build
@@ -28,6 +29,10 @@ run: build
 	@echo "  look:  open http://$(HTTP)/ in a browser"
 	@echo ""
 	exec $(BUILD)/bin/inletd --smtp $(SMTP) --listen $(HTTP) --store memory
+
+# Durable mode: inletd with the PostgreSQL store on a local cluster kept in $(BUILD)/pgdata.
+run-pg: build
+	bash store/run-pg.sh $(BUILD) $(SMTP) $(HTTP)
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900

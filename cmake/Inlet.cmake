@@ -35,7 +35,10 @@ set(INLET_EXTERNAL_libpq "PkgConfig::LIBPQ")
 set(INLET_EXTERNAL_libhs "PkgConfig::HS")
 set(INLET_EXTERNAL_liburing "PkgConfig::LIBURING")
 set(INLET_EXTERNAL_date "date::date-tz")
-set(INLET_EXTERNAL_NAMES boost boost_context boost_json threads openssl libpq libhs liburing date)
+set(INLET_EXTERNAL_curl "CURL::libcurl")
+set(INLET_EXTERNAL_graphicsmagick "PkgConfig::GRAPHICSMAGICK")
+set(INLET_EXTERNAL_NAMES boost boost_context boost_json threads openssl libpq libhs liburing date
+    curl graphicsmagick)
 
 include(GNUInstallDirs)
 
@@ -46,6 +49,16 @@ function(_inlet_record_install name)
   foreach(d ${ARGN})
     if(d MATCHES "^inlet::(.+)$")
       list(APPEND inlet_deps ${CMAKE_MATCH_1})
+      continue()
+    endif()
+    if(IS_ABSOLUTE "${d}")  # a system library by path (libcrypt): linked as it is
+      continue()
+    endif()
+    if(TARGET ${d} AND d MATCHES "^inlet_")
+      # A helper library of this component only (embedded files): installed beside it,
+      # in its export set.
+      install(TARGETS ${d} EXPORT inlet-${name}-targets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
       continue()
     endif()
     set(found "")

@@ -43,7 +43,7 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libinlet-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-  "libboost1.81-dev, libboost-context1.81-dev, libboost-json1.81-dev, libpq-dev, libssl-dev, libhyperscan-dev, libhowardhinnant-date-dev, pkg-config")
+  "libboost1.81-dev, libboost-context1.81-dev, libboost-json1.81-dev, libpq-dev, libssl-dev, libhyperscan-dev, libhowardhinnant-date-dev, libcurl4-openssl-dev, libgraphicsmagick1-dev, pkg-config")
 set(CPACK_DEBIAN_DEV_DESCRIPTION
   "inlet's libraries: buffer, SMTP, MIME, filter, PostgreSQL client, store, HTTP.
  Static libraries, headers and the CMake package: find_package(inlet COMPONENTS pg)

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what the benchmark harnesses and corpus scripts need beyond scripts/install-deps.sh
 # (not needed by `make test`): Python peers and plotting, libpqxx (a bench/pg peer),
-# CPython's email test messages, Node.js for Haraka and the spam-assassin corpus. Idempotent.
+# CPython's email test messages, Node.js for Haraka and the spam-assassin corpus, wrk (HTTP
+# load for http/bench). Idempotent.
 set -euo pipefail
 bash "$(dirname "$0")/install-deps.sh"
-PKGS=(python3-aiosmtpd python3-matplotlib libpython3.11-testsuite nodejs npm libpqxx-dev)
+PKGS=(python3-aiosmtpd python3-matplotlib libpython3.11-testsuite nodejs npm libpqxx-dev wrk)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

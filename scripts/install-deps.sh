@@ -14,9 +14,16 @@ PKGS=(
   libfmt-dev libspdlog-dev libcli11-dev
   # time zones of search dates (the date library reads the system zoneinfo)
   libhowardhinnant-date-dev tzdata
+  # the HTTP API: thumbnails (GraphicsMagick), link check and message release (libcurl)
+  libgraphicsmagick1-dev libcurl4-openssl-dev
   # test peers and tools
   postgresql-15 swaks libnet-ssleay-perl curl postfix python3 openssl valgrind
+  python3-jsonschema
+  # the web page's browser tests: Debian's chromium (driven by Playwright), fonts, venv
+  chromium fonts-dejavu fonts-noto-color-emoji python3-venv
 )
+# The web page's build: node and npm (Debian's, unless a Node.js with npm is there).
+if ! command -v npm >/dev/null 2>&1; then PKGS+=(nodejs npm); fi
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -25,15 +32,21 @@ for p in "${PKGS[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -ne 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  # postfix asks a question at install; answer it so the daemon is not configured.
+  echo "postfix postfix/main_mailer_type select No configuration" | $SUDO debconf-set-selections
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "install-deps: installing ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-# postfix asks a question at install; answer it so the daemon is not configured.
-echo "postfix postfix/main_mailer_type select No configuration" | $SUDO debconf-set-selections
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# caniemail's data for the API's HTML check (an npm package, so after npm is installed).
+sudo_cmd=""
+if [ "$(id -u)" != "0" ]; then sudo_cmd="sudo"; fi
+$sudo_cmd bash "$(dirname "$0")/fetch-caniemail.sh" || echo "install-deps: caniemail data not fetched" >&2
+
+# The web page's npm packages (from the committed lockfile) and the browser tests' venv.
+bash "$(dirname "$0")/install-web-deps.sh"

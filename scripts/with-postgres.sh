@@ -6,6 +6,9 @@
 # INLET_PG_DATA. Set INLET_PG_FSYNC=on for durability tests (fsync off by default).
 # Set INLET_PG_SSL=on for a cluster with TLS (a throwaway self-signed certificate made
 # with openssl); the DSN then carries sslmode=require.
+# Set INLET_PG_REPLICA=on for a streaming replica as well (pg_basebackup -R of the
+# primary, started on another port): the command also sees INLET_PG_REPLICA_PORT,
+# INLET_PG_REPLICA_DATA and INLET_PG_CLUSTER_DSN (both hosts, primary first).
 set -euo pipefail
 
 P=${INLET_PG_BIN:-/usr/lib/postgresql/15/bin}
@@ -23,6 +26,7 @@ chmod 700 "$T"
 
 cleanup() {
   as_pg "$P/pg_ctl" -D "$T/data" -m immediate -w stop >/dev/null 2>&1 || true
+  if [ -d "$T/replica" ]; then as_pg "$P/pg_ctl" -D "$T/replica" -m immediate -w stop >/dev/null 2>&1 || true; fi
   rm -rf "$T"
 }
 trap cleanup EXIT INT TERM
@@ -53,6 +57,26 @@ for attempt in 1 2 3 4 5 6 7 8; do
 done
 if [ $started != 1 ]; then
   echo "with-postgres: could not start PostgreSQL" >&2; cat "$T/pg.log" >&2; exit 1
+fi
+
+if [ "${INLET_PG_REPLICA:-off}" = "on" ]; then
+  as_pg "$P/pg_basebackup" -h 127.0.0.1 -p "$PORT" -U postgres -D "$T/replica" -R -X stream -c fast >"$T/basebackup.log" 2>&1 \
+    || { cat "$T/basebackup.log" >&2; exit 1; }
+  started=0
+  for attempt in 1 2 3 4 5 6 7 8; do
+    RPORT=$(( 20000 + (RANDOM % 10000) ))
+    [ "$RPORT" = "$PORT" ] && continue
+    if as_pg "$P/pg_ctl" -D "$T/replica" -l "$T/replica.log" -w -t 30 \
+        -o "-c listen_addresses=127.0.0.1 -p $RPORT -k $T -c fsync=$FSYNC -c max_connections=200 $SSL_OPTS" \
+        start >/dev/null 2>&1; then
+      started=1; break
+    fi
+  done
+  if [ $started != 1 ]; then
+    echo "with-postgres: could not start the replica" >&2; cat "$T/replica.log" >&2; exit 1
+  fi
+  export INLET_PG_REPLICA_PORT=$RPORT INLET_PG_REPLICA_DATA="$T/replica"
+  export INLET_PG_CLUSTER_DSN="postgresql://postgres@127.0.0.1:$PORT,127.0.0.1:$RPORT/postgres$DSN_QUERY"
 fi
 
 export PGHOST=127.0.0.1 PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres

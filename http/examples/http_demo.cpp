@@ -24,8 +24,14 @@ inlet::store::new_message sample(int i) {
   m.summary.subject = "Sample " + std::to_string(i) + " <b>not bold</b>";
   m.summary.snippet = "Hello number " + std::to_string(i);
   m.summary.date = std::chrono::system_clock::now();
+  // An HTML body that tries to script the page: the page's sandbox must stop it.
   m.raw = "From: Demo Sender <sender@example.org>\r\nTo: " + box + "\r\nSubject: Sample " +
-          std::to_string(i) + "\r\n\r\nHello number " + std::to_string(i) + "\r\n";
+          std::to_string(i) +
+          "\r\nContent-Type: multipart/alternative; boundary=b\r\n\r\n--b\r\n"
+          "Content-Type: text/plain\r\n\r\nHello number " +
+          std::to_string(i) +
+          "\r\n--b\r\nContent-Type: text/html\r\n\r\n<p style=color:red>Hello</p>"
+          "<script>parent.document.title='pwned'</script>\r\n--b--\r\n";
   return m;
 }
 
@@ -36,13 +42,6 @@ int main(int argc, char** argv) {
   inlet::http::server_config cfg;
   cfg.port = static_cast<std::uint16_t>(argc > 1 ? std::atoi(argv[1]) : 8025);
   int seconds = argc > 2 ? std::atoi(argv[2]) : 60;
-  cfg.api.render = [](std::string_view raw) {
-    inlet::http::rendered_body b;
-    auto p = raw.find("\r\n\r\n");
-    b.text = std::string(p == raw.npos ? raw : raw.substr(p + 4));
-    b.html = "<p style=color:red>" + b.text + "</p><script>parent.document.title='pwned'</script>";
-    return b;
-  };
   inlet::http::server srv(store, cfg);
   if (auto ec = srv.start()) {
     std::fprintf(stderr, "http_demo: %s\n", ec.message().c_str());

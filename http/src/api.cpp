@@ -1,25 +1,42 @@
-#include "inlet/http/api.hpp"
-
-// g++ 12 reports asio's awaitable frames (operator new / sized operator delete of
-// awaitable_frame_base) as mismatched when it inlines a coroutine's destruction: a known
-// false positive of -Wmismatched-new-delete with coroutines.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
+// The API's front: cleaning the path, authentication, CORS, HEAD, routing; the helpers
+// every handler shares; events and metrics. Handlers live in api_messages.cpp and
+// api_more.cpp.
 #include <boost/asio/this_coro.hpp>
-#include <boost/json.hpp>
 #include <charconv>
-#include <ctime>
-#include <initializer_list>
+
+#include "api_internal.hpp"
+#include "page_assets.hpp"
 
 namespace inlet::http {
-namespace asio = boost::asio;
-namespace bh = boost::beast::http;
-namespace json = boost::json;
-using asio::awaitable;
+namespace detail {
 
-namespace {
+// ---- target ----
+
+target::target(std::string_view t, std::string_view root) {
+  auto q = t.find('?');
+  query = q == std::string_view::npos ? std::string_view{} : t.substr(q + 1);
+  std::string_view raw = t.substr(0, q);
+  // `//api/v1/messages` is `/api/v1/messages` (as Mailpit's router cleans it).
+  std::string clean;
+  clean.reserve(raw.size() + 1);
+  for (char c : raw)
+    if (!(c == '/' && !clean.empty() && clean.back() == '/')) clean.push_back(c);
+  if (clean.empty() || clean.front() != '/') clean.insert(clean.begin(), '/');
+  if (root.size() > 1) {
+    // Under a webroot "/mail/": "/mail" and "/mail/..." are ours, anything else is not.
+    std::string_view r = root.substr(0, root.size() - 1);
+    if (clean == r) {
+      clean = "/";
+    } else if (clean.starts_with(root)) {
+      clean.erase(0, r.size());
+    } else {
+      clean.clear();
+    }
+  }
+  path = std::move(clean);
+}
+
+// ---- JSON ----
 
 json::string js(std::string_view s) {
   return json::string(sanitize_utf8(s));
@@ -43,18 +60,6 @@ json::array strings_json(const std::vector<std::string>& v) {
   return out;
 }
 
-json::array parts_json(const std::vector<part_info>& v) {
-  json::array out;
-  for (const auto& p : v) {
-    out.push_back(json::object{{"PartID", js(p.part_id)},
-                               {"FileName", js(p.filename)},
-                               {"ContentType", js(p.content_type)},
-                               {"ContentID", js(p.content_id)},
-                               {"Size", p.size}});
-  }
-  return out;
-}
-
 json::object summary_object(const store::stored_message& m) {
   return json::object{
       {"ID", m.id},
@@ -75,17 +80,6 @@ json::object summary_object(const store::stored_message& m) {
   };
 }
 
-// The "IDs" member of a request body (absent, null or an array of strings) into `out`;
-// false when an element is not a string.
-bool ids_of(const json::value* ids_v, std::vector<std::string>& out) {
-  if (!ids_v || !ids_v->is_array()) return true;
-  for (const auto& e : ids_v->get_array()) {
-    if (!e.is_string()) return false;
-    out.emplace_back(e.get_string());
-  }
-  return true;
-}
-
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
@@ -95,10 +89,6 @@ bool iequals(std::string_view a, std::string_view b) {
   return true;
 }
 
-// The members of a JSON request body, matched to `keys` case-insensitively as Mailpit's
-// decoder matches them (`{"ids": [...]}` is `{"IDs": [...]}`). Fails (nothing changes)
-// when the body is not an object, names a key twice, or names a key not in `keys`: a
-// body that does not say exactly what to act on must never widen to "every message".
 bool body_members(const json::value& v, std::initializer_list<std::string_view> keys,
                   std::vector<const json::value*>& out) {
   const json::object* o = v.if_object();
@@ -116,9 +106,18 @@ bool body_members(const json::value& v, std::initializer_list<std::string_view> 
   return true;
 }
 
-enum class param { absent, found, malformed };
+bool string_array(const json::value* v, std::vector<std::string>& out) {
+  if (!v || v->is_null()) return true;
+  if (!v->is_array()) return false;
+  for (const auto& e : v->get_array()) {
+    if (!e.is_string()) return false;
+    out.emplace_back(e.get_string());
+  }
+  return true;
+}
 
-// Splits "a=1&b=2" and finds `key` (the first occurrence wins).
+// ---- requests and responses ----
+
 param query_param(std::string_view query, std::string_view key, std::string& value) {
   while (!query.empty()) {
     auto amp = query.find('&');
@@ -133,7 +132,6 @@ param query_param(std::string_view query, std::string_view key, std::string& val
   return param::absent;
 }
 
-// Reads an optional unsigned query parameter; false on garbage.
 bool parse_size(std::string_view query, std::string_view key, std::size_t& out) {
   std::string v;
   auto r = query_param(query, key, v);
@@ -141,22 +139,6 @@ bool parse_size(std::string_view query, std::string_view key, std::size_t& out) 
   if (r == param::absent || v.empty()) return true;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
   return ec == std::errc{} && p == v.data() + v.size();
-}
-
-response make_response(const request& req, unsigned status, std::string_view content_type,
-                       std::string body) {
-  response res{static_cast<bh::status>(status), req.version()};
-  res.set(bh::field::content_type, content_type);
-  res.set(bh::field::cache_control, "no-store");
-  res.set("X-Content-Type-Options", "nosniff");
-  res.keep_alive(req.keep_alive());
-  res.body() = std::move(body);
-  res.prepare_payload();
-  return res;
-}
-
-response json_response(const request& req, const json::value& v) {
-  return make_response(req, 200, "application/json", json::serialize(v));
 }
 
 bool is_id(std::string_view id) {
@@ -172,69 +154,321 @@ bool blank(std::string_view s) {
   return s.find_first_not_of(" \t\r\n") == std::string_view::npos;
 }
 
-}  // namespace
+response make_response(const request& req, unsigned status, std::string_view content_type,
+                       std::string body) {
+  response res{static_cast<bh::status>(status), req.version()};
+  res.set(bh::field::content_type, content_type);
+  res.set(bh::field::cache_control, "no-store");
+  res.set("X-Content-Type-Options", "nosniff");
+  res.keep_alive(req.keep_alive());
+  res.body() = std::move(body);
+  res.prepare_payload();
+  return res;
+}
 
-struct api::target {
-  std::string_view path;
-  std::string_view query;
-  explicit target(std::string_view t) {
-    auto q = t.find('?');
-    path = t.substr(0, q);
-    query = q == std::string_view::npos ? std::string_view{} : t.substr(q + 1);
+response json_response(const request& req, const json::value& v, unsigned status) {
+  return make_response(req, status, "application/json", json::serialize(v));
+}
+
+response error_response(const request& req, unsigned status, std::string_view message) {
+  json::object o{{"Error", js(message)}};
+  return make_response(req, status, "application/json", json::serialize(o));
+}
+
+response ok_response(const request& req) {
+  return make_response(req, 200, "text/plain", "ok");
+}
+
+response store_error(const request& req, std::error_code ec) {
+  if (ec == store::errc::not_found) return error_response(req, 404, "message not found");
+  if (ec == store::errc::invalid_argument) return error_response(req, 400, ec.message());
+  return error_response(req, 503, "store unavailable: " + ec.message());
+}
+
+void sandbox(response& res) {
+  res.set("Content-Security-Policy",
+          "sandbox; default-src 'none'; img-src * data:; style-src 'unsafe-inline' *");
+}
+
+awaitable<std::string> resolve_id(const ctx_t& c, std::string id) {
+  if (id != "latest") co_return is_id(id) ? id : std::string{};
+  store::list_request lr(0, 1);
+  auto [ec, p] = co_await c.store.async_list(std::move(lr));
+  if (ec || p.messages.empty()) co_return std::string{};
+  co_return p.messages.front()->id;
+}
+
+awaitable<store::message_ptr> fetch_message(const ctx_t& c, const request& req, std::string id,
+                                            std::optional<response>& fail) {
+  if (id == "latest") id = co_await resolve_id(c, std::move(id));  // else no frame for it
+  else if (!is_id(id)) id.clear();
+  if (id.empty()) {
+    fail = error_response(req, 404, "message not found");
+    co_return nullptr;
   }
-};
+  auto [ec, m] = co_await c.store.async_get(id);
+  if (ec || !m) {
+    fail = store_error(req, ec ? ec : make_error_code(store::errc::not_found));
+    co_return nullptr;
+  }
+  co_return m;
+}
 
-api::api(store::store& store, api_config cfg) : store_(store), cfg_(std::move(cfg)) {}
+response livez(const ctx_t&, const request& req) {
+  return ok_response(req);
+}
+
+response readyz(const ctx_t& c, const request& req) {
+  auto h = c.store.health();
+  if (h.ready) return ok_response(req);
+  return make_response(req, 503, "text/plain", "not ready: " + h.detail);
+}
+
+namespace {
+
+response not_allowed(const request& req, std::string_view allow) {
+  auto r = error_response(req, 405, "method not allowed");
+  r.set(bh::field::allow, allow);
+  return r;
+}
+
+// Splits "a/b/c" into at most `n` segments; the last takes the rest.
+std::vector<std::string_view> segments(std::string_view s) {
+  std::vector<std::string_view> out;
+  while (!s.empty()) {
+    auto slash = s.find('/');
+    out.push_back(s.substr(0, slash));
+    if (slash == std::string_view::npos) break;
+    s = s.substr(slash + 1);
+  }
+  return out;
+}
+
+// Routes a path of /api/v1/message/{ID}/...
+awaitable<response> route_message(const ctx_t& c, const request& req, const target& t, bool head,
+                                  std::string_view rest) {
+  const auto m = req.method();
+  auto seg = segments(rest);
+  if (seg.empty() || seg[0].empty()) co_return error_response(req, 404, "not found");
+  std::string id(seg[0]);
+  const std::size_t n = seg.size();
+  auto is = [&](std::size_t i, std::string_view s) { return i < n && seg[i] == s; };
+  if (n == 1) {
+    if (m != bh::verb::get) co_return not_allowed(req, "GET, HEAD");
+    co_return co_await get_message(c, req, std::move(id), !head);
+  }
+  if (n == 2 && is(1, "release")) {
+    if (m != bh::verb::post) co_return not_allowed(req, "POST");
+    co_return co_await release_message(c, req, std::move(id));
+  }
+  if (m != bh::verb::get) co_return not_allowed(req, "GET, HEAD");
+  if (n == 2 && is(1, "headers")) co_return co_await get_headers(c, req, std::move(id));
+  if (n == 2 && is(1, "raw")) co_return co_await get_raw(c, req, t, std::move(id));
+  if (n == 2 && is(1, "html-check")) co_return co_await html_check(c, req, std::move(id));
+  if (n == 2 && is(1, "link-check")) co_return co_await link_check(c, req, t, std::move(id));
+  if (n == 2 && is(1, "sa-check")) co_return co_await sa_check(c, req, std::move(id));
+  if (n == 3 && is(1, "part"))
+    co_return co_await get_part(c, req, std::move(id), std::string(seg[2]), false);
+  if (n == 4 && is(1, "part") && is(3, "thumb"))
+    co_return co_await get_thumbnail(c, req, std::move(id), std::string(seg[2]));
+  co_return error_response(req, 404, "not found");
+}
+
+// /view/{ID}.html, /view/{ID}.txt, /view/{ID}/part/{PartID}
+awaitable<response> route_view(const ctx_t& c, const request& req, const target& t,
+                               std::string_view rest) {
+  if (req.method() != bh::verb::get) co_return not_allowed(req, "GET, HEAD");
+  auto seg = segments(rest);
+  if (seg.size() == 1 && seg[0].ends_with(".html"))
+    co_return co_await view_html(c, req, t, std::string(seg[0].substr(0, seg[0].size() - 5)));
+  if (seg.size() == 1 && seg[0].ends_with(".txt"))
+    co_return co_await view_text(c, req, std::string(seg[0].substr(0, seg[0].size() - 4)));
+  if (seg.size() == 3 && seg[1] == "part")
+    co_return co_await get_part(c, req, std::string(seg[0]), std::string(seg[2]), true);
+  co_return error_response(req, 404, "not found");
+}
+
+awaitable<response> route(const ctx_t& c, const request& req, const target& t, bool head) {
+  const std::string& path = t.path;
+  const auto method = req.method();
+  auto only = [&](bh::verb v) { return method == v; };
+
+  if (path.empty()) co_return error_response(req, 404, "not found");  // outside the webroot
+  if (auto page = web::page_route(req, path)) co_return std::move(*page);
+  if (path == "/livez")
+    co_return only(bh::verb::get) ? livez(c, req) : not_allowed(req, "GET, HEAD");
+  if (path == "/readyz")
+    co_return only(bh::verb::get) ? readyz(c, req) : not_allowed(req, "GET, HEAD");
+  if (path == "/metrics") {
+    if (!only(bh::verb::get)) co_return not_allowed(req, "GET, HEAD");
+    co_return make_response(req, 200, "text/plain; version=0.0.4", std::string{});  // filled by api
+  }
+  if (path == "/api/events")  // streamed by the server; here only the method check
+    co_return only(bh::verb::get) ? error_response(req, 404, "event stream needs the server")
+                                  : not_allowed(req, "GET, HEAD");
+  if (path == "/api/v1/swagger.json") {
+    if (!only(bh::verb::get)) co_return not_allowed(req, "GET, HEAD");
+    co_return make_response(req, 200, "application/json", std::string(swagger_json()));
+  }
+  if (path == "/api/v1/messages") {
+    if (only(bh::verb::get)) co_return co_await list_messages(c, req, t, std::string{}, false);
+    if (only(bh::verb::delete_)) co_return co_await delete_messages(c, req);
+    if (only(bh::verb::put)) co_return co_await set_read(c, req, t);
+    co_return not_allowed(req, "GET, HEAD, PUT, DELETE");
+  }
+  if (path == "/api/v1/search") {
+    if (only(bh::verb::get)) co_return co_await list_messages(c, req, t, std::string{}, true);
+    if (only(bh::verb::delete_)) co_return co_await delete_search(c, req, t);
+    co_return not_allowed(req, "GET, HEAD, DELETE");
+  }
+  if (path == "/api/v1/send") {
+    if (!only(bh::verb::post)) co_return not_allowed(req, "POST");
+    co_return co_await send_message(c, req);
+  }
+  if (path == "/api/v1/tags") {
+    if (only(bh::verb::get)) co_return co_await list_tags(c, req);
+    if (only(bh::verb::put)) co_return co_await set_tags(c, req);
+    co_return not_allowed(req, "GET, HEAD, PUT");
+  }
+  if (path.starts_with("/api/v1/tags/") && path.size() > 13) {
+    std::string tag;
+    if (!percent_decode(std::string_view(path).substr(13), tag, false))
+      co_return error_response(req, 400, "malformed tag");
+    if (only(bh::verb::put)) co_return co_await rename_tag(c, req, std::move(tag));
+    if (only(bh::verb::delete_)) co_return co_await delete_tag(c, req, std::move(tag));
+    co_return not_allowed(req, "PUT, DELETE");
+  }
+  if (path == "/api/v1/chaos") {
+    if (only(bh::verb::get)) co_return chaos_get(c, req);
+    if (only(bh::verb::put)) co_return chaos_set(c, req);
+    co_return not_allowed(req, "GET, HEAD, PUT");
+  }
+  if (path == "/api/v1/info") {
+    if (!only(bh::verb::get)) co_return not_allowed(req, "GET, HEAD");
+    co_return co_await app_info(c, req);
+  }
+  if (path == "/api/v1/webui")
+    co_return only(bh::verb::get) ? webui_config(c, req) : not_allowed(req, "GET, HEAD");
+  if (path.starts_with("/api/v1/message/"))
+    co_return co_await route_message(c, req, t, head, std::string_view(path).substr(16));
+  if (path.starts_with("/view/"))
+    co_return co_await route_view(c, req, t, std::string_view(path).substr(6));
+  constexpr std::string_view box_prefix = "/api/v1/mailbox/";
+  if (path.starts_with(box_prefix) && path.size() > box_prefix.size()) {
+    if (!only(bh::verb::get)) co_return not_allowed(req, "GET, HEAD");
+    std::string mailbox;
+    if (!percent_decode(std::string_view(path).substr(box_prefix.size()), mailbox, false) ||
+        mailbox.find('/') != std::string::npos || mailbox.empty())
+      co_return error_response(req, 400, "malformed mailbox address");
+    co_return co_await list_messages(c, req, t, std::move(mailbox), false);
+  }
+  co_return error_response(req, 404, "not found");
+}
+
+// A CORS preflight (OPTIONS) when --api-cors is set.
+response preflight(const ctx_t& c, const request& req) {
+  auto res = make_response(req, 204, "text/plain", std::string{});
+  res.set("Access-Control-Allow-Origin", c.cfg.cors_origin);
+  res.set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS");
+  std::string_view asked = req["Access-Control-Request-Headers"];
+  res.set("Access-Control-Allow-Headers",
+          asked.empty() ? std::string_view("Content-Type, Authorization") : asked);
+  res.set("Access-Control-Max-Age", "600");
+  return res;
+}
+
+}  // namespace
+}  // namespace detail
+
+// ---- api ----
+
+api::context::context(store::store& s, api_config c)
+    : store(s), cfg(std::move(c)), workers(cfg.workers == 0 ? 1 : cfg.workers) {
+  root = cfg.webroot;
+  if (root.empty() || root.front() != '/') root.insert(root.begin(), '/');
+  if (root.back() != '/') root.push_back('/');
+}
+
+api::api(store::store& store, api_config cfg)
+    : ctx_(std::make_unique<context>(store, std::move(cfg))) {}
+
+api::~api() {
+  ctx_->workers.join();  // no blocking work outlives the api
+}
+
+store::store& api::backing_store() const noexcept {
+  return ctx_->store;
+}
+const api_config& api::config() const noexcept {
+  return ctx_->cfg;
+}
+std::atomic<std::int64_t>& api::event_clients() const noexcept {
+  return ctx_->event_clients;
+}
 
 void api::count(unsigned status) const noexcept {
   std::size_t i = 0;
-  while (i < counted_.size() && counted_[i] != status) ++i;
-  requests_[i].fetch_add(1, std::memory_order_relaxed);
+  while (i < context::counted.size() && context::counted[i] != status) ++i;
+  ctx_->requests[i].fetch_add(1, std::memory_order_relaxed);
 }
 
 response api::error(unsigned status, std::string_view message, unsigned version,
                     bool keep_alive) const {
-  request fake{bh::verb::get, "/", version};
+  request fake{boost::beast::http::verb::get, "/", version};
   fake.keep_alive(keep_alive);
-  json::object o{{"Error", js(message)}};
-  return make_response(fake, status, "application/json", json::serialize(o));
+  return detail::error_response(fake, status, message);
 }
 
-response api::store_error(const request& req, std::error_code ec) const {
-  if (ec == store::errc::not_found)
-    return error(404, "message not found", req.version(), req.keep_alive());
-  if (ec == store::errc::invalid_argument)
-    return error(400, ec.message(), req.version(), req.keep_alive());
-  return error(503, "store unavailable: " + ec.message(), req.version(), req.keep_alive());
+bool api::is_events_request(const request& req) const {
+  if (req.method() != boost::beast::http::verb::get) return false;
+  return detail::target(req.target(), ctx_->root).path == "/api/events";
 }
 
-bool api::is_events_request(const request& req) {
-  auto t = std::string_view(req.target());
-  return req.method() == bh::verb::get && t.substr(0, t.find('?')) == "/api/events";
+bool api::authorized(const request& req) const {
+  if (!ctx_->cfg.ui_auth) return true;
+  auto h = req[boost::beast::http::field::authorization];
+  return ctx_->cfg.ui_auth->check_basic(h);
 }
 
-awaitable<response> api::handle(request req) const {
+boost::asio::awaitable<response> api::handle(request req) const {
+  namespace bh = boost::beast::http;
+  const context& c = *ctx_;
+  const detail::target t(req.target(), c.root);
   response res;
   const bool head = req.method() == bh::verb::head;
+  const bool api_path = t.path.starts_with("/api/");
   bool failed = false;
-  try {
-    if (head) {
-      // HEAD (RFC 9110 9.3.2): the GET answer's status and headers, Content-Length
-      // included, without its body. The event stream is GET only.
-      req.method(bh::verb::get);
-      if (is_events_request(req)) {
-        res = error(405, "method not allowed", req.version(), req.keep_alive());
+  if (req.method() == bh::verb::options && !c.cfg.cors_origin.empty() && api_path) {
+    res = detail::preflight(c, req);
+  } else if (!authorized(req) && t.path != "/livez" && t.path != "/readyz") {
+    res = detail::error_response(req, 401, "authentication required");
+    res.set(bh::field::www_authenticate, "Basic realm=\"Login\"");
+  } else {
+    try {
+      if (head) {
+        // HEAD (RFC 9110 9.3.2): the GET answer's status and headers, Content-Length
+        // included, without its body. The event stream is GET only.
+        req.method(bh::verb::get);
+        if (t.path == "/api/events") {
+          res = detail::error_response(req, 405, "method not allowed");
+        } else {
+          res = co_await detail::route(c, req, t, true);
+        }
+        if (res.result_int() == 405) res.set(bh::field::allow, "GET");
       } else {
-        res = co_await route(req, true);
+        res = co_await detail::route(c, req, t, false);
       }
-      if (res.result_int() == 405) res.set(bh::field::allow, "GET");
-    } else {
-      res = co_await route(req, false);
+      if (t.path == "/metrics" && res.result_int() == 200) {
+        res.body() = metrics_text();
+        res.prepare_payload();
+      }
+    } catch (const std::exception&) {  // bad_alloc, json errors: never escape to the server
+      failed = true;
     }
-  } catch (const std::exception&) {  // bad_alloc, json errors: never escape to the server
-    failed = true;
+    if (failed) res = detail::error_response(req, 500, "internal error");
   }
-  if (failed) res = error(500, "internal error", req.version(), req.keep_alive());
+  if (!c.cfg.cors_origin.empty() && api_path)
+    res.set("Access-Control-Allow-Origin", c.cfg.cors_origin);
   if (head) {
     const auto length = res.body().size();
     res.body().clear();
@@ -244,267 +478,9 @@ awaitable<response> api::handle(request req) const {
   co_return res;
 }
 
-awaitable<response> api::route(const request& req, bool head) const {
-  const target t(req.target());
-  const std::string_view path = t.path;
-  const auto method = req.method();
-  auto only = [&](bh::verb v) { return method == v; };
-  auto not_allowed = [&](std::string_view allow) {
-    auto r = error(405, "method not allowed", req.version(), req.keep_alive());
-    r.set(bh::field::allow, allow);
-    return r;
-  };
-
-  if (path == "/" || path == "/index.html")
-    co_return only(bh::verb::get) ? page_html(req) : not_allowed("GET, HEAD");
-  if (path == "/metrics") co_return only(bh::verb::get) ? metrics(req) : not_allowed("GET, HEAD");
-  if (path == "/api/events")  // streamed by the server; here only the method check
-    co_return only(bh::verb::get)
-        ? error(404, "event stream needs the server", req.version(), req.keep_alive())
-        : not_allowed("GET, HEAD");
-  if (path == "/api/v1/messages") {
-    if (only(bh::verb::get)) co_return co_await list_messages(req, t, std::string{}, false);
-    if (only(bh::verb::delete_)) co_return co_await delete_messages(req);
-    if (only(bh::verb::put)) co_return co_await set_read(req, t);
-    co_return not_allowed("GET, HEAD, PUT, DELETE");
-  }
-  if (path == "/api/v1/search") {
-    if (only(bh::verb::get)) co_return co_await list_messages(req, t, std::string{}, true);
-    if (only(bh::verb::delete_)) co_return co_await delete_search(req, t);
-    co_return not_allowed("GET, HEAD, DELETE");
-  }
-  constexpr std::string_view msg_prefix = "/api/v1/message/";
-  if (path.starts_with(msg_prefix)) {
-    auto rest = path.substr(msg_prefix.size());
-    auto slash = rest.find('/');
-    std::string id(rest.substr(0, slash));
-    auto tail = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash);
-    if (tail.empty() || tail == "/raw") {
-      if (!only(bh::verb::get)) co_return not_allowed("GET, HEAD");
-      if (tail.empty()) co_return co_await get_message(req, std::move(id), !head);
-      co_return co_await get_raw(req, std::move(id));
-    }
-  }
-  constexpr std::string_view box_prefix = "/api/v1/mailbox/";
-  if (path.starts_with(box_prefix) && path.size() > box_prefix.size()) {
-    if (!only(bh::verb::get)) co_return not_allowed("GET, HEAD");
-    std::string mailbox;
-    if (!percent_decode(path.substr(box_prefix.size()), mailbox, false) ||
-        mailbox.find('/') != std::string::npos || mailbox.empty())
-      co_return error(400, "malformed mailbox address", req.version(), req.keep_alive());
-    co_return co_await list_messages(req, t, std::move(mailbox), false);
-  }
-  co_return error(404, "not found", req.version(), req.keep_alive());
-}
-
-awaitable<response> api::list_messages(const request& req, const target& t, std::string mailbox,
-                                       bool search) const {
-  std::size_t start = 0, limit = 0;
-  if (!parse_size(t.query, "start", start) || !parse_size(t.query, "limit", limit))
-    co_return error(400, "start and limit must be non-negative integers", req.version(),
-                    req.keep_alive());
-  if (limit == 0) limit = cfg_.default_limit;
-  limit = std::min(limit, cfg_.max_limit);
-  store::list_request lr(start, limit);
-  lr.mailbox = std::move(mailbox);
-  if (search) {
-    std::string text, tz;
-    if (query_param(t.query, "query", text) != param::found || blank(text))
-      co_return error(400, "a search needs a query", req.version(), req.keep_alive());
-    if (query_param(t.query, "tz", tz) == param::malformed)
-      co_return error(400, "malformed tz", req.version(), req.keep_alive());
-    std::string why;
-    if (store::search::parse(text, tz, lr.query, &why))
-      co_return error(400, why, req.version(), req.keep_alive());
-  }
-  auto [ec, p] = co_await store_.async_list(std::move(lr));
-  if (ec) co_return store_error(req, ec);
-  auto [tec, tags] = co_await store_.async_list_tags();
-  if (tec) co_return store_error(req, tec);
-  json::array msgs;
-  msgs.reserve(p.messages.size());
-  for (const auto& m : p.messages) msgs.push_back(summary_object(*m));
-  json::object o{
-      {"total", p.total},
-      {"unread", p.unread},
-      {"count", p.messages.size()},
-      {"messages_count", p.matched},
-      {"messages_unread", p.matched_unread},
-      {"start", p.start},
-      {"tags", strings_json(tags)},
-      {"messages", std::move(msgs)},
-  };
-  co_return json_response(req, o);
-}
-
-awaitable<response> api::delete_messages(const request& req) const {
-  const auto& body = req.body();
-  if (blank(body)) {  // Mailpit: no body deletes every message
-    auto all = store::selection::everything();
-    auto [ec, n] = co_await store_.async_remove(std::move(all));
-    if (ec) co_return store_error(req, ec);
-    co_return make_response(req, 200, "text/plain", "ok");
-  }
-  std::error_code ec;
-  json::value v = json::parse(body, ec);
-  std::vector<const json::value*> m;
-  if (ec || !body_members(v, {"IDs"}, m) || (m[0] && !m[0]->is_array() && !m[0]->is_null()))
-    co_return error(400, "body must be {\"IDs\": [\"...\"]}", req.version(), req.keep_alive());
-  std::vector<std::string> ids;
-  if (!ids_of(m[0], ids))
-    co_return error(400, "IDs must be strings", req.version(), req.keep_alive());
-  // As Mailpit: no IDs deletes every message.
-  auto sel =
-      ids.empty() ? store::selection::everything() : store::selection::of_ids(std::move(ids));
-  auto [rec, n] = co_await store_.async_remove(std::move(sel));
-  if (rec) co_return store_error(req, rec);
-  co_return make_response(req, 200, "text/plain", "ok");
-}
-
-awaitable<response> api::delete_search(const request& req, const target& t) const {
-  std::string text, tz;
-  if (query_param(t.query, "query", text) != param::found || blank(text))
-    co_return error(400, "a search needs a query", req.version(), req.keep_alive());
-  if (query_param(t.query, "tz", tz) == param::malformed)
-    co_return error(400, "malformed tz", req.version(), req.keep_alive());
-  store::search::query q;
-  std::string why;
-  if (store::search::parse(text, tz, q, &why))
-    co_return error(400, why, req.version(), req.keep_alive());
-  if (q.empty())  // only ignored terms ("to:"): never widen a search delete to everything
-    co_return error(400, "the query selects nothing to search for", req.version(),
-                    req.keep_alive());
-  auto sel = store::selection::matching(std::move(q));
-  auto [ec, n] = co_await store_.async_remove(std::move(sel));
-  if (ec) co_return store_error(req, ec);
-  co_return make_response(req, 200, "text/plain", "ok");
-}
-
-awaitable<response> api::set_read(const request& req, const target& t) const {
-  std::error_code ec;
-  json::value v = json::parse(req.body(), ec);
-  std::vector<const json::value*> m;
-  const bool ok = !ec && body_members(v, {"IDs", "Read", "Search"}, m);
-  const json::value* ids_v = ok ? m[0] : nullptr;
-  const json::value* read_v = ok ? m[1] : nullptr;
-  const json::value* search_v = ok ? m[2] : nullptr;
-  if (!ok || !read_v || !read_v->is_bool() || (ids_v && !ids_v->is_array() && !ids_v->is_null()) ||
-      (search_v && !search_v->is_string() && !search_v->is_null()))
-    co_return error(400,
-                    "body must be {\"IDs\": [\"...\"], \"Search\": \"...\", \"Read\": true|false}",
-                    req.version(), req.keep_alive());
-  std::vector<std::string> ids;
-  if (!ids_of(ids_v, ids))
-    co_return error(400, "IDs must be strings", req.version(), req.keep_alive());
-  std::string search_text =
-      search_v && search_v->is_string() ? std::string(search_v->get_string()) : "";
-  // As Mailpit: IDs if given, else the search if given, else every message.
-  store::selection sel;
-  if (!ids.empty()) {
-    sel = store::selection::of_ids(std::move(ids));
-  } else if (!blank(search_text)) {
-    std::string tz;
-    if (query_param(t.query, "tz", tz) == param::malformed)
-      co_return error(400, "malformed tz", req.version(), req.keep_alive());
-    store::search::query q;
-    std::string why;
-    if (store::search::parse(search_text, tz, q, &why))
-      co_return error(400, why, req.version(), req.keep_alive());
-    if (q.empty())
-      co_return error(400, "the search selects nothing to search for", req.version(),
-                      req.keep_alive());
-    sel = store::selection::matching(std::move(q));
-  } else {
-    sel = store::selection::everything();
-  }
-  auto [sec, n] = co_await store_.async_set_read(std::move(sel), read_v->get_bool());
-  if (sec) co_return store_error(req, sec);
-  co_return make_response(req, 200, "text/plain", "ok");
-}
-
-awaitable<std::string> api::resolve_id(std::string id) const {
-  if (id != "latest") co_return is_id(id) ? id : std::string{};
-  store::list_request lr(0, 1);
-  auto [ec, p] = co_await store_.async_list(std::move(lr));
-  if (ec || p.messages.empty()) co_return std::string{};
-  co_return p.messages.front()->id;
-}
-
-awaitable<response> api::get_message(const request& req, std::string id, bool mark_read) const {
-  id = co_await resolve_id(std::move(id));
-  if (id.empty()) co_return error(404, "message not found", req.version(), req.keep_alive());
-  auto [ec, m] = co_await store_.async_get(id);
-  if (ec || !m) co_return store_error(req, ec ? ec : make_error_code(store::errc::not_found));
-  bool read = m->is_read();
-  if (mark_read && !read) {  // opening a message marks it read, as Mailpit does
-    std::vector<std::string> one{id};
-    auto sel = store::selection::of_ids(std::move(one));  // named: see the g++ 12 note in store.hpp
-    auto [rec, n] = co_await store_.async_set_read(std::move(sel), true);
-    if (rec) co_return store_error(req, rec);
-    read = true;
-  }
-  rendered_body body;
-  if (cfg_.render) {
-    body = cfg_.render(m->raw);
-  } else {
-    for (std::size_t i = 0; i < m->summary.attachments.size(); ++i) {
-      const auto& a = m->summary.attachments[i];
-      body.attachments.push_back({std::to_string(i + 1), a.filename, a.content_type, {}, a.size});
-    }
-  }
-  const auto& s = m->summary;
-  json::object o{
-      {"ID", m->id},
-      {"MessageID", js(s.message_id)},
-      {"Read", read},
-      {"From", address_json(s.from)},
-      {"To", addresses_json(s.to)},
-      {"Cc", addresses_json(s.cc)},
-      {"Bcc", addresses_json(s.bcc)},
-      {"ReplyTo", addresses_json(s.reply_to)},
-      {"ReturnPath", js(m->envelope.mail_from)},
-      {"Subject", js(s.subject)},
-      {"Date", s.date ? json::value(format_rfc3339(*s.date)) : json::value(nullptr)},
-      {"Created", format_rfc3339(m->created)},
-      {"Username", js(m->envelope.auth_user)},
-      {"Tags", strings_json(*m->tags())},
-      {"Text", js(body.text)},
-      {"HTML", js(body.html)},
-      {"Size", m->size},
-      {"Inline", parts_json(body.inline_parts)},
-      {"Attachments", parts_json(body.attachments)},
-      {"Envelope", json::object{{"From", js(m->envelope.mail_from)},
-                                {"To", strings_json(m->envelope.rcpt_to)},
-                                {"Helo", js(m->envelope.helo)},
-                                {"Remote", js(m->envelope.remote)},
-                                {"Protocol", js(m->envelope.protocol)}}},
-  };
-  co_return json_response(req, o);
-}
-
-awaitable<response> api::get_raw(const request& req, std::string id) const {
-  id = co_await resolve_id(std::move(id));
-  if (id.empty()) co_return error(404, "message not found", req.version(), req.keep_alive());
-  auto [ec, m] = co_await store_.async_get(id);
-  if (ec || !m) co_return store_error(req, ec ? ec : make_error_code(store::errc::not_found));
-  // The one copy on the read path: Beast's string_body owns its bytes.
-  co_return make_response(req, 200, "text/plain", m->raw);
-}
-
-response api::page_html(const request& req) const {
-  auto res = make_response(req, 200, "text/html; charset=utf-8", std::string(web_page()));
-  // Inline script/style only; message HTML goes into a sandboxed srcdoc iframe that
-  // inherits this policy (no remote images, no scripts).
-  res.set("Content-Security-Policy",
-          "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-          "img-src data:; connect-src 'self'; frame-src 'self'; base-uri 'none'; "
-          "form-action 'none'; frame-ancestors 'none'");
-  res.set("Referrer-Policy", "no-referrer");
-  return res;
-}
-
 std::string api::metrics_text() const {
-  auto st = store_.stats();
+  const context& c = *ctx_;
+  auto st = c.store.stats();
   std::string out;
   out.reserve(2048);
   auto metric = [&](std::string_view name, std::string_view type, std::string_view help,
@@ -523,30 +499,28 @@ std::string api::metrics_text() const {
   metric("inlet_store_deleted_total", "counter", "Messages removed by delete requests.",
          st.deleted_total);
   metric("inlet_store_rejected_total", "counter", "Messages the store refused.", st.rejected_total);
-  auto clients = event_clients_.load(std::memory_order_relaxed);
+  auto clients = c.event_clients.load(std::memory_order_relaxed);
   metric("inlet_http_event_clients", "gauge", "Connected event-stream clients.",
          clients < 0 ? 0 : static_cast<std::uint64_t>(clients));
   out.append("# HELP inlet_http_requests_total HTTP responses by status code.\n");
   out.append("# TYPE inlet_http_requests_total counter\n");
-  for (std::size_t i = 0; i <= counted_.size(); ++i) {
-    auto code = i < counted_.size() ? std::to_string(counted_[i]) : std::string("other");
+  for (std::size_t i = 0; i <= context::counted.size(); ++i) {
+    auto code =
+        i < context::counted.size() ? std::to_string(context::counted[i]) : std::string("other");
     out.append("inlet_http_requests_total{code=\"").append(code).append("\"} ");
-    out.append(std::to_string(requests_[i].load(std::memory_order_relaxed))).append("\n");
+    out.append(std::to_string(c.requests[i].load(std::memory_order_relaxed))).append("\n");
   }
-  if (cfg_.extra_metrics) cfg_.extra_metrics(out);
+  if (c.cfg.extra_metrics) c.cfg.extra_metrics(out);
   return out;
 }
 
-response api::metrics(const request& req) const {
-  return make_response(req, 200, "text/plain; version=0.0.4", metrics_text());
-}
-
 std::string api::summary_json(const store::stored_message& m) const {
-  return json::serialize(summary_object(m));
+  return boost::json::serialize(detail::summary_object(m));
 }
 
 std::vector<std::pair<std::string, std::string>> api::event_messages(
     const store::store_event& e) const {
+  namespace json = boost::json;
   using k = store::store_event::kind;
   std::vector<std::pair<std::string, std::string>> out;
   auto push = [&](std::string_view type, json::value data) {
@@ -555,7 +529,7 @@ std::vector<std::pair<std::string, std::string>> api::event_messages(
   };
   switch (e.what) {
     case k::created:
-      if (e.message) push("new", summary_object(*e.message));
+      if (e.message) push("new", detail::summary_object(*e.message));
       break;
     case k::deleted:
       for (const auto& id : e.ids) push("delete", json::object{{"ID", id}});
@@ -565,8 +539,8 @@ std::vector<std::pair<std::string, std::string>> api::event_messages(
       break;
     case k::tags_changed:
       if (e.message)
-        push("update",
-             json::object{{"ID", e.message->id}, {"Tags", strings_json(*e.message->tags())}});
+        push("update", json::object{{"ID", e.message->id},
+                                    {"Tags", detail::strings_json(*e.message->tags())}});
       break;
     case k::cleared:
       push("prune", nullptr);
@@ -576,11 +550,12 @@ std::vector<std::pair<std::string, std::string>> api::event_messages(
 }
 
 std::string api::stats_message() const {
-  auto st = store_.stats();
-  json::object o{
+  auto st = ctx_->store.stats();
+  boost::json::object o{
       {"Type", "stats"},
-      {"Data", json::object{{"Total", st.messages}, {"Unread", st.unread}, {"Version", "inlet"}}}};
-  return json::serialize(o);
+      {"Data", boost::json::object{
+                   {"Total", st.messages}, {"Unread", st.unread}, {"Version", ctx_->cfg.version}}}};
+  return boost::json::serialize(o);
 }
 
 }  // namespace inlet::http

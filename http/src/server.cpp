@@ -17,6 +17,7 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/beast/websocket.hpp>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -36,11 +37,20 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 namespace {
 
 // One connection. Touched only on its strand, except `queue_`/`overflow_` (mutex).
+using websocket_stream = beast::websocket::stream<beast::tcp_stream>;
+
 struct session {
   explicit session(tcp::socket&& s) : stream(std::move(s)), wake(stream.get_executor()) {}
   beast::tcp_stream stream;
-  asio::steady_timer wake;  // event streams sleep on it; cancel() wakes them
+  std::optional<websocket_stream> ws;  // the stream moves here when upgraded
+  asio::steady_timer wake;             // event streams sleep on it; cancel() wakes them
   bool stopped = false;
+  void cancel() {
+    if (ws)
+      beast::get_lowest_layer(*ws).cancel();
+    else
+      stream.cancel();
+  }
 
   std::mutex queue_mutex;
   std::deque<std::string> queue;
@@ -88,6 +98,11 @@ struct server::impl : std::enable_shared_from_this<impl> {
   awaitable<void> accept_loop(std::shared_ptr<impl> self);
   awaitable<void> run_session(std::shared_ptr<impl> self, std::shared_ptr<session> s);
   awaitable<void> run_events(std::shared_ptr<session> s, unsigned version);
+  awaitable<void> run_websocket(std::shared_ptr<session> s, request req);
+  awaitable<void> read_websocket(std::shared_ptr<session> s);
+  // Subscribes a stream's session to the store: each event becomes queued messages
+  // (SSE frames or websocket texts, by `frame`) and a wake-up on the session's strand.
+  std::uint64_t subscribe(const std::shared_ptr<session>& s, bool sse);
   awaitable<bool> send(session& s, response& res);
 };
 
@@ -163,9 +178,19 @@ awaitable<void> server::impl::run_session(std::shared_ptr<impl> self, std::share
       break;
     }
     auto req = parser.release();
-    if (api::is_events_request(req)) {
+    if (handler.is_events_request(req)) {
+      if (!handler.authorized(req)) {
+        auto res = handler.error(401, "authentication required", req.version(), false);
+        res.set(bh::field::www_authenticate, "Basic realm=\"Login\"");
+        handler.count(401);
+        co_await send(*s, res);
+        break;
+      }
       handler.count(200);
-      co_await run_events(s, req.version());
+      if (beast::websocket::is_upgrade(req))
+        co_await run_websocket(s, std::move(req));
+      else
+        co_await run_events(s, req.version());
       break;
     }
     auto res = co_await handler.handle(std::move(req));
@@ -193,33 +218,33 @@ struct subscription {
 
 }  // namespace
 
-awaitable<void> server::impl::run_events(std::shared_ptr<session> s, unsigned version) {
+std::uint64_t server::impl::subscribe(const std::shared_ptr<session>& sp, bool sse) {
   auto self = shared_from_this();
-  std::weak_ptr<session> weak = s;
+  std::weak_ptr<session> weak = sp;
   const std::size_t limit = cfg.event_queue_limit;
+  return store.subscribe([self, weak, limit, sse](const store::store_event& e) {
+    auto s = weak.lock();
+    if (!s) return;
+    // Mailpit's websocket messages; over SSE one event each, named by its Type.
+    auto msgs = self->handler.event_messages(e);
+    if (msgs.empty()) return;
+    {
+      std::lock_guard lk(s->queue_mutex);
+      for (auto& [type, data] : msgs) {
+        if (s->queue.size() >= limit) {
+          s->overflow = true;
+          break;
+        }
+        s->queue.push_back(sse ? "event: " + type + "\ndata: " + data + "\n\n" : std::move(data));
+      }
+    }
+    asio::post(s->stream.get_executor(), [s] { s->wake.cancel(); });
+  });
+}
+
+awaitable<void> server::impl::run_events(std::shared_ptr<session> s, unsigned version) {
   handler.event_clients().fetch_add(1, std::memory_order_relaxed);
-  subscription sub{store, store.subscribe([self, weak, limit](const store::store_event& e) {
-                     auto s = weak.lock();
-                     if (!s) return;
-                     // Mailpit's websocket messages, one SSE event each (named by Type).
-                     auto msgs = self->handler.event_messages(e);
-                     if (msgs.empty()) return;
-                     {
-                       std::lock_guard lk(s->queue_mutex);
-                       for (auto& [type, data] : msgs) {
-                         if (s->queue.size() >= limit) {
-                           s->overflow = true;
-                           break;
-                         }
-                         std::string ev = "event: " + type + "\ndata: ";
-                         ev += data;
-                         ev += "\n\n";
-                         s->queue.push_back(std::move(ev));
-                       }
-                     }
-                     asio::post(s->stream.get_executor(), [s] { s->wake.cancel(); });
-                   }),
-                   handler.event_clients()};
+  subscription sub{store, subscribe(s, true), handler.event_clients()};
 
   std::string head = version == 10 ? "HTTP/1.0" : "HTTP/1.1";
   head +=
@@ -252,6 +277,66 @@ awaitable<void> server::impl::run_events(std::shared_ptr<session> s, unsigned ve
     auto [ec, n] = co_await asio::async_write(s->stream, asio::buffer(out), use_tuple);
     if (ec) co_return;
   }
+}
+
+// Mailpit's /api/events: a websocket on which the server sends JSON texts ({"Type",
+// "Data"}) and a "stats" message after each batch; the client's messages are read and
+// ignored (the read loop also answers pings and notices a close).
+awaitable<void> server::impl::run_websocket(std::shared_ptr<session> s, request req) {
+  namespace ws = beast::websocket;
+  s->ws.emplace(std::move(s->stream));
+  auto& w = *s->ws;
+  beast::get_lowest_layer(w).expires_never();  // the websocket's own timeouts from here
+  ws::stream_base::timeout t{};
+  t.handshake_timeout = cfg.write_timeout;
+  t.idle_timeout = cfg.event_ping * 2;
+  t.keep_alive_pings = true;
+  w.set_option(t);
+  w.text(true);
+  w.read_message_max(64 * 1024);
+  auto [aec] = co_await w.async_accept(req, use_tuple);
+  if (aec || s->stopped) co_return;
+  handler.event_clients().fetch_add(1, std::memory_order_relaxed);
+  subscription sub{store, subscribe(s, false), handler.event_clients()};
+  asio::co_spawn(w.get_executor(), read_websocket(s), asio::detached);
+  for (bool first = true;; first = false) {
+    std::deque<std::string> out;
+    bool overflow;
+    {
+      std::lock_guard lk(s->queue_mutex);
+      out.swap(s->queue);
+      overflow = s->overflow;
+    }
+    if (overflow || s->stopped) break;  // a slow client is dropped; Mailpit's UI reconnects
+    if (out.empty() && !first) {
+      s->wake.expires_after(cfg.event_ping);
+      auto [wec] = co_await s->wake.async_wait(use_tuple);
+      (void)wec;  // woken (events) or idle (the websocket pings by itself): look again
+      if (s->stopped) break;
+      continue;
+    }
+    out.push_back(handler.stats_message());
+    for (auto& text : out) {
+      auto [ec, n] = co_await w.async_write(asio::buffer(text), use_tuple);
+      if (ec) co_return;
+    }
+  }
+  if (!s->stopped) {
+    auto [cec] = co_await w.async_close(ws::close_code::going_away, use_tuple);
+    (void)cec;
+  }
+}
+
+awaitable<void> server::impl::read_websocket(std::shared_ptr<session> s) {
+  beast::flat_buffer buf;
+  for (;;) {
+    auto [ec, n] = co_await s->ws->async_read(buf, use_tuple);
+    if (ec) break;
+    buf.consume(buf.size());
+    if (buf.capacity() > 64 * 1024) buf.shrink_to_fit();
+  }
+  s->stopped = true;  // closed or failed: the writer ends too
+  s->wake.cancel();
 }
 
 server::server(store::store& store, server_config cfg)
@@ -313,7 +398,7 @@ void server::stop() {
   for (auto& s : live) {
     asio::post(s->stream.get_executor(), [s] {
       s->stopped = true;
-      s->stream.cancel();
+      s->cancel();
       s->wake.cancel();
     });
   }

@@ -14,13 +14,20 @@ class category final : public std::error_category {
   const char* name() const noexcept override { return "inlet.http"; }
   std::string message(int ev) const override {
     switch (static_cast<errc>(ev)) {
-      case errc::ok: return "ok";
-      case errc::bad_request: return "bad request";
-      case errc::not_found: return "not found";
-      case errc::method_not_allowed: return "method not allowed";
-      case errc::payload_too_large: return "payload too large";
-      case errc::header_too_large: return "request header too large";
-      case errc::already_started: return "server already started";
+      case errc::ok:
+        return "ok";
+      case errc::bad_request:
+        return "bad request";
+      case errc::not_found:
+        return "not found";
+      case errc::method_not_allowed:
+        return "method not allowed";
+      case errc::payload_too_large:
+        return "payload too large";
+      case errc::header_too_large:
+        return "request header too large";
+      case errc::already_started:
+        return "server already started";
     }
     return "unknown inlet.http error";
   }
@@ -75,13 +82,26 @@ std::string sanitize_utf8(std::string_view in) {
     }
     std::size_t len = 0;
     unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-    if (c >= 0xC2 && c <= 0xDF) len = 2;
-    else if (c == 0xE0) { len = 3; lo = 0xA0; }
-    else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) len = 3;
-    else if (c == 0xED) { len = 3; hi = 0x9F; }  // no surrogates
-    else if (c == 0xF0) { len = 4; lo = 0x90; }
-    else if (c >= 0xF1 && c <= 0xF3) len = 4;
-    else if (c == 0xF4) { len = 4; hi = 0x8F; }
+    if (c >= 0xC2 && c <= 0xDF)
+      len = 2;
+    else if (c == 0xE0) {
+      len = 3;
+      lo = 0xA0;
+    } else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF)
+      len = 3;
+    else if (c == 0xED) {
+      len = 3;
+      hi = 0x9F;
+    }  // no surrogates
+    else if (c == 0xF0) {
+      len = 4;
+      lo = 0x90;
+    } else if (c >= 0xF1 && c <= 0xF3)
+      len = 4;
+    else if (c == 0xF4) {
+      len = 4;
+      hi = 0x8F;
+    }
     bool ok = len != 0 && i + len <= n && p[i + 1] >= lo && p[i + 1] <= hi;
     for (std::size_t k = 2; ok && k < len; ++k) ok = p[i + k] >= 0x80 && p[i + k] <= 0xBF;
     if (ok) {
@@ -112,4 +132,13 @@ std::string format_rfc3339(store::time_point t) {
   return buf;
 }
 
+}  // namespace inlet::http
+
+namespace inlet::http {
+extern const unsigned char swagger_data[];
+extern const std::size_t swagger_size;
+
+std::string_view swagger_json() noexcept {
+  return {reinterpret_cast<const char*>(swagger_data), swagger_size};
+}
 }  // namespace inlet::http

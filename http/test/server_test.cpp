@@ -1,5 +1,7 @@
 // Loopback tests (label net): real HTTP over 127.0.0.1 with a Beast client. ctest's
 // TIMEOUT bounds every test; each loop below is bounded in count.
+#include "inlet/http/server.hpp"
+
 #include <gtest/gtest.h>
 
 #include <boost/asio/connect.hpp>
@@ -7,12 +9,14 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/beast/websocket.hpp>
+#include <future>
 #include <thread>
 
-#include "inlet/http/server.hpp"
 #include "inlet/store/memory_store.hpp"
 
 namespace asio = boost::asio;
@@ -108,7 +112,7 @@ TEST_F(ServerTest, KeepAliveListGetRawDelete) {
   auto r = c.request(bh::verb::get, "/api/v1/message/" + id + "/raw");  // same connection
   ASSERT_EQ(r.result_int(), 200u);
   EXPECT_EQ(r.body(), raw);
-  EXPECT_EQ(r[bh::field::content_type], "text/plain");
+  EXPECT_EQ(r[bh::field::content_type], "text/plain; charset=utf-8");
 
   EXPECT_EQ(c.request(bh::verb::get, "/api/v1/message/" + id).result_int(), 200u);
   EXPECT_EQ(c.request(bh::verb::get, "/api/v1/message/AAAAAAAAAAAAAAAAAAAAAA").result_int(), 404u);
@@ -242,6 +246,45 @@ TEST_F(ServerTest, EventStreamDeliversNewMessages) {
   EXPECT_TRUE(c.closed_by_peer());
 }
 
+// Mailpit's websocket: stats on open, then new/update/delete as the store changes from
+// other threads, and stop() closes it.
+TEST_F(ServerTest, WebsocketDeliversMailpitMessages) {
+  start();
+  asio::io_context io;
+  beast::websocket::stream<tcp::socket> ws(io);
+  ws.next_layer().connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), srv->port()));
+  ws.handshake("127.0.0.1", "/api/events");
+  beast::flat_buffer b;
+  auto next = [&] {
+    b.clear();
+    ws.read(b);
+    return beast::buffers_to_string(b.data());
+  };
+  EXPECT_EQ(next().rfind("{\"Type\":\"stats\"", 0), 0u);
+  std::string id;
+  std::thread writer([&] { id = put("Subject: over ws\r\n\r\nx\r\n"); });
+  writer.join();
+  std::string m;
+  do m = next();
+  while (m.rfind("{\"Type\":\"new\"", 0) != 0);
+  EXPECT_NE(m.find("\"ID\":\"" + id + "\""), std::string::npos) << m;
+  std::thread deleter([&] {
+    std::promise<void> done;
+    store.async_remove(st::selection::of_ids({id}),
+                       [&](std::error_code, std::size_t) { done.set_value(); });
+    done.get_future().wait();
+  });
+  deleter.join();
+  do m = next();
+  while (m.rfind("{\"Type\":\"delete\"", 0) != 0);
+  EXPECT_EQ(m, "{\"Type\":\"delete\",\"Data\":{\"ID\":\"" + id + "\"}}");
+  EXPECT_NE(srv->api().metrics_text().find("inlet_http_event_clients 1\n"), std::string::npos);
+  srv->stop();  // must not hang on the open websocket
+  beast::error_code ec;
+  for (int i = 0; i < 100 && !ec; ++i) ws.read(b, ec);  // drains to the end
+  EXPECT_TRUE(ec);
+}
+
 TEST_F(ServerTest, RunsOnCallersIoContext) {
   asio::io_context io;
   inlet::http::server_config cfg;
@@ -261,7 +304,8 @@ TEST_F(ServerTest, RunsOnCallersIoContext) {
 
 TEST_F(ServerTest, ManyClientsConcurrently) {
   start();
-  for (int i = 0; i < 20; ++i) put("m" + std::to_string(i) + "\r\n", "b" + std::to_string(i % 3) + "@x");
+  for (int i = 0; i < 20; ++i)
+    put("m" + std::to_string(i) + "\r\n", "b" + std::to_string(i % 3) + "@x");
   std::vector<std::thread> ts;
   std::atomic<int> ok{0};
   for (int t = 0; t < 4; ++t) {

@@ -45,6 +45,10 @@ struct pg_cat final : std::error_category {
         return "COMMIT was sent but the connection was lost: outcome unknown";
       case errc::transaction_aborted:
         return "COMMIT of a transaction in which a statement failed: rolled back";
+      case errc::no_host:
+        return "no host of the requested role is reachable";
+      case errc::copy_closed:
+        return "the COPY is over (finished, aborted or failed)";
     }
     return "unknown inlet.pg error";
   }
@@ -92,7 +96,7 @@ struct cond_cat final : std::error_category {
       switch (c) {
         case condition::connection_error:
           return e == errc::connection_error || e == errc::not_connected ||
-                 e == errc::connect_timeout;
+                 e == errc::connect_timeout || e == errc::no_host;
         case condition::timeout:
           return e == errc::timeout || e == errc::pool_timeout || e == errc::connect_timeout;
         case condition::type_mismatch:

@@ -5,6 +5,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <deque>
+#include <random>
 
 namespace inlet::pg {
 namespace detail {
@@ -21,7 +22,18 @@ struct pool_entry {
 
 class pool_impl : public std::enable_shared_from_this<pool_impl> {
  public:
-  pool_impl(asio::any_io_executor ex, pool_options o) : ex_(std::move(ex)), opts_(std::move(o)) {}
+  pool_impl(asio::any_io_executor ex, pool_options o)
+      : ex_(std::move(ex)),
+        opts_(std::move(o)),
+        strand_(asio::make_strand(ex_)),
+        maint_timer_(strand_),
+        retry_timer_(strand_) {
+    if (opts_.min_size > opts_.size) opts_.min_size = opts_.size;
+  }
+  /// Called once the pool is owned by a shared_ptr (timers hold it).
+  void start() {
+    if (opts_.min_size > 0) asio::post(strand_, [self = shared_from_this()] { self->maintain(); });
+  }
 
   struct waiter_node {
     std::uint64_t id;
@@ -39,6 +51,13 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   bool closed_ = false;
   std::uint64_t next_id_ = 0;
   pool_stats stats_;
+  // Timers (on strand_): min_size upkeep, and connects deferred by the backoff.
+  asio::any_io_executor strand_;
+  asio::steady_timer maint_timer_, retry_timer_;
+  unsigned consecutive_failures_ = 0;  // under m_
+  clock::time_point retry_at_{};       // under m_: no connect before this
+  std::size_t deferred_ = 0;           // under m_: reserved slots waiting for retry_at_
+  bool retry_armed_ = false;           // under m_
 
   // A connection with nothing in flight has no handler pending on its strand (its
   // reader stops when the FIFO empties): destroy it here. Otherwise destroy it on its
@@ -58,7 +77,8 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   /// Takes every idle connection unused for idle_timeout or longer off the bottom of
   /// the idle stack (the oldest are there: entries are pushed in time order). Under m_.
   void reap_idle(clock::time_point now, std::vector<entry_ptr>& dead) {
-    while (!idle_.empty() && now - idle_.front()->last_used >= opts_.idle_timeout) {
+    while (!idle_.empty() && total_ > opts_.min_size &&
+           now - idle_.front()->last_used >= opts_.idle_timeout) {
       dead.push_back(std::move(idle_.front()));
       idle_.pop_front();
       --total_;
@@ -128,7 +148,90 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
     if (grow) ++total_;
     lk.unlock();
     for (auto& d : dead) drop(std::move(d));
-    if (grow) start_connect();
+    if (grow) launch(1);
+  }
+
+  /// Starts n connects whose slots are already counted in total_, or defers them to the
+  /// end of the current backoff (one timer for all of them).
+  void launch(std::size_t n) {
+    bool arm = false;
+    clock::time_point at;
+    {
+      std::lock_guard lk(m_);
+      if (closed_) {
+        total_ -= n;
+        return;
+      }
+      if (clock::now() < retry_at_) {
+        deferred_ += n;
+        n = 0;
+        arm = !retry_armed_;
+        retry_armed_ = true;
+        at = retry_at_;
+      }
+    }
+    for (std::size_t i = 0; i < n; ++i) start_connect();
+    if (!arm) return;
+    asio::post(strand_, [self = shared_from_this(), at] {
+      self->retry_timer_.expires_at(at);
+      self->retry_timer_.async_wait([self](boost::system::error_code) {
+        std::size_t k;
+        {
+          std::lock_guard lk(self->m_);
+          k = std::exchange(self->deferred_, 0);
+          self->retry_armed_ = false;
+          if (self->closed_) {
+            self->total_ -= k;
+            k = 0;
+          }
+        }
+        if (k) self->launch(k);
+      });
+    });
+  }
+
+  std::chrono::milliseconds backoff(unsigned failures) const {  // full jitter, at least half
+    thread_local std::minstd_rand rng{std::random_device{}()};
+    const unsigned shift = std::min(failures > 0 ? failures - 1 : 0u, 16u);
+    const auto cap = std::min<std::int64_t>(opts_.connect_backoff_max.count(),
+                                            opts_.connect_backoff_initial.count() << shift);
+    if (cap <= 0) return std::chrono::milliseconds(0);
+    std::uniform_int_distribution<std::int64_t> d(cap / 2, cap);
+    return std::chrono::milliseconds(d(rng));
+  }
+
+  /// min_size upkeep (on strand_, every maintenance_interval): old idle connections beyond
+  /// min_size go, missing ones are made.
+  void maintain() {
+    std::vector<entry_ptr> dead;
+    std::size_t need = 0;
+    {
+      std::lock_guard lk(m_);
+      if (closed_) return;
+      reap_idle(clock::now(), dead);
+      // Idle connections with something unsolicited pending (a terminated backend's
+      // error, or the server closed them) are replaced.
+      for (auto it = idle_.begin(); it != idle_.end();) {
+        if ((*it)->conn.probe_quiet()) {
+          ++it;
+          continue;
+        }
+        dead.push_back(std::move(*it));
+        it = idle_.erase(it);
+        --total_;
+        ++stats_.dropped;
+      }
+      if (total_ < opts_.min_size) {
+        need = opts_.min_size - total_;
+        total_ += need;
+      }
+    }
+    for (auto& d : dead) drop(std::move(d));
+    if (need) launch(need);
+    maint_timer_.expires_after(opts_.maintenance_interval);
+    maint_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (!ec) self->maintain();
+    });
   }
 
   /// health_check::query: `SELECT 1` on the connection's strand; on success the waiter
@@ -199,12 +302,15 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
       {
         std::lock_guard lk(m_);
         ++stats_.connects;
+        consecutive_failures_ = 0;
+        retry_at_ = {};
       }
       return release(std::move(e));
     }
     std::unique_lock lk(m_);
     --total_;
     ++stats_.connect_failures;
+    retry_at_ = clock::now() + backoff(++consecutive_failures_);
     std::unique_ptr<waiter_base> w;
     if (!waiters_.empty()) {  // fail one waiter per failed attempt: nobody hangs on a dead server
       w = std::move(waiters_.front().w);
@@ -212,10 +318,11 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
     }
     bool retry = !closed_ && !waiters_.empty() && total_ < opts_.size;
     if (retry) ++total_;
+    auto diag = std::make_unique<diagnostics>(e->conn.last_diagnostics());
     lk.unlock();
     drop(std::move(e));
-    if (w) w->complete(ec, {});
-    if (retry) start_connect();
+    if (w) w->complete(ec, {}, std::move(diag));
+    if (retry) launch(1);  // after the backoff
   }
 
   /// A connection handed back from any thread: its state is read on its own strand,
@@ -248,7 +355,7 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
       if (grow) ++total_;
       lk.unlock();
       drop(std::move(e));
-      if (grow) start_connect();
+      if (grow) launch(1);
       return;
     }
     if (!waiters_.empty()) {
@@ -266,6 +373,10 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   }
 
   void close() {
+    asio::post(strand_, [self = shared_from_this()] {
+      self->maint_timer_.cancel();
+      self->retry_timer_.cancel();
+    });
     std::unique_lock lk(m_);
     closed_ = true;
     auto waiters = std::move(waiters_);
@@ -324,7 +435,9 @@ connection& pooled_connection::operator*() const noexcept {
 }
 
 pool::pool(asio::any_io_executor ex, pool_options opts)
-    : impl_(std::make_shared<detail::pool_impl>(std::move(ex), std::move(opts))) {}
+    : impl_(std::make_shared<detail::pool_impl>(std::move(ex), std::move(opts))) {
+  impl_->start();
+}
 pool::~pool() {
   impl_->close();
 }

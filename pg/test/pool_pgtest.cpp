@@ -102,19 +102,25 @@ TEST(PgPool, LoadFromFourThreadsAndIoContexts) {
     ts.emplace_back([&, t] {
       asio::io_context io;  // each thread its own io_context
       for (int k = 0; k < coros; ++k) {
-        asio::co_spawn(io, [&, t, k]() -> awaitable<void> {
-          for (int i = 0; i < per; ++i) {
-            try {
-              auto c = co_await p.async_acquire();
-              std::vector<std::int32_t> v;
-              co_await c->async_query(pg::sql("SELECT $1::int4 + $2::int4", t * 1000 + k, i), pg::into(v));
-              if (v.size() == 1 && v[0] == t * 1000 + k + i) ++ok;
-              else ++failed;
-            } catch (const std::exception&) {
-              ++failed;
-            }
-          }
-        }, asio::detached);
+        asio::co_spawn(
+            io,
+            [&, t, k]() -> awaitable<void> {
+              for (int i = 0; i < per; ++i) {
+                try {
+                  auto c = co_await p.async_acquire();
+                  std::vector<std::int32_t> v;
+                  co_await c->async_query(pg::sql("SELECT $1::int4 + $2::int4", t * 1000 + k, i),
+                                          pg::into(v));
+                  if (v.size() == 1 && v[0] == t * 1000 + k + i)
+                    ++ok;
+                  else
+                    ++failed;
+                } catch (const std::exception&) {
+                  ++failed;
+                }
+              }
+            },
+            asio::detached);
       }
       io.run();
     });
@@ -135,7 +141,8 @@ TEST(PgPool, ServerRestartUnderLoad) {
   const char* bin = std::getenv("INLET_PG_BIN");
   const char* data = std::getenv("INLET_PG_DATA");
   if (!bin || !data) GTEST_SKIP() << "INLET_PG_BIN/INLET_PG_DATA not set";
-  std::string ctl = std::string(bin) + "/pg_ctl -D " + data + " -m fast -w -t 60 restart >/dev/null 2>&1";
+  std::string ctl =
+      std::string(bin) + "/pg_ctl -D " + data + " -m fast -w -t 60 restart >/dev/null 2>&1";
   if (::geteuid() == 0) ctl = "runuser -u postgres -- " + ctl;
 
   asio::io_context io;
@@ -148,35 +155,39 @@ TEST(PgPool, ServerRestartUnderLoad) {
   std::thread restarter;
   auto t0 = std::chrono::steady_clock::now();
   for (int k = 0; k < 4; ++k) {
-    asio::co_spawn(io, [&]() -> awaitable<void> {
-      // Bounded: at most 3000 iterations or 40 s.
-      for (int i = 0; i < 3000 && std::chrono::steady_clock::now() - t0 < 40s; ++i) {
-        std::error_code ec;
-        try {
-          auto c = co_await p.async_acquire();
-          auto r = co_await c->async_query(pg::sql("SELECT pg_backend_pid()"));
-          (restarted ? ok_after : ok_before)++;
-          if (restarted && ok_after >= 200) break;
-        } catch (const pg::error& e) {
-          ec = e.code();
-        }
-        if (ec) {
-          ++errors;
-          // The server going away shows as a connection error (or, for a query sent
-          // just as the server shut down, its admin-shutdown SQLSTATE 57P01).
-          EXPECT_TRUE(ec == pg::condition::connection_error || ec == pg::condition::timeout) << ec.message();
-          asio::steady_timer t(io, 20ms);
-          co_await t.async_wait(asio::use_awaitable);
-        }
-        if (ok_before == 200 && !restarter.joinable()) {
-          restarter = std::thread([&] {
-            EXPECT_EQ(std::system(ctl.c_str()), 0);
-            restarted = true;
-          });
-        }
-      }
-      ++done;
-    }, asio::detached);
+    asio::co_spawn(
+        io,
+        [&]() -> awaitable<void> {
+          // Bounded: at most 3000 iterations or 40 s.
+          for (int i = 0; i < 3000 && std::chrono::steady_clock::now() - t0 < 40s; ++i) {
+            std::error_code ec;
+            try {
+              auto c = co_await p.async_acquire();
+              auto r = co_await c->async_query(pg::sql("SELECT pg_backend_pid()"));
+              (restarted ? ok_after : ok_before)++;
+              if (restarted && ok_after >= 200) break;
+            } catch (const pg::error& e) {
+              ec = e.code();
+            }
+            if (ec) {
+              ++errors;
+              // The server going away shows as a connection error (or, for a query sent
+              // just as the server shut down, its admin-shutdown SQLSTATE 57P01).
+              EXPECT_TRUE(ec == pg::condition::connection_error || ec == pg::condition::timeout)
+                  << ec.message();
+              asio::steady_timer t(io, 20ms);
+              co_await t.async_wait(asio::use_awaitable);
+            }
+            if (ok_before == 200 && !restarter.joinable()) {
+              restarter = std::thread([&] {
+                EXPECT_EQ(std::system(ctl.c_str()), 0);
+                restarted = true;
+              });
+            }
+          }
+          ++done;
+        },
+        asio::detached);
   }
   io.run();
   if (restarter.joinable()) restarter.join();
@@ -205,13 +216,15 @@ TEST(PgPool, HealthCheckQueryReplacesATerminatedBackend) {
     if (pid1.size() != 1) co_return;
     // Terminate that backend from another connection and wait until it is gone (bounded).
     std::vector<bool> killed;
-    co_await killer.async_query(pg::sql("SELECT pg_terminate_backend($1::int4)", pid1[0]), pg::into(killed));
+    co_await killer.async_query(pg::sql("SELECT pg_terminate_backend($1::int4)", pid1[0]),
+                                pg::into(killed));
     EXPECT_EQ(killed, std::vector<bool>{true});
     asio::steady_timer t(io);
     for (int i = 0; i < 500; ++i) {
       std::vector<std::int64_t> n;
-      co_await killer.async_query(pg::sql("SELECT count(*)::int8 FROM pg_stat_activity WHERE pid = $1::int4", pid1[0]),
-                                  pg::into(n));
+      co_await killer.async_query(
+          pg::sql("SELECT count(*)::int8 FROM pg_stat_activity WHERE pid = $1::int4", pid1[0]),
+          pg::into(n));
       if (n.at(0) == 0) break;
       t.expires_after(10ms);
       co_await t.async_wait(asio::use_awaitable);
@@ -304,7 +317,8 @@ TEST(PgPool, StuckConnectsAreEvicted) {
   silent_server stuck;
   asio::io_context io;
   pg::pool_options o;
-  o.dsn = "postgresql://postgres@127.0.0.1:" + std::to_string(stuck.port()) + "/postgres?connect_timeout=1";
+  o.dsn = "postgresql://postgres@127.0.0.1:" + std::to_string(stuck.port()) +
+          "/postgres?connect_timeout=1";
   o.size = 2;
   o.acquire_timeout = 300ms;
   pg::pool p(io.get_executor(), o);
@@ -322,4 +336,91 @@ TEST(PgPool, StuckConnectsAreEvicted) {
   EXPECT_EQ(s.total, 0u) << "stuck connects still hold pool slots";
   EXPECT_GE(s.connect_failures, 1u);
   EXPECT_EQ(s.waiting, 0u);
+}
+
+// min_size connections are made without any acquire, kept through idle_timeout, and
+// remade when their backends are terminated.
+TEST(PgPool, MinSizeIsKeptWarm) {
+  REQUIRE_PG();
+  asio::io_context io;
+  auto o = opts(6);
+  o.dsn = pg_dsn() + (pg_dsn().find('?') == std::string::npos ? "?" : "&") +
+          "application_name=inlet_warm";
+  o.min_size = 3;
+  o.idle_timeout = 100ms;
+  o.maintenance_interval = 30ms;
+  pg::pool p(io.get_executor(), o);
+  pg::connection killer(io.get_executor());
+  killer.connect(pg_dsn());
+  auto count_backends = [&] {
+    std::vector<std::int64_t> n;
+    killer.query(
+        pg::sql(
+            "SELECT count(*)::int8 FROM pg_stat_activity WHERE application_name = 'inlet_warm'"),
+        pg::into(n));
+    return n.at(0);
+  };
+  run_co(io, [&]() -> awaitable<void> {
+    asio::steady_timer t(io);
+    for (int i = 0; i < 200 && p.stats().idle < 3; ++i) {
+      t.expires_after(10ms);
+      co_await t.async_wait(asio::use_awaitable);
+    }
+    t.expires_after(400ms);  // several idle_timeouts: still three
+    co_await t.async_wait(asio::use_awaitable);
+    EXPECT_EQ(p.stats().total, 3u);
+    EXPECT_EQ(p.stats().idle, 3u);
+    EXPECT_EQ(count_backends(), 3);
+    killer.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = "
+        "'inlet_warm'");
+    for (int i = 0; i < 300 && (p.stats().connects < 6 || p.stats().idle < 3); ++i) {
+      t.expires_after(10ms);
+      co_await t.async_wait(asio::use_awaitable);
+    }
+    EXPECT_EQ(p.stats().connects, 6u);
+    EXPECT_EQ(p.stats().idle, 3u);
+    EXPECT_EQ(count_backends(), 3);
+    p.close();  // stops the maintenance timer: run() returns
+  });
+}
+
+// Connects to a dead server back off (no tight loop), and acquirers never wait longer
+// than their acquire_timeout for it.
+TEST(PgPool, ConnectFailuresBackOffAndAcquirersDoNotWait) {
+  REQUIRE_PG();
+  asio::io_context io;
+  pg::pool_options o;
+  o.dsn = "postgresql://postgres@127.0.0.1:1/postgres";
+  o.size = 2;
+  o.min_size = 2;
+  o.maintenance_interval = 10ms;
+  o.connect_backoff_initial = 100ms;
+  o.connect_backoff_max = 400ms;
+  o.acquire_timeout = 250ms;
+  pg::pool p(io.get_executor(), o);
+  int completed = 0;
+  std::vector<std::error_code> ecs;
+  auto t0 = std::chrono::steady_clock::now();
+  run_co(io, [&]() -> awaitable<void> {
+    asio::steady_timer t(io);
+    for (int i = 0; i < 6; ++i) {
+      auto [ec, c] = co_await p.async_acquire(asio::as_tuple(asio::use_awaitable));
+      ecs.push_back(ec);
+      ++completed;
+      t.expires_after(100ms);
+      co_await t.async_wait(asio::use_awaitable);
+    }
+    p.close();
+  });
+  auto elapsed = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(completed, 6);
+  for (auto& ec : ecs)
+    EXPECT_TRUE(ec == pg::condition::connection_error || ec == pg::errc::pool_timeout)
+        << ec.message();
+  // Bounded by the acquirers' own timeouts (6 x (250 + 100) ms), not by the backoff.
+  EXPECT_LT(elapsed, 4s);
+  // Without a backoff, 2 slots every 10 ms would be ~300 attempts in that time.
+  EXPECT_LT(p.stats().connect_failures, 40u);
+  EXPECT_GE(p.stats().connect_failures, 3u);
 }

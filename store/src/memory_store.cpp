@@ -322,6 +322,14 @@ void memory_store::do_list(list_request req, handler<void(std::error_code, page)
       } else {
         // Every message in the window is tested: the answer counts all matches.
         for (std::size_t i = end; i-- > 0;) {
+          // Records are scattered on the heap: ask for the ones a few steps ahead, and
+          // for their texts, while this one is tested.
+          if (i >= 8) __builtin_prefetch(order[i - 8].get());
+          if (i >= 4) {
+            const record& ahead = *order[i - 4];
+            __builtin_prefetch(ahead.summary.search_text.data());
+            __builtin_prefetch(ahead.fields.get(search::field::subject).data());
+          }
           const record& r = *order[i];
           if (!search::matches(req.query, r, r.fields)) continue;
           if (p.matched >= req.start && p.messages.size() < req.limit)

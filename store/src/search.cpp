@@ -222,6 +222,9 @@ bool read_time(date_reader& r, std::chrono::seconds& tod,
 // Dates as people type them: 2024-04-01, 2024/04/01, 2024.04.01, 04/01/2024 (US order,
 // as Mailpit), each optionally followed by " HH:MM[:SS]" or "THH:MM[:SS]" and a zone;
 // or a Unix time in seconds (10 digits) or milliseconds (13 digits).
+// 2200-12-31T23:59:59Z: the last second a date may name.
+constexpr std::int64_t latest_seconds = 7289654399;
+
 std::error_code parse_date(std::string_view v, std::string_view tz, time_point& out,
                            std::string* message) {
   using namespace std::chrono;
@@ -229,7 +232,7 @@ std::error_code parse_date(std::string_view v, std::string_view tz, time_point& 
     if (message)
       *message = "cannot read the date \"" + std::string(v) +
                  "\" (use YYYY-MM-DD, YYYY/MM/DD or YYYY-MM-DDTHH:MM[:SS], optionally with Z or "
-                 "+HH:MM)";
+                 "+HH:MM; years 1900 to 2200)";
     return make_error_code(errc::invalid_argument);
   };
   bool all_digits =
@@ -237,7 +240,11 @@ std::error_code parse_date(std::string_view v, std::string_view tz, time_point& 
   if (all_digits && (v.size() == 10 || v.size() == 13)) {
     std::int64_t n = 0;
     std::from_chars(v.data(), v.data() + v.size(), n);
-    out = v.size() == 10 ? time_point(seconds(n)) : time_point(milliseconds(n));
+    if (v.size() == 13) n /= 1000;
+    // The clock counts nanoseconds in 64 bits: years 1678-2262. Dates are kept to 1900-2200.
+    if (n > latest_seconds) return fail();
+    out = v.size() == 10 ? time_point(seconds(n))
+                         : time_point(milliseconds(std::stoll(std::string(v))));
     return {};
   }
   date_reader r{v};
@@ -253,7 +260,7 @@ std::error_code parse_date(std::string_view v, std::string_view tz, time_point& 
   const int y = year_first ? a : c, mo = year_first ? b : a, d = year_first ? c : b;
   const year_month_day ymd{year{y}, month{static_cast<unsigned>(mo)},
                            day{static_cast<unsigned>(d)}};
-  if (!ymd.ok()) return fail();
+  if (!ymd.ok() || y < 1900 || y > 2200) return fail();
   seconds tod{0};
   std::optional<minutes> offset;
   if (!r.eof()) {
@@ -370,9 +377,38 @@ std::error_code parse_arg(std::string_view w, std::string_view tz, query& q, std
 
 // ---- evaluation ----
 
+// Substring test. With SSE2, 16 positions at a time: a position is a candidate when the
+// needle's first and last bytes both match there, and only candidates are compared whole
+// ("generic SIMD" substring search). glibc's memmem prepares the needle on every call,
+// which a search over 100,000 short texts pays 100,000 times.
 bool contains(std::string_view hay, std::string_view needle) noexcept {
-  if (needle.empty()) return true;
-  if (hay.size() < needle.size()) return false;
+  const std::size_t m = needle.size();
+  if (m == 0) return true;
+  if (hay.size() < m) return false;
+#if defined(__SSE2__)
+  if (m >= 2 && hay.size() >= m + 15) {
+    const __m128i first = _mm_set1_epi8(needle.front());
+    const __m128i last = _mm_set1_epi8(needle.back());
+    const char* p = hay.data();
+    const std::size_t stop = hay.size() - m + 1;  // candidate start positions [0, stop)
+    std::size_t i = 0;
+    for (; i + 16 <= stop; i += 16) {
+      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i + m - 1));
+      unsigned mask = static_cast<unsigned>(
+          _mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, first), _mm_cmpeq_epi8(b, last))));
+      while (mask) {
+        const unsigned k = static_cast<unsigned>(__builtin_ctz(mask));
+        if (std::memcmp(p + i + k + 1, needle.data() + 1, m - 2) == 0) return true;
+        mask &= mask - 1;
+      }
+    }
+    for (; i < stop; ++i)
+      if (p[i] == needle.front() && std::memcmp(p + i + 1, needle.data() + 1, m - 1) == 0)
+        return true;
+    return false;
+  }
+#endif
   return ::memmem(hay.data(), hay.size(), needle.data(), needle.size()) != nullptr;
 }
 

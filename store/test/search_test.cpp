@@ -95,6 +95,10 @@ TEST(SearchParse, ErrorsSayWhat) {
                           {"after:2026-02-29", ""},
                           {"before:2026-1-1x", ""},
                           {"after:2026-01-01T25:00", ""},
+                          {"after:0226-01-01", "Europe/Berlin"},
+                          {"before:9999-12-31", ""},
+                          {"after:9999999999", ""},
+                          {"after:9999999999999", ""},
                           {"larger:1.M", ""},
                           {"smaller:12Q", ""},
                           {"after:2026-01-01", "Nowhere/Atlantis"}}) {

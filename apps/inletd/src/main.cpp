@@ -1,27 +1,33 @@
 // inletd: the server. Parses flags, builds the store, the filter, the SMTP server and the
 // HTTP server, then waits for signals on the main thread (sigwait): SIGINT/SIGTERM stop
 // gracefully, SIGHUP reloads the filter's term list.
+#include <pthread.h>
+
+#include <csignal>
+#include <cstdio>
+#include <functional>
+#include <inlet/http/server.hpp>
+#include <inlet/smtp/server.hpp>
+#include <inlet/store/memory_store.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+
 #include "filter_stage.hpp"
 #include "message_view.hpp"
 #include "options.hpp"
 #include "pipeline.hpp"
 #include "streaming_parse.hpp"
-
-#include <inlet/http/server.hpp>
-#include <inlet/smtp/server.hpp>
-#include <inlet/store/memory_store.hpp>
-
-#include <csignal>
-#include <cstdio>
-#include <memory>
-#include <pthread.h>
-#include <string>
+#ifndef INLETD_IO_URING
+#include "pg_options.hpp"
+#endif
 #ifdef INLETD_IO_URING
-#include <cerrno>
-#include <cstring>
 #include <linux/io_uring.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #endif
 
 namespace {
@@ -87,6 +93,29 @@ std::string endpoint_text(const std::string& host, std::uint16_t port) {
   return host + ":" + std::to_string(port);
 }
 
+#ifndef INLETD_IO_URING
+// The PostgreSQL store: connects and migrates in the background; inletd waits a few
+// seconds for its shards, then starts anyway (mail for a shard that is down gets 451
+// until it is back; the store's health says which).
+std::optional<int> start_pg_store(const inletd::options& opt,
+                                  std::unique_ptr<inlet::store::store>& out,
+                                  std::function<void(std::string&)>& metrics) {
+  inlet::store::pg_store_config cfg;
+  std::string error;
+  if (!inletd::pg_store_config_from(opt, cfg, error)) {
+    std::fprintf(stderr, "inletd: %s\n", error.c_str());
+    return 2;
+  }
+  auto pg = std::make_unique<inlet::store::pg_store>(cfg);
+  if (!pg->wait_ready(std::chrono::seconds(5)))
+    std::fprintf(stderr, "inletd: PostgreSQL store not ready yet: %s\n",
+                 pg->health().detail.c_str());
+  metrics = [p = pg.get()](std::string& o) { p->append_metrics(o); };
+  out = std::move(pg);
+  return std::nullopt;
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -123,16 +152,26 @@ int main(int argc, char** argv) {
   }
 
   std::unique_ptr<inlet::store::memory_store> memory;
+  std::unique_ptr<inlet::store::store> durable;  // the PostgreSQL store
+  std::function<void(std::string&)> store_metrics;
   if (opt.store == "memory") {
     memory = std::make_unique<inlet::store::memory_store>(
         inlet::store::memory_store_config{opt.max_messages, opt.max_store_bytes});
-  } else if (opt.store.starts_with("postgresql://") || opt.store.starts_with("postgres://")) {
-    std::fprintf(stderr, "inletd: the PostgreSQL store is not built yet; use --store memory\n");
+  } else if (opt.store == "postgresql" || opt.store.starts_with("postgresql://") ||
+             opt.store.starts_with("postgres://")) {
+#ifdef INLETD_IO_URING
+    std::fprintf(stderr, "inletd-uring: the PostgreSQL store runs in inletd (epoll) only\n");
     return 2;
+#else
+    if (auto rc = start_pg_store(opt, durable, store_metrics)) return *rc;
+#endif
   } else if (opt.store != "sink") {
-    std::fprintf(stderr, "inletd: unknown --store '%s' (memory, sink)\n", opt.store.c_str());
+    std::fprintf(stderr, "inletd: unknown --store '%s' (memory, sink, postgresql://...)\n",
+                 opt.store.c_str());
     return 2;
   }
+  inlet::store::store* backing =
+      memory ? static_cast<inlet::store::store*>(memory.get()) : durable.get();
 
   std::unique_ptr<inletd::filter_stage> filter;
   if (!opt.filter_terms.empty()) {
@@ -145,33 +184,115 @@ int main(int argc, char** argv) {
     }
   }
 
-  inletd::pipeline pipe(memory.get(), filter.get());
+  inletd::pipeline_options popts;
+  popts.tags.title_case = opt.tags_title_case;
+  popts.tags.x_tags = opt.tags_disable.find("x-tags") == std::string::npos;
+  popts.tags.plus_addresses = opt.tags_disable.find("plus-addresses") == std::string::npos;
+  {
+    std::string error;
+    if (!inletd::tag_rules::parse(opt.tags, opt.tags_config, popts.rules, error)) {
+      std::fprintf(stderr, "inletd: %s\n", error.c_str());
+      return 2;
+    }
+  }
+  inletd::pipeline pipe(backing, filter.get(), std::move(popts));
 
   // The HTTP API reads the store; with --store sink it serves an always-empty store.
   inlet::store::memory_store empty_store(inlet::store::memory_store_config{1, 1});
-  inlet::store::store& readable = memory ? static_cast<inlet::store::store&>(*memory) : empty_store;
+  inlet::store::store& readable = backing ? *backing : empty_store;
   inlet::http::server_config hc;
   hc.address = opt.http.host;
   hc.port = opt.http.port;
   hc.threads = 1;
-  hc.api.render = inletd::render_body;
-  hc.api.extra_metrics = [&pipe, &filter](std::string& out) {
+  hc.api.extra_metrics = [&pipe, &filter, &store_metrics](std::string& out) {
     inletd::append_metrics(pipe, filter.get(), out);
+    if (store_metrics) store_metrics(out);
   };
+  if (backing)
+    hc.api.submit = [&pipe](inlet::http::submission m,
+                            std::function<void(std::error_code, std::string)> done) {
+      pipe.submit(std::move(m), std::move(done));
+    };
+  hc.api.app_counters = [&pipe] {
+    const auto& c = pipe.counters();
+    inlet::http::app_counters a;
+    a.smtp_accepted = c.stored.load(std::memory_order_relaxed);
+    a.smtp_accepted_bytes = c.bytes.load(std::memory_order_relaxed);
+    a.smtp_rejected = c.filter_rejected.load(std::memory_order_relaxed) +
+                      c.store_errors.load(std::memory_order_relaxed);
+    return a;
+  };
+  hc.api.version = "inlet 0.1.0";
+  // The PostgreSQL store's URIs may hold passwords: named, not shown.
+  hc.api.database = memory ? "memory" : durable ? "postgresql" : opt.store;
+  hc.api.label = opt.label;
+  hc.api.webroot = opt.webroot;
+  hc.api.cors_origin = opt.api_cors;
+  hc.api.block_remote_css_and_fonts = opt.block_remote_css_and_fonts;
+  hc.api.link_check.allow_untrusted_tls = opt.allow_untrusted_tls;
+  if (!opt.ui_auth_file.empty() || !opt.ui_auth.empty()) {
+    std::string error;
+    if (!opt.ui_auth_file.empty()) {
+      hc.api.ui_auth = inlet::http::password_file::load(opt.ui_auth_file, error);
+    } else {
+      std::string lines = opt.ui_auth;  // MP_UI_AUTH: "user:password user2:password2"
+      for (auto& c : lines)
+        if (c == ' ') c = '\n';
+      hc.api.ui_auth = inlet::http::password_file::parse(lines, error);
+    }
+    if (!hc.api.ui_auth) {
+      std::fprintf(stderr, "inletd: web UI authentication: %s\n", error.c_str());
+      return 2;
+    }
+  }
+  if (opt.enable_chaos) {
+    inlet::http::chaos_triggers triggers;
+    std::string error;
+    if (!opt.chaos_triggers.empty() &&
+        !inlet::http::chaos_state::parse(opt.chaos_triggers, triggers, error)) {
+      std::fprintf(stderr, "inletd: --chaos-triggers: %s\n", error.c_str());
+      return 2;
+    }
+    // The SMTP side calls chaos->smtp_error() at MAIL FROM, RCPT TO and AUTH once the
+    // SMTP server has its policy hook; until then only the API's state exists.
+    hc.api.chaos = std::make_shared<inlet::http::chaos_state>(triggers);
+  }
+  if (!opt.relay.host.empty()) {
+    inlet::http::relay_config r;
+    r.host = opt.relay.host;
+    r.port = opt.relay.port;
+    r.starttls = opt.relay.starttls;
+    r.tls = opt.relay.tls;
+    r.allow_insecure = opt.relay.allow_insecure;
+    r.auth = opt.relay.auth;
+    r.username = opt.relay.username;
+    r.password = opt.relay.password;
+    r.return_path = opt.relay.return_path;
+    r.allowed_recipients = opt.relay.allowed_recipients;
+    r.blocked_recipients = opt.relay.blocked_recipients;
+    r.preserve_message_ids = opt.relay.preserve_message_ids;
+    hc.api.relay = r;
+  }
+  for (const auto& ignored : opt.ignored)
+    std::fprintf(stderr, "inletd: Mailpit option %s has no inletd equivalent; ignored\n",
+                 ignored.c_str());
+  if (!opt.smtp_auth_file.empty() || !opt.smtp_auth.empty() || opt.smtp_auth_accept_any)
+    std::fprintf(
+        stderr, "inletd: SMTP AUTH options are read but the SMTP server does not offer AUTH yet\n");
   inlet::http::server http(readable, hc);
   if (auto ec = http.start()) {
-    std::fprintf(stderr, "inletd: http %s: %s\n", endpoint_text(opt.http.host, opt.http.port).c_str(),
-                 ec.message().c_str());
+    std::fprintf(stderr, "inletd: http %s: %s\n",
+                 endpoint_text(opt.http.host, opt.http.port).c_str(), ec.message().c_str());
     return 1;
   }
 
-  inlet::smtp::server smtp(sc, [&pipe](inlet::smtp::received_message&& m,
-                                       inlet::smtp::delivery_callback done) {
-    pipe.deliver(std::move(m), std::move(done));
-  });
+  inlet::smtp::server smtp(
+      sc, [&pipe](inlet::smtp::received_message&& m, inlet::smtp::delivery_callback done) {
+        pipe.deliver(std::move(m), std::move(done));
+      });
   if (auto ec = smtp.start()) {
-    std::fprintf(stderr, "inletd: smtp %s: %s\n", endpoint_text(opt.smtp.host, opt.smtp.port).c_str(),
-                 ec.message().c_str());
+    std::fprintf(stderr, "inletd: smtp %s: %s\n",
+                 endpoint_text(opt.smtp.host, opt.smtp.port).c_str(), ec.message().c_str());
     http.stop();
     return 1;
   }

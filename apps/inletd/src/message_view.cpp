@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <inlet/filter/mime_scan.hpp>
+#include <inlet/http/render.hpp>
 #include <inlet/mime/message.hpp>
 #include <inlet/store/search.hpp>
+#include <inlet/store/tags.hpp>
 
 #include "filter_stage.hpp"
 #include "pipeline.hpp"
@@ -103,64 +107,12 @@ void decode_text_bounded(const mm::parsed_message& m, std::uint32_t p, std::size
   bound(out, limit);
 }
 
-bool starts_tag(std::string_view h, std::size_t k, std::string_view name) {
-  if (h.size() - k < name.size()) return false;
-  for (std::size_t i = 0; i < name.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(h[k + i])) != name[i]) return false;
-  return true;
-}
-
-// The words of an HTML body for search: tags, comments, scripts and styles dropped, the
-// common entities decoded (others kept as written).
-std::string html_words(std::string_view h) {
-  std::string out;
-  out.reserve(h.size() / 2);
-  std::size_t i = 0;
-  while (i < h.size()) {
-    const char c = h[i];
-    if (c == '<') {
-      if (h.compare(i, 4, "<!--") == 0) {
-        auto e = h.find("-->", i + 4);
-        i = e == std::string_view::npos ? h.size() : e + 3;
-        continue;
-      }
-      const bool script = starts_tag(h, i + 1, "script"), style = starts_tag(h, i + 1, "style");
-      auto e = h.find('>', i);
-      i = e == std::string_view::npos ? h.size() : e + 1;
-      if (script || style) {
-        std::string_view close = script ? "</script" : "</style";
-        while (i < h.size() && !(h[i] == '<' && starts_tag(h, i, close))) ++i;
-      }
-      out.push_back(' ');
-      continue;
-    }
-    if (c == '&') {
-      static constexpr std::pair<std::string_view, std::string_view> named[] = {
-          {"&amp;", "&"}, {"&lt;", "<"},   {"&gt;", ">"},  {"&quot;", "\""},
-          {"&#39;", "'"}, {"&apos;", "'"}, {"&nbsp;", " "}};
-      bool done = false;
-      for (auto [n, v] : named) {
-        if (h.compare(i, n.size(), n) == 0) {
-          out.append(v);
-          i += n.size();
-          done = true;
-          break;
-        }
-      }
-      if (done) continue;
-    }
-    out.push_back(c);
-    ++i;
-  }
-  return out;
-}
-
-// Attachments shown inline by the HTML: disposition inline, or no disposition and a
-// Content-ID (parts of multipart/related). Mailpit lists them under Inline.
-bool is_inline_part(const mm::parsed_message& m, std::uint32_t p) {
-  auto disp = mm::disposition(m, p);
-  if (disp) return *disp == "inline";
-  return m.find(p, "content-id") != nullptr;
+// Whether p lies inside an attached message (message/rfc822 below the root).
+bool below_message(const mm::parsed_message& m, std::uint32_t p) {
+  const auto& parts = m.parts();
+  for (auto q = parts[p].parent; q != mm::no_index; q = parts[q].parent)
+    if (parts[q].kind == mm::part_kind::message) return true;
+  return false;
 }
 
 }  // namespace
@@ -188,15 +140,27 @@ void analyze(const mm::parsed_message& m, const std::vector<std::string>& rcpt_t
   out.message_id = s.message_id.value_or("");
   bound(out.message_id, max_field_bytes);
   out.snippet = std::move(s.snippet);
+  // Attachments as the API lists them (inlet::http::list_parts): not the parts inside an
+  // attached message, but the attached message itself; inline parts counted apart.
   out.attachments.reserve(s.attachments.size());
   for (auto& a : s.attachments) {
-    if (is_inline_part(m, a.part)) {
+    if (below_message(m, a.part)) continue;
+    if (inlet::http::is_inline_part(m, a.part)) {
       ++out.inline_parts;
       continue;
     }
     if (out.attachments.size() == max_addresses) continue;
     bound(a.filename, max_field_bytes);
     out.attachments.push_back({std::move(a.filename), std::move(a.content_type), a.size});
+  }
+  for (std::uint32_t p = 1; p < m.parts().size(); ++p) {
+    const auto& pt = m.parts()[p];
+    if (pt.kind != mm::part_kind::message || below_message(m, p) ||
+        out.attachments.size() == max_addresses)
+      continue;
+    std::string name = mm::filename(m, p).value_or("");
+    bound(name, max_field_bytes);
+    out.attachments.push_back({std::move(name), std::string(pt.content_type()), pt.body.size()});
   }
   // The search text: the first text/plain part, else the first text/html part as words.
   std::uint32_t plain = mm::no_index, html = mm::no_index;
@@ -209,33 +173,201 @@ void analyze(const mm::parsed_message& m, const std::vector<std::string>& rcpt_t
     decode_text_bounded(m, plain, search_text_bytes, body);
   } else if (html != mm::no_index) {
     decode_text_bounded(m, html, search_body_bytes, body);
-    body = html_words(body);
+    body = inlet::http::html_to_text(body);
   }
   out.search_text = st::search::build_search_text(out, body, search_text_bytes);
   if (scan) inlet::filter::scan_parsed(*scan, m);
 }
 
-inlet::http::rendered_body render_body(std::string_view raw) {
-  inlet::http::rendered_body r;
-  const mm::parsed_message& m = thread_parser().parse(raw);
-  mm::for_each_text_part(m, [&](std::uint32_t p) {
-    auto sub = m.parts()[p].sub_type();
-    std::string* target = sub == "html" ? &r.html : sub == "plain" ? &r.text : nullptr;
-    if (!target || !target->empty()) return;  // the first plain and the first html part
-    mm::decode_text(m, p, [&](std::string_view utf8) { target->append(utf8); });
-  });
-  for (std::uint32_t p = 0; p < m.parts().size(); ++p) {
-    if (!mm::is_attachment(m, p)) continue;
-    inlet::http::part_info info;
-    info.part_id = std::to_string(p);
-    info.filename = mm::filename(m, p).value_or("");
-    info.content_type = std::string(m.parts()[p].content_type());
-    if (auto cid = mm::header_text(m, p, "Content-ID"))
-      info.content_id = mm::parse_message_id(*cid).value_or("");
-    info.size = mm::decoded_size(m, p);
-    (is_inline_part(m, p) ? r.inline_parts : r.attachments).push_back(std::move(info));
+void message_tags(const mm::parsed_message& m, const st::summary& s, const tag_options& o,
+                  std::vector<std::string>& out) {
+  auto add = [&](std::string_view raw_tag) {
+    std::string t = st::clean_tag(raw_tag);
+    if (t.empty()) return;
+    out.push_back(o.title_case ? st::title_case(t) : std::move(t));
+  };
+  if (o.x_tags) {
+    const auto& root = m.parts().front();
+    std::string scratch;
+    for (std::uint32_t i = root.first_header; i < root.first_header + root.header_count; ++i) {
+      const auto& h = m.headers()[i];
+      std::string_view name = m.view(h.name, scratch);
+      if (name.size() != 6 || !(name[0] == 'x' || name[0] == 'X') ||
+          st::search::fold_case(name) != "x-tags")
+        continue;
+      std::string value = mm::decode_unstructured(m.view(h.value, scratch));
+      std::string_view rest = value;
+      while (!rest.empty()) {
+        auto comma = rest.find(',');
+        add(rest.substr(0, comma));
+        if (comma == std::string_view::npos) break;
+        rest.remove_prefix(comma + 1);
+      }
+    }
   }
-  return r;
+  if (o.plus_addresses) {
+    auto from_address = [&](const st::address& a) {
+      auto at = a.address.rfind('@');
+      auto local = std::string_view(a.address).substr(0, at == std::string::npos ? 0 : at);
+      auto plus = local.find('+');
+      if (plus == std::string_view::npos) return;
+      local.remove_prefix(plus + 1);  // user+one+two@x: one, two
+      while (!local.empty()) {
+        auto next = local.find('+');
+        add(local.substr(0, next));
+        if (next == std::string_view::npos) break;
+        local.remove_prefix(next + 1);
+      }
+    };
+    from_address(s.from);
+    for (const auto* list : {&s.to, &s.cc, &s.bcc})
+      for (const auto& a : *list) from_address(a);
+  }
+}
+
+namespace {
+
+// Mailpit's argument splitting (whitespace outside double quotes; quotes dropped).
+std::vector<std::string> split_args(std::string_view s) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (char c : s) {
+    if (c == '"') {
+      quoted = !quoted;
+    } else if (!quoted && (c == ' ' || c == '\t' || c == '\n')) {
+      if (!cur.empty()) out.push_back(std::move(cur));
+      cur.clear();
+    } else {
+      cur.push_back(c);
+    }
+  }
+  if (!cur.empty()) out.push_back(std::move(cur));
+  return out;
+}
+
+std::string trim_copy(std::string_view v) {
+  auto b = v.find_first_not_of(" \t\r\n");
+  auto e = v.find_last_not_of(" \t\r\n");
+  return b == std::string_view::npos ? std::string{} : std::string(v.substr(b, e - b + 1));
+}
+
+std::string yaml_scalar(std::string_view v) {
+  std::string t = trim_copy(v);
+  if (t.size() >= 2 && (t.front() == '"' || t.front() == '\'') && t.back() == t.front())
+    return t.substr(1, t.size() - 2);
+  return t;
+}
+
+}  // namespace
+
+bool tag_rules::add(std::string_view tags, std::string_view match, std::string& error) {
+  rule r;
+  std::string_view rest = tags;
+  while (!rest.empty()) {
+    auto comma = rest.find(',');
+    std::string t = st::clean_tag(rest.substr(0, comma));
+    if (!t.empty()) r.tags.push_back(std::move(t));
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  st::search::query q;
+  std::string why;
+  if (st::search::parse(match, {}, q, &why)) {
+    error = "tag filter \"" + std::string(match) + "\": " + why;
+    return false;
+  }
+  if (r.tags.empty() || q.empty()) {
+    error = "tag filter \"" + std::string(tags) + "=" + std::string(match) +
+            "\" needs a tag and a match";
+    return false;
+  }
+  for (auto& t : q.terms) {
+    const bool word = t.what == st::search::kind::match && t.where == st::search::field::text;
+    (word ? r.words : r.others).terms.push_back(std::move(t));
+  }
+  rules_.push_back(std::move(r));
+  return true;
+}
+
+bool tag_rules::parse(const std::vector<std::string>& specs, const std::string& yaml_file,
+                      tag_rules& out, std::string& error) {
+  tag_rules rules;
+  for (const auto& spec : specs) {
+    for (const auto& arg : split_args(spec)) {
+      auto eq = arg.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        error = "--tag \"" + arg + "\" is not tag=match";
+        return false;
+      }
+      if (!rules.add(std::string_view(arg).substr(0, eq), std::string_view(arg).substr(eq + 1),
+                     error))
+        return false;
+    }
+  }
+  if (!yaml_file.empty()) {
+    std::ifstream in(yaml_file);
+    if (!in) {
+      error = "cannot read " + yaml_file;
+      return false;
+    }
+    // filters:
+    //   - match: ...
+    //     tags: ...
+    std::string line, match, tags;
+    auto flush = [&]() {
+      if (match.empty() && tags.empty()) return true;
+      bool ok = rules.add(tags, match, error);
+      match.clear();
+      tags.clear();
+      return ok;
+    };
+    while (std::getline(in, line)) {
+      std::string t = trim_copy(line);
+      if (t.empty() || t.front() == '#' || t == "filters:" || t == "---") continue;
+      if (t.starts_with("- ")) {
+        if (!flush()) return false;
+        t = trim_copy(t.substr(2));
+      }
+      if (t.starts_with("match:"))
+        match = yaml_scalar(t.substr(6));
+      else if (t.starts_with("tags:"))
+        tags = yaml_scalar(t.substr(5));
+      else {
+        error = yaml_file + ": unexpected line \"" + t + "\"";
+        return false;
+      }
+    }
+    if (!flush()) return false;
+  }
+  out = std::move(rules);
+  return true;
+}
+
+void tag_rules::apply(const st::new_message& msg, std::vector<std::string>& tags) const {
+  if (rules_.empty()) return;
+  // What the terms look at: the summary (as the store will keep it) and the raw bytes,
+  // folded once for the words.
+  st::stored_message probe;
+  probe.envelope = msg.envelope;
+  probe.summary = msg.summary;
+  probe.size = msg.raw.size();
+  probe.created = std::chrono::system_clock::now();
+  const st::search::prepared_fields fields(probe);
+  std::string folded;
+  for (const auto& r : rules_) {
+    if (!st::search::matches(r.others, probe, fields)) continue;
+    bool ok = true;
+    for (const auto& w : r.words.terms) {
+      if (folded.empty()) folded = st::search::fold_case(msg.raw);
+      const bool found = folded.find(w.value) != std::string::npos;
+      if (found == w.negated) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok) tags.insert(tags.end(), r.tags.begin(), r.tags.end());
+  }
 }
 
 void append_metrics(const pipeline& p, filter_stage* f, std::string& out) {

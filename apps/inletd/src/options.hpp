@@ -1,5 +1,10 @@
 // inletd's configuration: every flag, parsed with CLI11 into one plain struct.
 // docs/configuration.md lists the flags; keep the two in step.
+//
+// Mailpit's flags and MP_* environment variables are accepted too, for everything inletd
+// has an equivalent of, so a Mailpit command line or compose file works unchanged; the
+// Mailpit options inletd has no equivalent for are accepted, reported in `ignored` and
+// warned about at start; anything else is refused with a message (exit code 2).
 #pragma once
 
 #include <cstdint>
@@ -18,7 +23,16 @@ struct options {
   host_port smtp{"127.0.0.1", 1025};
   host_port http{"127.0.0.1", 8025};
   std::optional<host_port> lmtp;
-  std::string store = "memory";  ///< "memory", "sink", or a postgresql:// URI
+  std::string store = "memory";  ///< "memory", "sink", "postgresql" or a postgresql:// URI
+  // PostgreSQL store (docs/store-pg.md): shards after --store's URI, or from a file.
+  std::vector<std::string> shards;
+  std::string shards_file;
+  std::uint64_t retention_seconds = 0;  ///< 0: keep
+  std::size_t mailbox_cap = 0;          ///< 0: no cap
+  std::uint32_t buckets = 1024;
+  unsigned pg_writers = 4;
+  std::size_t pg_max_batch = 256;
+  unsigned pg_batch_wait_us = 0;
   std::size_t max_messages = 10000;
   std::size_t max_store_bytes = std::size_t{1} << 30;
   std::uint64_t max_message_size = 32u << 20;
@@ -30,7 +44,8 @@ struct options {
   unsigned reads_per_event = 1;
   unsigned accepts_per_event = 1;
   std::string receive_buffer = "segment";  ///< "segment" (zero-copy) or "flat" (copying baseline)
-  std::string parse = "after";  ///< "after" (parse the complete message) or "streaming" (while receiving)
+  std::string parse =
+      "after";  ///< "after" (parse the complete message) or "streaming" (while receiving)
   std::size_t max_connections = 10000;
   std::size_t max_connections_per_ip = 1000;
   std::size_t max_connections_per_subnet = 2500;  ///< 0 = no limit
@@ -53,10 +68,61 @@ struct options {
   std::string filter_action = "tag";
   double filter_threshold = 1.0;
   bool quiet = false;
+
+  // ---- Mailpit's options ----
+  std::string label;          ///< --label, MP_LABEL
+  std::string webroot = "/";  ///< --webroot, MP_WEBROOT
+  std::string ui_auth_file;   ///< --ui-auth-file, MP_UI_AUTH_FILE
+  std::string ui_auth;        ///< MP_UI_AUTH: "user:password user2:password2"
+  std::string api_cors;       ///< --api-cors, MP_API_CORS
+  bool block_remote_css_and_fonts = false;
+  bool allow_untrusted_tls = false;  ///< link check: do not verify certificates
+  std::vector<std::string> tags;     ///< --tag, MP_TAG: `tag=query ...` rules
+  std::string tags_config;           ///< --tags-config: YAML of match/tags filters
+  bool tags_title_case = false;
+  std::string tags_disable;    ///< "x-tags", "plus-addresses" (comma-separated)
+  bool enable_chaos = false;   ///< --enable-chaos, MP_ENABLE_CHAOS
+  std::string chaos_triggers;  ///< --chaos-triggers, MP_CHAOS_TRIGGERS
+  // SMTP AUTH (parsed here, for the SMTP server)
+  std::string smtp_auth_file;
+  std::string smtp_auth;  ///< MP_SMTP_AUTH: "user:password ..."
+  bool smtp_auth_accept_any = false;
+  bool smtp_auth_allow_insecure = false;
+  /// Message release (POST /api/v1/message/{ID}/release): Mailpit's relay configuration
+  /// file, MP_SMTP_RELAY_* variables, or the --relay-* flags.
+  struct relay_options {
+    std::string config_file;
+    std::string host;
+    std::uint16_t port = 25;
+    bool starttls = false;
+    bool tls = false;
+    bool allow_insecure = false;
+    std::string auth = "none";
+    std::string username;
+    std::string password;
+    std::string return_path;
+    std::string allowed_recipients;
+    std::string blocked_recipients;
+    bool preserve_message_ids = false;
+  } relay;
+  /// Mailpit options given that inletd has no equivalent for ("--database", ...).
+  std::vector<std::string> ignored;
 };
+
+/// Reads Mailpit's relay configuration file (YAML `key: value` lines) into `r`; false and
+/// a message in `error` on a file that cannot be read or a key it does not know.
+bool read_relay_config(const std::string& path, options::relay_options& r, std::string& error);
+
+/// The MP_SMTP_RELAY_* variables (Mailpit's relay without a file) into `r`, when
+/// MP_SMTP_RELAY_HOST is set.
+void relay_from_environment(options::relay_options& r);
 
 /// Parses HOST:PORT or [V6]:PORT. Returns false on a malformed value.
 bool parse_host_port(const std::string& text, host_port& out);
+
+/// Parses a duration: a number with an optional unit s, m, h or d ("90m", "7d"; no unit:
+/// seconds). Returns false on a malformed value.
+bool parse_duration(const std::string& text, std::uint64_t& seconds);
 
 /// Parses argv. On --help or an error, prints to stdout/stderr and returns the exit
 /// code to use; otherwise returns nullopt and fills `out`.

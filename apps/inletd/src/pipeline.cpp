@@ -25,7 +25,13 @@ std::string flatten(const inlet::buffer::segment& body) {
 
 }  // namespace
 
-pipeline::pipeline(st::store* store, filter_stage* filter) : store_(store), filter_(filter) {}
+pipeline::pipeline(st::store* store, filter_stage* filter, pipeline_options opts)
+    : store_(store), filter_(filter), opts_(std::move(opts)) {}
+
+void pipeline::tag(const inlet::mime::parsed_message& parse, st::new_message& msg) const {
+  if (opts_.tags.x_tags || opts_.tags.plus_addresses)
+    message_tags(parse, msg.summary, opts_.tags, msg.tags);
+}
 
 st::envelope to_store_envelope(const sm::envelope& e) {
   st::envelope out;
@@ -59,14 +65,16 @@ void pipeline::deliver(sm::received_message&& m, sm::delivery_callback done) {
     msg.envelope = to_store_envelope(m.envelope);
     if (streamed) {
       analyze(*streamed, msg.envelope.rcpt_to, msg.summary, scan ? &*scan : nullptr);
+      tag(*streamed, msg);
       m.observer.reset();  // the parser back to the pool before its pieces go
       msg.raw = flatten(m.body);
       m.body.clear();  // give the connection's fragments back now
     } else {
       msg.raw = flatten(m.body);
       m.body.clear();  // give the connection's fragments back now
-      analyze(thread_parser().parse(msg.raw), msg.envelope.rcpt_to, msg.summary,
-              scan ? &*scan : nullptr);
+      const auto& parse = thread_parser().parse(msg.raw);
+      analyze(parse, msg.envelope.rcpt_to, msg.summary, scan ? &*scan : nullptr);
+      tag(parse, msg);
     }
   } else {
     // sink: parse the received fragments in place (or take the streamed parse),
@@ -91,6 +99,8 @@ void pipeline::deliver(sm::received_message&& m, sm::delivery_callback done) {
     }
   }
 
+  opts_.rules.apply(msg, msg.tags);
+
   if (!store_) {  // sink: parsed and filtered, now dropped
     counters_.stored.fetch_add(1, std::memory_order_relaxed);
     done({sm::delivery_status::accepted(st::make_message_id()), {}});
@@ -110,6 +120,52 @@ void pipeline::deliver(sm::received_message&& m, sm::delivery_callback done) {
     counters_.stored.fetch_add(1, std::memory_order_relaxed);
     done({sm::delivery_status::accepted(stored->id), {}});
   });
+}
+
+}  // namespace inletd
+
+namespace inletd {
+
+void pipeline::submit(inlet::http::submission in,
+                      std::function<void(std::error_code, std::string)> done) {
+  if (!store_) {
+    done(make_error_code(st::errc::unavailable), {});
+    return;
+  }
+  counters_.received.fetch_add(1, std::memory_order_relaxed);
+  counters_.bytes.fetch_add(in.raw.size(), std::memory_order_relaxed);
+  std::optional<inlet::filter::scan> scan;
+  if (filter_) scan.emplace(filter_->registry().make_scan());
+  st::new_message msg;
+  msg.envelope = std::move(in.envelope);
+  msg.raw = std::move(in.raw);
+  msg.tags = std::move(in.tags);
+  const auto& parse = thread_parser().parse(msg.raw);
+  analyze(parse, msg.envelope.rcpt_to, msg.summary, scan ? &*scan : nullptr);
+  tag(parse, msg);
+  opts_.rules.apply(msg, msg.tags);
+  if (scan) {
+    inlet::filter::verdict v = scan->finish(filter_->threshold());
+    if (v.over_threshold) {
+      if (filter_->reject()) {
+        counters_.filter_rejected.fetch_add(1, std::memory_order_relaxed);
+        done(make_error_code(st::errc::invalid_argument), {});
+        return;
+      }
+      counters_.filter_tagged.fetch_add(1, std::memory_order_relaxed);
+      msg.tags.push_back("spam");
+    }
+  }
+  store_->put(std::move(msg),
+              [this, done = std::move(done)](std::error_code ec, st::message_ptr stored) {
+                if (ec || !stored) {
+                  counters_.store_errors.fetch_add(1, std::memory_order_relaxed);
+                  done(ec ? ec : make_error_code(st::errc::unavailable), {});
+                  return;
+                }
+                counters_.stored.fetch_add(1, std::memory_order_relaxed);
+                done({}, stored->id);
+              });
 }
 
 }  // namespace inletd

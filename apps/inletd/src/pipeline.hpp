@@ -7,13 +7,15 @@
 // filter is read through an atomically swapped snapshot.
 #pragma once
 
-#include <inlet/smtp/message.hpp>
-#include <inlet/store/store.hpp>
-
 #include <atomic>
 #include <cstdint>
+#include <inlet/http/api.hpp>
+#include <inlet/smtp/message.hpp>
+#include <inlet/store/store.hpp>
 #include <memory>
 #include <string>
+
+#include "message_view.hpp"
 
 namespace inletd {
 
@@ -28,18 +30,33 @@ struct pipeline_counters {
   std::atomic<std::uint64_t> bytes{0};
 };
 
+/// How received messages are tagged (Mailpit's automatic tags and tag filters).
+struct pipeline_options {
+  tag_options tags;
+  tag_rules rules;
+};
+
 class pipeline {
  public:
   /// `store` null = sink: parse and filter, then accept and discard.
-  pipeline(inlet::store::store* store, filter_stage* filter);
+  pipeline(inlet::store::store* store, filter_stage* filter, pipeline_options opts = {});
 
   void deliver(inlet::smtp::received_message&& m, inlet::smtp::delivery_callback done);
+
+  /// POST /api/v1/send: stores `msg` as if it had been received (parse, summary, tags,
+  /// filter, store); `done` gets the stored ID. Errors: store::errc::unavailable for the
+  /// sink, a filter rejection as store::errc::invalid_argument, the store's own.
+  void submit(inlet::http::submission msg, std::function<void(std::error_code, std::string)> done);
 
   const pipeline_counters& counters() const noexcept { return counters_; }
 
  private:
+  // Tags from the message itself and from the rules, then the filter's verdict.
+  void tag(const inlet::mime::parsed_message& parse, inlet::store::new_message& msg) const;
+
   inlet::store::store* store_;
   filter_stage* filter_;
+  pipeline_options opts_;
   pipeline_counters counters_;
 };
 

@@ -633,6 +633,8 @@ class ParseModeTest(unittest.TestCase):
                 detail = srv.get_json(f"/api/v1/message/{entry['ID']}")
                 raw = srv.raw(entry["ID"])
                 for d in (entry, detail):
+                    if d.get("Date") == d.get("Created"):  # no Date: header, so the received time
+                        d.pop("Date")
                     for volatile in ("ID", "Created", "Read"):
                         d.pop(volatile, None)
                     d.get("Envelope", {}).pop("Remote", None)

@@ -1,13 +1,17 @@
 // inletd's flag parsing: endpoints, defaults, validation.
 #include "options.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -29,9 +33,13 @@ TEST(HostPort, ParsesV4V6AndRejectsGarbage) {
   EXPECT_EQ(hp.port, 25);
   ASSERT_TRUE(inletd::parse_host_port("localhost:0", hp));
   EXPECT_EQ(hp.port, 0);
-  for (const char* bad : {"", "127.0.0.1", ":25", "host:", "host:65536", "host:12a", "[::1]25",
-                          "[::1:25"})
+  for (const char* bad :
+       {"", "127.0.0.1", "host:", "host:65536", "host:12a", "[::1]25", "[::1:25", ":"})
     EXPECT_FALSE(inletd::parse_host_port(bad, hp)) << bad;
+  // Mailpit's ":1025": every interface.
+  ASSERT_TRUE(inletd::parse_host_port(":1025", hp));
+  EXPECT_EQ(hp.host, "0.0.0.0");
+  EXPECT_EQ(hp.port, 1025);
 }
 
 TEST(Options, DefaultsAreMailpitPorts) {
@@ -75,12 +83,32 @@ TEST(Options, SlotPressureFlags) {
 
 TEST(Options, FlagsFillTheStruct) {
   inletd::options o;
-  EXPECT_FALSE(parse({"--smtp", "127.0.0.2:2525", "--listen", "127.0.0.3:8080", "--lmtp",
-                      "127.0.0.1:24", "--store", "sink", "--max-messages", "5",
-                      "--max-message-size", "1000", "--hostname", "mx.example", "--domain",
-                      "a.example", "--domain", "b.example", "--io-model", "thread",
-                      "--filter-action", "reject", "--filter-threshold", "2.5",
-                      "--accepts-per-event", "16"},
+  EXPECT_FALSE(parse({"--smtp",
+                      "127.0.0.2:2525",
+                      "--listen",
+                      "127.0.0.3:8080",
+                      "--lmtp",
+                      "127.0.0.1:24",
+                      "--store",
+                      "sink",
+                      "--max-messages",
+                      "5",
+                      "--max-message-size",
+                      "1000",
+                      "--hostname",
+                      "mx.example",
+                      "--domain",
+                      "a.example",
+                      "--domain",
+                      "b.example",
+                      "--io-model",
+                      "thread",
+                      "--filter-action",
+                      "reject",
+                      "--filter-threshold",
+                      "2.5",
+                      "--accepts-per-event",
+                      "16"},
                      o)
                    .has_value());
   EXPECT_EQ(o.smtp.host, "127.0.0.2");
@@ -101,8 +129,12 @@ TEST(Options, FlagsFillTheStruct) {
 
 TEST(Options, BadValuesAreRefusedWithAnExitCode) {
   for (std::vector<std::string> bad :
-       {std::vector<std::string>{"--smtp", "nonsense"}, {"--max-messages", "0"},
-        {"--filter-action", "delete"}, {"--unknown-flag"}, {"--accepts-per-event", "0"}, {"--max-command-line", "10"},
+       {std::vector<std::string>{"--smtp", "nonsense"},
+        {"--max-messages", "0"},
+        {"--filter-action", "delete"},
+        {"--unknown-flag"},
+        {"--accepts-per-event", "0"},
+        {"--max-command-line", "10"},
         {"--tls-cert", "does-not-exist.pem", "--tls-key", "does-not-exist.pem"}}) {
     inletd::options o;
     auto rc = parse(bad, o);
@@ -126,7 +158,9 @@ TEST(Options, LineLengthAndShutdownGrace) {
   EXPECT_EQ(o.max_line_length, 1000u);
   EXPECT_EQ(o.shutdown_grace_seconds, 30u);
   inletd::options p;
-  EXPECT_FALSE(parse({"--max-line-length", "0", "--shutdown-grace", "2", "--io-model", "stackful"}, p).has_value());
+  EXPECT_FALSE(
+      parse({"--max-line-length", "0", "--shutdown-grace", "2", "--io-model", "stackful"}, p)
+          .has_value());
   EXPECT_EQ(p.max_line_length, 0u);
   EXPECT_EQ(p.shutdown_grace_seconds, 2u);
   EXPECT_EQ(p.io_model, "stackful");
@@ -176,4 +210,182 @@ TEST(Options, ConfigFileThenEnvironmentThenFlags) {
   EXPECT_NE(parse({"--config", std::string(dir) + "/none.conf"}, missing).value_or(0), 0);
   std::remove(path.c_str());
   ::rmdir(dir);
+}
+
+TEST(InletdOptions, PostgresStoreFlags) {
+  std::uint64_t s = 0;
+  EXPECT_TRUE(inletd::parse_duration("90m", s));
+  EXPECT_EQ(s, 5400u);
+  EXPECT_TRUE(inletd::parse_duration("7d", s));
+  EXPECT_EQ(s, 7u * 86400);
+  EXPECT_TRUE(inletd::parse_duration("3600", s));
+  EXPECT_EQ(s, 3600u);
+  EXPECT_FALSE(inletd::parse_duration("", s));
+  EXPECT_FALSE(inletd::parse_duration("h", s));
+  EXPECT_FALSE(inletd::parse_duration("5w", s));
+  EXPECT_FALSE(inletd::parse_duration("-5m", s));
+  inletd::options o;
+  ASSERT_FALSE(
+      parse({"--store", "postgresql://a/x", "--shard", "postgresql://b/x", "--shard",
+             "postgresql://c/x", "--retention", "24h", "--mailbox-cap", "100", "--pg-writers", "2"},
+            o)
+          .has_value());
+  EXPECT_EQ(o.shards, (std::vector<std::string>{"postgresql://b/x", "postgresql://c/x"}));
+  EXPECT_EQ(o.retention_seconds, 86400u);
+  EXPECT_EQ(o.mailbox_cap, 100u);
+  EXPECT_EQ(o.pg_writers, 2u);
+  inletd::options bad;
+  EXPECT_NE(parse({"--retention", "soon"}, bad).value_or(0), 0);
+}
+
+namespace {
+
+// Sets environment variables for one test and restores them after.
+struct scoped_env {
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved;
+  scoped_env(std::initializer_list<std::pair<const char*, const char*>> vars) {
+    for (auto [k, v] : vars) {
+      const char* old = std::getenv(k);
+      saved.emplace_back(k, old ? std::optional<std::string>(old) : std::nullopt);
+      ::setenv(k, v, 1);
+    }
+  }
+  ~scoped_env() {
+    for (auto& [k, v] : saved) {
+      if (v)
+        ::setenv(k.c_str(), v->c_str(), 1);
+      else
+        ::unsetenv(k.c_str());
+    }
+  }
+};
+
+}  // namespace
+
+TEST(MailpitOptions, FlagsMapToInletSettings) {
+  inletd::options o;
+  ASSERT_FALSE(parse({"-s",
+                      "127.0.0.1:2525",
+                      "-l",
+                      "127.0.0.1:8080",
+                      "-m",
+                      "250",
+                      "--label",
+                      "CI",
+                      "--webroot",
+                      "mail",
+                      "--api-cors",
+                      "*",
+                      "--tag",
+                      "urgent=subject:urgent",
+                      "--tags-title-case",
+                      "--tags-disable",
+                      "plus-addresses",
+                      "--enable-chaos",
+                      "--chaos-triggers",
+                      "Sender:451:5",
+                      "--smtp-max-recipients",
+                      "20",
+                      "--smtp-auth-accept-any",
+                      "--block-remote-css-and-fonts"},
+                     o)
+                   .has_value());
+  EXPECT_EQ(o.smtp.port, 2525);
+  EXPECT_EQ(o.http.port, 8080);
+  EXPECT_EQ(o.max_messages, 250u);
+  EXPECT_EQ(o.label, "CI");
+  EXPECT_EQ(o.webroot, "mail");
+  EXPECT_EQ(o.api_cors, "*");
+  EXPECT_EQ(o.tags, (std::vector<std::string>{"urgent=subject:urgent"}));
+  EXPECT_TRUE(o.tags_title_case);
+  EXPECT_EQ(o.tags_disable, "plus-addresses");
+  EXPECT_TRUE(o.enable_chaos);
+  EXPECT_EQ(o.chaos_triggers, "Sender:451:5");
+  EXPECT_EQ(o.max_recipients, 20u);
+  EXPECT_TRUE(o.smtp_auth_accept_any);
+  EXPECT_TRUE(o.block_remote_css_and_fonts);
+  EXPECT_TRUE(o.ignored.empty());
+  inletd::options unbounded;
+  ASSERT_FALSE(parse({"--max", "0"}, unbounded).has_value());  // Mailpit: 0 is no bound
+  EXPECT_EQ(unbounded.max_messages, std::numeric_limits<std::size_t>::max());
+}
+
+TEST(MailpitOptions, EnvironmentVariables) {
+  scoped_env env{{"MP_SMTP_BIND_ADDR", "127.0.0.9:1026"},
+                 {"MP_UI_BIND_ADDR", "127.0.0.9:8026"},
+                 {"MP_MAX_MESSAGES", "42"},
+                 {"MP_LABEL", "from env"},
+                 {"MP_UI_AUTH", "u:p"},
+                 {"MP_ENABLE_CHAOS", "true"},
+                 {"MP_SMTP_RELAY_HOST", "relay.example"},
+                 {"MP_SMTP_RELAY_PORT", "587"},
+                 {"MP_SMTP_RELAY_STARTTLS", "true"},
+                 {"MP_SMTP_RELAY_PASSWORD", "pw"},
+                 {"MP_DATABASE", "/data/mailpit.db"}};
+  inletd::options o;
+  ASSERT_FALSE(parse({}, o).has_value());
+  EXPECT_EQ(o.smtp.host, "127.0.0.9");
+  EXPECT_EQ(o.smtp.port, 1026);
+  EXPECT_EQ(o.http.port, 8026);
+  EXPECT_EQ(o.max_messages, 42u);
+  EXPECT_EQ(o.label, "from env");
+  EXPECT_EQ(o.ui_auth, "u:p");
+  EXPECT_TRUE(o.enable_chaos);
+  EXPECT_EQ(o.relay.host, "relay.example");
+  EXPECT_EQ(o.relay.port, 587);
+  EXPECT_TRUE(o.relay.starttls);
+  EXPECT_EQ(o.relay.password, "pw");
+  EXPECT_EQ(o.ignored, (std::vector<std::string>{"--database=/data/mailpit.db"}));
+  // A flag wins over its variable.
+  inletd::options f;
+  ASSERT_FALSE(parse({"--label", "flag"}, f).has_value());
+  EXPECT_EQ(f.label, "flag");
+}
+
+TEST(MailpitOptions, OptionsWithoutEquivalentAreAcceptedAndNoted) {
+  inletd::options o;
+  ASSERT_FALSE(parse({"--database", "/tmp/x.db", "--verbose", "--smtp-disable-rdns", "-d", "y.db",
+                      "--webhook-url", "http://127.0.0.1:9/hook"},
+                     o)
+                   .has_value());
+  std::sort(o.ignored.begin(), o.ignored.end());
+  EXPECT_EQ(o.ignored, (std::vector<std::string>{"--database=/tmp/x.db", "--database=y.db",
+                                                 "--smtp-disable-rdns", "--verbose",
+                                                 "--webhook-url=http://127.0.0.1:9/hook"}));
+  inletd::options bad;
+  auto rc = parse({"--no-such-mailpit-flag"}, bad);
+  ASSERT_TRUE(rc.has_value());
+  EXPECT_EQ(*rc, 109);  // CLI11's code for an unexpected argument, with a message
+}
+
+TEST(MailpitOptions, RelayConfigFile) {
+  char path[] = "/tmp/inletd-relay-XXXXXX";
+  int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  std::string yaml =
+      "# Mailpit relay\nhost: smtp.example.com\nport: 2525\nstarttls: true\nauth: plain\nusername: "
+      "\"me\"\n"
+      "password: 'secret' \nreturn-path: bounces@example.com\nallowed-recipients: "
+      "'@example\\.com$'\n";
+  ASSERT_EQ(::write(fd, yaml.data(), yaml.size()), static_cast<ssize_t>(yaml.size()));
+  ::close(fd);
+  inletd::options o;
+  ASSERT_FALSE(parse({"--smtp-relay-config", path}, o).has_value());
+  EXPECT_EQ(o.relay.host, "smtp.example.com");
+  EXPECT_EQ(o.relay.port, 2525);
+  EXPECT_TRUE(o.relay.starttls);
+  EXPECT_EQ(o.relay.auth, "plain");
+  EXPECT_EQ(o.relay.username, "me");
+  EXPECT_EQ(o.relay.password, "secret");
+  EXPECT_EQ(o.relay.return_path, "bounces@example.com");
+  EXPECT_EQ(o.relay.allowed_recipients, "@example\\.com$");
+  std::string bad_yaml = "host: x\nwhat: 1\n";
+  fd = ::open(path, O_WRONLY | O_TRUNC);
+  ASSERT_EQ(::write(fd, bad_yaml.data(), bad_yaml.size()), static_cast<ssize_t>(bad_yaml.size()));
+  ::close(fd);
+  inletd::options b;
+  auto rc = parse({"--smtp-relay-config", path}, b);
+  ::unlink(path);
+  ASSERT_TRUE(rc.has_value());
+  EXPECT_EQ(*rc, 2);
 }

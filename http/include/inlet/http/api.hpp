@@ -1,11 +1,12 @@
-// The HTTP API as a coroutine from a request to a response: routing, JSON shapes (Mailpit
-// API v1), the web page and /metrics. No sockets here: `server` feeds it requests read by
-// Beast, tests feed it requests built in memory and run the coroutine on a local
-// io_context (see test/api_test.cpp).
+// The HTTP API as a coroutine from a request to a response: Mailpit's API v1 (every
+// operation of its swagger), inlet's additions (/api/v1/mailbox/{address}, the Envelope
+// and Read fields, /metrics), the views (/view/...), health, the web page. No sockets
+// here: `server` feeds it requests read by Beast, tests feed it requests built in memory
+// and run the coroutine on a local io_context (see test/api_test.cpp).
 //
-// Every store call goes through the store's asynchronous interface and is awaited, so a
-// request waiting for a slow store (a PostgreSQL shard) suspends its session and never
-// blocks an I/O thread.
+// Every store call goes through the store's asynchronous interface and is awaited; work
+// that blocks (image thumbnails, link checks, SMTP release) runs on the api's own small
+// thread pool and is awaited too. So a request never blocks an I/O thread.
 //
 // Thread-safety: `api::handle` and the other const members may be called from any number
 // of threads at once (the store is thread-safe; counters are atomics). The hooks in
@@ -13,18 +14,24 @@
 // Views: responses own their bodies; nothing refers back into the store after return.
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <utility>
 #include <vector>
 
+#include "inlet/http/auth.hpp"
+#include "inlet/http/chaos.hpp"
 #include "inlet/http/error.hpp"
 #include "inlet/store/store.hpp"
 
@@ -33,48 +40,99 @@ namespace inlet::http {
 using request = boost::beast::http::request<boost::beast::http::string_body>;
 using response = boost::beast::http::response<boost::beast::http::string_body>;
 
-/// One MIME part as Mailpit lists it in Message.Inline / Message.Attachments.
-struct part_info {
-  std::string part_id;
-  std::string filename;
-  std::string content_type;
-  std::string content_id;
-  std::size_t size = 0;
-};
-
-/// What a renderer (the MIME parser, wired by the application) extracts from raw bytes.
-struct rendered_body {
-  std::string text;  ///< decoded text/plain, UTF-8
-  std::string html;  ///< decoded text/html, UTF-8 (shown only in a sandboxed iframe)
-  std::vector<part_info> inline_parts;
-  std::vector<part_info> attachments;
-};
-
-/// Renders a message's bodies from its raw bytes. Must not throw; may be called from many
-/// threads at once. Unset: Text/HTML are "" and the part lists come from the summary.
-using renderer = std::function<rendered_body(std::string_view raw)>;
-
 /// Appends Prometheus text-format lines to /metrics (the application's own counters).
 using metrics_hook = std::function<void(std::string& out)>;
 
+/// A message to store as if received (POST /api/v1/send): the application runs it through
+/// its receive pipeline (parse, summary, tags, filter, store) and completes with the
+/// stored ID. `done` may run on any thread, once.
+struct submission {
+  store::envelope envelope;
+  std::string raw;
+  std::vector<std::string> tags;
+};
+using submit_hook =
+    std::function<void(submission msg, std::function<void(std::error_code, std::string id)> done)>;
+
+/// Counters of the SMTP side for /api/v1/info (RuntimeStats).
+struct app_counters {
+  std::uint64_t smtp_accepted = 0;
+  std::uint64_t smtp_accepted_bytes = 0;
+  std::uint64_t smtp_rejected = 0;
+  std::uint64_t smtp_ignored = 0;
+};
+using app_counters_hook = std::function<app_counters()>;
+
+/// The SMTP server that POST /api/v1/message/{ID}/release sends through (Mailpit's
+/// --smtp-relay-config). Unset: release answers 400.
+struct relay_config {
+  std::string host;
+  std::uint16_t port = 25;
+  bool starttls = false;        ///< STARTTLS required
+  bool tls = false;             ///< TLS from the start (SMTPS)
+  bool allow_insecure = false;  ///< do not verify the server's certificate
+  std::string auth = "none";    ///< none, plain, login, cram-md5 (libcurl picks among them)
+  std::string username;
+  std::string password;
+  std::string return_path;         ///< MAIL FROM and Return-Path: of released messages
+  std::string allowed_recipients;  ///< ECMAScript regex; empty: any
+  std::string blocked_recipients;  ///< ECMAScript regex; empty: none
+  bool preserve_message_ids = false;
+  std::chrono::seconds timeout{30};
+};
+
+struct link_check_config {
+  std::size_t max_links = 100;              ///< links checked per message
+  std::chrono::milliseconds timeout{5000};  ///< per link, connect to last byte
+  std::size_t parallel = 8;                 ///< links in flight at once
+  bool allow_untrusted_tls = false;         ///< Mailpit's --allow-untrusted-tls
+};
+
+struct thumbnail_config {
+  std::size_t max_input_bytes = 20u << 20;  ///< larger images get the blank thumbnail
+  std::uint64_t max_pixels = 40'000'000;    ///< width x height decoded, at most
+  std::uint32_t max_side = 16384;           ///< width and height, each
+};
+
 struct api_config {
-  renderer render;
   metrics_hook extra_metrics;
-  std::size_t default_limit = 50;  ///< `limit` absent or 0
-  std::size_t max_limit = 1000;    ///< larger `limit`s are clamped
+  submit_hook submit;  ///< unset: POST /api/v1/send answers 400
+  app_counters_hook app_counters;
+  std::size_t default_limit = 50;   ///< `limit` absent or 0
+  std::size_t max_limit = 1000;     ///< larger `limit`s are clamped
+  std::string version = "inlet";    ///< /api/v1/info Version
+  std::string database = "memory";  ///< /api/v1/info Database (the store's description)
+  std::string label;                ///< Mailpit's --label
+  std::string webroot = "/";        ///< Mailpit's --webroot: every path lives under it
+  std::string cors_origin;          ///< Mailpit's --api-cors; empty: no CORS headers
+  std::shared_ptr<const password_file> ui_auth;  ///< basic auth for API and page; null: open
+  std::shared_ptr<chaos_state> chaos;            ///< null: chaos disabled (400 on /api/v1/chaos)
+  std::optional<relay_config> relay;
+  link_check_config link_check;
+  thumbnail_config thumbnails;
+  bool block_remote_css_and_fonts = false;
+  std::size_t workers = 2;  ///< threads for blocking work (thumbnails, link check, relay)
 };
 
 class api {
  public:
   api(store::store& store, api_config cfg);
+  ~api();
+  api(const api&) = delete;
+  api& operator=(const api&) = delete;
 
   /// Answers one request. Never throws; unknown paths 404, wrong methods 405, malformed
-  /// input 400, each with a JSON body {"Error": "..."}; a store that fails 503.
+  /// input 400, missing credentials 401, each with a JSON body {"Error": "..."}; a store
+  /// that fails 503.
   boost::asio::awaitable<response> handle(request req) const;
 
-  /// True for `GET /api/events`, which the server answers with an event stream instead
-  /// of calling handle().
-  static bool is_events_request(const request& req);
+  /// True for `GET /api/events` (under the webroot), which the server answers with a
+  /// websocket or an event stream instead of calling handle().
+  bool is_events_request(const request& req) const;
+
+  /// Whether the request may proceed (basic auth, when configured). The server asks
+  /// before it upgrades an events request; handle() asks by itself.
+  bool authorized(const request& req) const;
 
   /// A JSON error response (also used by the server for parse errors and limits).
   response error(unsigned status, std::string_view message, unsigned version = 11,
@@ -84,7 +142,7 @@ class api {
   std::string summary_json(const store::stored_message& m) const;
 
   /// A store event as Mailpit's websocket messages ({"Type": ..., "Data": ...}), one
-  /// JSON text per message: "new" (a MessageSummary), "delete" ({"ID"}), "update"
+  /// (type, JSON text) per message: "new" (a MessageSummary), "delete" ({"ID"}), "update"
   /// ({"ID", "Read"} or {"ID", "Tags"}), "prune" (many changed: reload).
   std::vector<std::pair<std::string, std::string>> event_messages(
       const store::store_event& e) const;
@@ -99,37 +157,22 @@ class api {
   void count(unsigned status) const noexcept;
 
   /// Gauge of connected event-stream clients, maintained by the server.
-  std::atomic<std::int64_t>& event_clients() const noexcept { return event_clients_; }
+  std::atomic<std::int64_t>& event_clients() const noexcept;
 
-  store::store& backing_store() const noexcept { return store_; }
+  store::store& backing_store() const noexcept;
+  const api_config& config() const noexcept;
+
+  struct context;  // the state every handler reads (src/api_internal.hpp)
 
  private:
-  struct target;  // a request's path and query, split
-  // `head`: answering HEAD with the GET route (no side effects such as marking read).
-  boost::asio::awaitable<response> route(const request& req, bool head) const;
-  boost::asio::awaitable<response> list_messages(const request& req, const target& t,
-                                                 std::string mailbox, bool search) const;
-  boost::asio::awaitable<response> delete_messages(const request& req) const;
-  boost::asio::awaitable<response> delete_search(const request& req, const target& t) const;
-  boost::asio::awaitable<response> set_read(const request& req, const target& t) const;
-  boost::asio::awaitable<response> get_message(const request& req, std::string id,
-                                               bool mark_read) const;
-  boost::asio::awaitable<response> get_raw(const request& req, std::string id) const;
-  // Resolves "latest" to the newest message's ID; "" when there is none.
-  boost::asio::awaitable<std::string> resolve_id(std::string id) const;
-  response page_html(const request& req) const;
-  response metrics(const request& req) const;
-  response store_error(const request& req, std::error_code ec) const;
-
-  store::store& store_;
-  api_config cfg_;
-  static constexpr std::array<unsigned, 9> counted_{200, 400, 404, 405, 408, 413, 431, 500, 503};
-  mutable std::array<std::atomic<std::uint64_t>, counted_.size() + 1> requests_{};
-  mutable std::atomic<std::int64_t> event_clients_{0};
+  std::unique_ptr<context> ctx_;
 };
 
-/// The web page served at "/": self-contained HTML (inline CSS and JS, no external assets).
+/// The web page's document served at "/" (its script and stylesheet are served beside it).
 std::string_view web_page() noexcept;
+
+/// Mailpit's API description (OpenAPI 2.0), as served at /api/v1/swagger.json.
+std::string_view swagger_json() noexcept;
 
 /// Decodes %XX escapes (and '+' as space when `plus_is_space`); false on a malformed
 /// escape.

@@ -32,18 +32,18 @@ namespace inlet::http {
 
 struct server_config {
   std::string address = "127.0.0.1";
-  std::uint16_t port = 8025;              ///< 0: any free port
-  std::size_t threads = 1;                ///< own I/O threads (when `io` is null)
-  boost::asio::io_context* io = nullptr;  ///< run on the caller's io_context instead
-  std::size_t header_limit = 16 * 1024;   ///< bytes of request line + headers (431 above)
-  std::size_t body_limit = 1024 * 1024;   ///< request body bytes (413 above)
+  std::uint16_t port = 8025;                       ///< 0: any free port
+  std::size_t threads = 1;                         ///< own I/O threads (when `io` is null)
+  boost::asio::io_context* io = nullptr;           ///< run on the caller's io_context instead
+  std::size_t header_limit = 16 * 1024;            ///< bytes of request line + headers (431 above)
+  std::size_t body_limit = 1024 * 1024;            ///< request body bytes (413 above)
   std::chrono::milliseconds read_timeout{30000};   ///< per request, header to body end
   std::chrono::milliseconds idle_timeout{60000};   ///< keep-alive wait for the next request
   std::chrono::milliseconds write_timeout{30000};  ///< per response / per event write
   std::size_t max_requests_per_connection = 1000;  ///< then "Connection: close"
   std::size_t max_connections = 4096;              ///< beyond: accept and close at once
-  std::size_t event_queue_limit = 1024;  ///< events queued per slow client, then dropped
-  std::chrono::milliseconds event_ping{15000};  ///< SSE comment to keep proxies open
+  std::size_t event_queue_limit = 1024;            ///< events queued per slow client, then dropped
+  std::chrono::milliseconds event_ping{15000};     ///< SSE comment to keep proxies open
   api_config api;
 };
 

@@ -91,6 +91,9 @@ class connection {
   std::size_t in_flight() const noexcept;
   /// Cheap liveness probe of an idle connection: false when the server closed the socket.
   bool probe_alive() const noexcept;
+  /// Stricter, for idle connections nobody uses: open and nothing unsolicited pending (a
+  /// terminated backend sends its error, then closes).
+  bool probe_quiet() const noexcept;
   void close();
   const diagnostics& last_diagnostics() const noexcept;
   connection_stats stats() const noexcept;

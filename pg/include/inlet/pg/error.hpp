@@ -35,6 +35,8 @@ enum class errc {
   /// transaction blindly could apply it twice.
   commit_outcome_unknown,
   transaction_aborted,  ///< COMMIT of a transaction in which a statement had failed: rolled back
+  no_host,              ///< cluster: no host of the requested role (primary, replica) in time
+  copy_closed,  ///< a COPY writer/reader used after its COPY ended (finished, aborted, failed)
 };
 
 const std::error_category& pg_category() noexcept;
@@ -67,9 +69,9 @@ inline std::error_code make_sqlstate_error(std::string_view s) noexcept {
 
 /// Portable conditions: compare any error_code from this library against these.
 enum class condition {
-  connection_error =
-      1,    ///< errc::connection_error/not_connected/connect_timeout, SQLSTATE class 08, 57P01..03
-  timeout,  ///< errc::timeout, errc::pool_timeout, errc::connect_timeout
+  connection_error = 1,  ///< errc::connection_error/not_connected/connect_timeout/no_host, SQLSTATE
+                         ///< class 08, 57P01..03
+  timeout,               ///< errc::timeout, errc::pool_timeout, errc::connect_timeout
   type_mismatch,        ///< errc::type_mismatch/column_count_mismatch/unexpected_null/invalid_value
   database_readonly,    ///< SQLSTATE 25006
   unique_violation,     ///< SQLSTATE 23505

@@ -33,13 +33,22 @@ enum class health_check {
 
 struct pool_options {
   std::string dsn;
-  std::size_t size = 8;                               ///< maximum connections
+  std::size_t size = 8;  ///< maximum connections
+  /// Connections kept open even when idle (made at start, remade after losses). A pool
+  /// with min_size > 0 runs a maintenance timer until close(): io_context::run() does
+  /// not return while it is open.
+  std::size_t min_size = 0;
   std::size_t queue_limit = 4096;                     ///< maximum waiting acquirers
   std::chrono::milliseconds acquire_timeout{10'000};  ///< waiting longer gives pool_timeout
   std::chrono::milliseconds idle_timeout{300'000};    ///< idle connections older are closed
   std::chrono::milliseconds max_lifetime{3'600'000};  ///< connections older are not reused
   health_check check = health_check::probe;
   std::chrono::milliseconds health_check_idle{5'000};  ///< query check after this idle time
+  /// After a failed connect the next one waits: jittered, doubling from initial to max,
+  /// reset by a success. Acquirers still wait at most acquire_timeout.
+  std::chrono::milliseconds connect_backoff_initial{100};
+  std::chrono::milliseconds connect_backoff_max{5'000};
+  std::chrono::milliseconds maintenance_interval{1'000};  ///< min_size upkeep period
   connection_options connection{};
 };
 
@@ -83,7 +92,8 @@ struct waiter_base {
   std::chrono::steady_clock::time_point since;
   virtual ~waiter_base() = default;
   /// Runs the handler on its executor (posted, never inline).
-  virtual void complete(std::error_code ec, pooled_connection c) = 0;
+  virtual void complete(std::error_code ec, pooled_connection c,
+                        std::unique_ptr<diagnostics> d = nullptr) = 0;
   virtual asio::any_io_executor timer_executor() const = 0;
 };
 void pool_acquire(const std::shared_ptr<pool_impl>& p, std::unique_ptr<waiter_base> w);
@@ -116,7 +126,13 @@ class pool {
                   pool_ex(std::move(pex)),
                   work(asio::prefer(asio::get_associated_executor(h, pool_ex),
                                     asio::execution::outstanding_work.tracked)) {}
-            void complete(std::error_code ec, pooled_connection c) override {
+            void complete(std::error_code ec, pooled_connection c,
+                          std::unique_ptr<diagnostics> d) override {
+              if (ec && !d) {
+                d = std::make_unique<diagnostics>();
+                d->client_message = ec.message();
+              }
+              detail::pass_diagnostics(h, d);
               auto ex = asio::get_associated_executor(h, pool_ex);
               asio::post(ex, [hh = std::move(h), ec, c = std::move(c)]() mutable {
                 std::move(hh)(ec, std::move(c));

@@ -43,6 +43,7 @@ struct request_base {
   std::uint64_t seq = 0;    // send order on its connection (owner of pending statements)
   std::uint64_t owner = 0;  // the transaction (lease) it belongs to, 0 for none
   lease_action lease = lease_action::none;
+  bool is_copy = false;  // a copy_request (COPY start), not a statement
   batch* bat = nullptr;  // an explicit batch (its own result routing), else null
   std::string stmt_key;  // cache key when this request prepared a statement
   std::error_code ec;    // first error of this request

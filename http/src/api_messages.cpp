@@ -1,0 +1,330 @@
+// Messages: listing, search, read flags, deletion, one message, its headers, its raw
+// bytes, its parts and thumbnails, and the /view pages.
+#include "api_internal.hpp"
+#include "inlet/http/render.hpp"
+#include "outbound.hpp"
+
+namespace inlet::http::detail {
+
+awaitable<response> list_messages(const ctx_t& c, const request& req, const target& t,
+                                  std::string mailbox, bool search) {
+  std::size_t start = 0, limit = 0;
+  if (!parse_size(t.query, "start", start) || !parse_size(t.query, "limit", limit))
+    co_return error_response(req, 400, "start and limit must be non-negative integers");
+  if (limit == 0) limit = c.cfg.default_limit;
+  limit = std::min(limit, c.cfg.max_limit);
+  store::list_request lr(start, limit);
+  lr.mailbox = std::move(mailbox);
+  if (search) {
+    std::string text, tz;
+    if (query_param(t.query, "query", text) != param::found || blank(text))
+      co_return error_response(req, 400, "a search needs a query");
+    if (query_param(t.query, "tz", tz) == param::malformed)
+      co_return error_response(req, 400, "malformed tz");
+    std::string why;
+    if (store::search::parse(text, tz, lr.query, &why)) co_return error_response(req, 400, why);
+  }
+  auto [ec, p] = co_await c.store.async_list(std::move(lr));
+  if (ec) co_return store_error(req, ec);
+  auto [tec, tags] = co_await c.store.async_list_tags();
+  if (tec) co_return store_error(req, tec);
+  json::array msgs;
+  msgs.reserve(p.messages.size());
+  for (const auto& m : p.messages) msgs.push_back(summary_object(*m));
+  json::object o{
+      {"total", p.total},
+      {"unread", p.unread},
+      {"count", p.messages.size()},
+      {"messages_count", p.matched},
+      {"messages_unread", p.matched_unread},
+      {"start", p.start},
+      {"tags", strings_json(tags)},
+      {"messages", std::move(msgs)},
+  };
+  co_return json_response(req, o);
+}
+
+awaitable<response> delete_messages(const ctx_t& c, const request& req) {
+  const auto& body = req.body();
+  if (blank(body)) {  // Mailpit: no body deletes every message
+    auto all = store::selection::everything();
+    auto [ec, n] = co_await c.store.async_remove(std::move(all));
+    if (ec) co_return store_error(req, ec);
+    co_return ok_response(req);
+  }
+  std::error_code ec;
+  json::value v = json::parse(body, ec);
+  std::vector<const json::value*> m;
+  std::vector<std::string> ids;
+  if (ec || !body_members(v, {"IDs"}, m) || !string_array(m[0], ids))
+    co_return error_response(req, 400, "body must be {\"IDs\": [\"...\"]}");
+  // As Mailpit: no IDs deletes every message.
+  auto sel =
+      ids.empty() ? store::selection::everything() : store::selection::of_ids(std::move(ids));
+  auto [rec, n] = co_await c.store.async_remove(std::move(sel));
+  if (rec) co_return store_error(req, rec);
+  co_return ok_response(req);
+}
+
+awaitable<response> delete_search(const ctx_t& c, const request& req, const target& t) {
+  std::string text, tz;
+  if (query_param(t.query, "query", text) != param::found || blank(text))
+    co_return error_response(req, 400, "a search needs a query");
+  if (query_param(t.query, "tz", tz) == param::malformed)
+    co_return error_response(req, 400, "malformed tz");
+  store::search::query q;
+  std::string why;
+  if (store::search::parse(text, tz, q, &why)) co_return error_response(req, 400, why);
+  if (q.empty())  // only ignored terms ("to:"): never widen a search delete to everything
+    co_return error_response(req, 400, "the query selects nothing to search for");
+  auto sel = store::selection::matching(std::move(q));
+  auto [ec, n] = co_await c.store.async_remove(std::move(sel));
+  if (ec) co_return store_error(req, ec);
+  co_return ok_response(req);
+}
+
+awaitable<response> set_read(const ctx_t& c, const request& req, const target& t) {
+  std::error_code ec;
+  json::value v = json::parse(req.body(), ec);
+  std::vector<const json::value*> m;
+  const bool ok = !ec && body_members(v, {"IDs", "Read", "Search"}, m);
+  const json::value* read_v = ok ? m[1] : nullptr;
+  const json::value* search_v = ok ? m[2] : nullptr;
+  std::vector<std::string> ids;
+  if (!ok || !read_v || !read_v->is_bool() || !string_array(m[0], ids) ||
+      (search_v && !search_v->is_string() && !search_v->is_null()))
+    co_return error_response(
+        req, 400, "body must be {\"IDs\": [\"...\"], \"Search\": \"...\", \"Read\": true|false}");
+  std::string search_text =
+      search_v && search_v->is_string() ? std::string(search_v->get_string()) : "";
+  // As Mailpit: IDs if given, else the search if given, else every message.
+  store::selection sel;
+  if (!ids.empty()) {
+    sel = store::selection::of_ids(std::move(ids));
+  } else if (!blank(search_text)) {
+    std::string tz;
+    if (query_param(t.query, "tz", tz) == param::malformed)
+      co_return error_response(req, 400, "malformed tz");
+    store::search::query q;
+    std::string why;
+    if (store::search::parse(search_text, tz, q, &why)) co_return error_response(req, 400, why);
+    if (q.empty()) co_return error_response(req, 400, "the search selects nothing to search for");
+    sel = store::selection::matching(std::move(q));
+  } else {
+    sel = store::selection::everything();
+  }
+  auto [sec, n] = co_await c.store.async_set_read(std::move(sel), read_v->get_bool());
+  if (sec) co_return store_error(req, sec);
+  co_return ok_response(req);
+}
+
+namespace {
+
+json::array parts_json(const std::vector<part_entry>& v, bool want_inline) {
+  json::array out;
+  for (const auto& p : v) {
+    if (p.is_inline != want_inline) continue;
+    out.push_back(json::object{
+        {"PartID", js(p.part_id)},
+        {"FileName", js(p.filename)},
+        {"ContentType", js(p.content_type)},
+        {"ContentID", js(p.content_id)},
+        {"Size", p.size},
+        {"Checksums",
+         json::object{{"MD5", p.sums.md5}, {"SHA1", p.sums.sha1}, {"SHA256", p.sums.sha256}}}});
+  }
+  return out;
+}
+
+}  // namespace
+
+awaitable<response> get_message(const ctx_t& c, const request& req, std::string id,
+                                bool mark_read) {
+  std::optional<response> fail;
+  auto m = co_await fetch_message(c, req, std::move(id), fail);
+  if (!m) co_return std::move(*fail);
+  bool read = m->is_read();
+  if (mark_read && !read) {  // opening a message marks it read, as Mailpit does
+    std::vector<std::string> one{m->id};
+    auto sel = store::selection::of_ids(std::move(one));  // named: see the g++ 12 note in store.hpp
+    auto [rec, n] = co_await c.store.async_set_read(std::move(sel), true);
+    if (rec) co_return store_error(req, rec);
+    read = true;
+  }
+  const message_view view(m->raw);
+  const auto parts = view.parts(true);
+  const auto unsub = view.unsubscribe();
+  std::string return_path = view.return_path();
+  if (return_path.empty()) return_path = m->envelope.mail_from;
+  const auto& s = m->summary;
+  json::object o{
+      {"ID", m->id},
+      {"MessageID", js(s.message_id)},
+      {"Read", read},
+      {"From", address_json(s.from)},
+      {"To", addresses_json(s.to)},
+      {"Cc", addresses_json(s.cc)},
+      {"Bcc", addresses_json(s.bcc)},
+      {"ReplyTo", addresses_json(s.reply_to)},
+      {"ReturnPath", js(return_path)},
+      {"Subject", js(s.subject)},
+      {"ListUnsubscribe", json::object{{"Header", js(unsub.header)},
+                                       {"HeaderPost", js(unsub.header_post)},
+                                       {"Links", strings_json(unsub.links)},
+                                       {"Errors", js(unsub.errors)}}},
+      // Mailpit: the Date header when the message has one, else when it was received.
+      {"Date", format_rfc3339(s.date.value_or(m->created))},
+      {"Created", format_rfc3339(m->created)},
+      {"Username", js(m->envelope.auth_user)},
+      {"Tags", strings_json(*m->tags())},
+      {"Text", js(view.text())},
+      {"HTML", js(view.html())},
+      {"Size", m->size},
+      {"Inline", parts_json(parts, true)},
+      {"Attachments", parts_json(parts, false)},
+      {"Envelope", json::object{{"From", js(m->envelope.mail_from)},
+                                {"To", strings_json(m->envelope.rcpt_to)},
+                                {"Helo", js(m->envelope.helo)},
+                                {"Remote", js(m->envelope.remote)},
+                                {"Protocol", js(m->envelope.protocol)}}},
+  };
+  co_return json_response(req, o);
+}
+
+awaitable<response> get_headers(const ctx_t& c, const request& req, std::string id) {
+  std::optional<response> fail;
+  auto m = co_await fetch_message(c, req, std::move(id), fail);
+  if (!m) co_return std::move(*fail);
+  const message_view view(m->raw);
+  json::object o;
+  for (const auto& [name, values] : view.headers())
+    o.emplace(sanitize_utf8(name), strings_json(values));
+  co_return json_response(req, o);
+}
+
+awaitable<response> get_raw(const ctx_t& c, const request& req, const target& t, std::string id) {
+  std::optional<response> fail;
+  auto m = co_await fetch_message(c, req, std::move(id), fail);
+  if (!m) co_return std::move(*fail);
+  // The one copy on the read path: Beast's string_body owns its bytes.
+  auto res = make_response(req, 200, "text/plain; charset=utf-8", m->raw);
+  std::string dl;
+  if (query_param(t.query, "dl", dl) == param::found && (dl == "1" || dl == "true"))
+    res.set(bh::field::content_disposition, "attachment; filename=\"" + m->id + ".eml\"");
+  sandbox(res);
+  co_return res;
+}
+
+namespace {
+
+// A file name safe inside a quoted header parameter.
+std::string header_filename(std::string_view name) {
+  std::string out;
+  for (unsigned char c : name)
+    if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f) out.push_back(static_cast<char>(c));
+  return out;
+}
+
+}  // namespace
+
+awaitable<response> get_part(const ctx_t& c, const request& req, std::string id,
+                             std::string part_id, bool view) {
+  std::optional<response> fail;
+  auto m = co_await fetch_message(c, req, std::move(id), fail);
+  if (!m) co_return std::move(*fail);
+  const message_view mv(m->raw);
+  auto part = mv.part_content(part_id);
+  if (!part) co_return error_response(req, 404, "part not found");
+  std::string type =
+      part->first.content_type.empty() ? "application/octet-stream" : part->first.content_type;
+  if (type.starts_with("text/")) {
+    auto cs = mime::charset(mv.parsed(), part->first.index);
+    if (cs) type += "; charset=" + *cs;
+  }
+  auto res = make_response(req, 200, type, std::move(part->second));
+  const std::string fn = header_filename(part->first.filename);
+  if (!fn.empty() || !view)
+    res.set(bh::field::content_disposition, std::string(view ? "inline" : "attachment") +
+                                                (fn.empty() ? "" : "; filename=\"" + fn + "\""));
+  sandbox(res);
+  co_return res;
+}
+
+awaitable<response> get_thumbnail(const ctx_t& c, const request& req, std::string id,
+                                  std::string part_id) {
+  std::optional<response> fail;
+  auto m = co_await fetch_message(c, req, std::move(id), fail);
+  if (!m) co_return std::move(*fail);
+  std::string image;
+  {
+    const message_view mv(m->raw);
+    auto part = mv.part_content(part_id);
+    if (!part) co_return error_response(req, 404, "part not found");
+    if (part->first.content_type.starts_with("image/")) image = std::move(part->second);
+  }
+  // Decoding an image is CPU work bounded by the limits: on the pool, not on this thread.
+  const thumbnail_config limits = c.cfg.thumbnails;
+  auto job = [img = std::move(image), limits]() {
+    return img.empty() ? blank_thumbnail() : make_thumbnail(img, limits);
+  };
+  std::string jpeg = co_await offload(c, std::move(job));
+  co_return make_response(req, 200, "image/jpeg", std::move(jpeg));
+}
+
+namespace {
+
+// Points cid: references at the API's part URLs; with `embed`, links open a new window.
+std::string rewrite_html(std::string html, const std::vector<part_entry>& parts,
+                         std::string_view prefix, bool embed) {
+  for (const auto& p : parts) {
+    if (p.content_id.empty()) continue;
+    const std::string from = "cid:" + p.content_id;
+    const std::string to = std::string(prefix) + p.part_id;
+    for (auto at = html.find(from); at != std::string::npos; at = html.find(from, at + to.size()))
+      html.replace(at, from.size(), to);
+  }
+  if (embed) {
+    constexpr std::string_view extra = " target=\"_blank\" rel=\"noreferrer noopener\"";
+    for (std::size_t at = 0; (at = html.find('<', at)) != std::string::npos; ++at) {
+      if (at + 2 < html.size() && (html[at + 1] == 'a' || html[at + 1] == 'A') &&
+          (html[at + 2] == ' ' || html[at + 2] == '>' || html[at + 2] == '\t' ||
+           html[at + 2] == '\n'))
+        html.insert(at + 2, extra);
+    }
+  }
+  return html;
+}
+
+}  // namespace
+
+awaitable<response> view_html(const ctx_t& c, const request& req, const target& t, std::string id) {
+  std::optional<response> fail;
+  auto m = co_await fetch_message(c, req, std::move(id), fail);
+  if (!m) co_return std::move(*fail);
+  const message_view mv(m->raw);
+  if (!mv.has_html()) co_return error_response(req, 404, "the message has no HTML part");
+  std::string embed;
+  const bool is_embed =
+      query_param(t.query, "embed", embed) == param::found && (embed == "1" || embed == "true");
+  const std::string prefix = c.root + "api/v1/message/" + m->id + "/part/";
+  auto res = make_response(req, 200, "text/html; charset=utf-8",
+                           rewrite_html(mv.html(), mv.parts(false), prefix, is_embed));
+  // The message's own HTML: no scripts, an opaque origin, popups only when embedded.
+  res.set("Content-Security-Policy",
+          std::string("sandbox allow-popups allow-popups-to-escape-sandbox; default-src 'none'; "
+                      "img-src * data:; ") +
+              (c.cfg.block_remote_css_and_fonts ? "style-src 'unsafe-inline'; font-src 'none'"
+                                                : "style-src 'unsafe-inline' *; font-src *"));
+  res.set("Referrer-Policy", "no-referrer");
+  co_return res;
+}
+
+awaitable<response> view_text(const ctx_t& c, const request& req, std::string id) {
+  std::optional<response> fail;
+  auto m = co_await fetch_message(c, req, std::move(id), fail);
+  if (!m) co_return std::move(*fail);
+  const message_view mv(m->raw);
+  co_return make_response(req, 200, "text/plain; charset=utf-8", mv.text());
+}
+
+}  // namespace inlet::http::detail

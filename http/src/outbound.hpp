@@ -1,0 +1,60 @@
+// The API's blocking work, run on its thread pool (never on an I/O thread): image
+// thumbnails (GraphicsMagick), link checks and message release (libcurl), the HTML check.
+//
+// Thread-safety: every function may run on several threads at once.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "inlet/http/api.hpp"
+
+namespace inlet::http::detail {
+
+// ---- thumbnails (thumbnail.cpp) ----
+
+/// A 180x120 JPEG of an image (JPEG, PNG, GIF, WebP, BMP): scaled to cover and cropped
+/// to the middle, or, when smaller, centred on white. Anything else (not an image, too
+/// large, a decoder error) gives the blank thumbnail. Bounded by `limits` in bytes and
+/// pixels before any pixel is decoded.
+std::string make_thumbnail(std::string_view image, const thumbnail_config& limits);
+/// A white 180x120 JPEG.
+std::string blank_thumbnail();
+
+// ---- link check (link_check.cpp) ----
+
+struct link_status {
+  std::string url;
+  int status_code = 0;  ///< 0: no HTTP answer
+  std::string status;   ///< "OK", "Not Found", or what went wrong
+};
+
+/// The http(s) links of a message: href and src attributes of its HTML, URLs in its text;
+/// distinct, in order, at most `max` of them.
+std::vector<std::string> extract_links(std::string_view html, std::string_view text,
+                                       std::size_t max);
+
+/// Requests each link (HEAD, then GET when the server refuses HEAD), `parallel` at a time,
+/// each within the timeout; redirects followed when asked. Never reads a body.
+std::vector<link_status> check_links(const std::vector<std::string>& urls, bool follow,
+                                     const link_check_config& cfg);
+
+// ---- release (relay.cpp) ----
+
+/// Sends `raw` from `mail_from` to `rcpt` through the relay; "" on success, else why not.
+std::string relay_message(const relay_config& cfg, const std::string& mail_from,
+                          const std::vector<std::string>& rcpt, const std::string& raw);
+
+/// The released copy of a message: a new Message-ID (unless preserved), Return-Path set
+/// when the relay names one.
+std::string prepare_release(std::string_view raw, const relay_config& cfg, std::string_view new_id);
+
+// ---- HTML check (html_check.cpp) ----
+
+/// Mailpit's HTMLCheckResponse for an HTML body, as JSON text; nullopt when this build has
+/// no caniemail data (scripts/fetch-caniemail.sh was not run before configuring).
+std::optional<std::string> html_check_json(std::string_view html);
+
+}  // namespace inlet::http::detail

@@ -1,0 +1,387 @@
+// Every operation of Mailpit's API v1 beyond listing and reading: headers, parts,
+// thumbnails, views, tags, send, release, checks, chaos, info, web UI configuration,
+// health, the swagger itself; and the HTTP manners (CORS, basic auth, path cleaning,
+// webroot). Scripted requests, no sockets.
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "api_test_util.hpp"
+#include "inlet/http/api.hpp"
+#include "outbound.hpp"
+
+using namespace inlet::http::test;
+using inlet::http::api;
+using inlet::http::api_config;
+using inlet::http::request;
+using inlet::http::response;
+
+namespace {
+
+const std::string png_b64 =
+    "iVBORw0KGgoAAAANSUhEUgAAAPAAAACgCAIAAAC9uXYyAAABRElEQVR42u3SQQ0AAAjEsBOBWCQiCxV8SJMqWJbqgTciAY"
+    "YGQ4OhwdAYGgwNhgZDg6ExNBgaDA2GBkNjaDA0GBoMDYbG0GBoMDQYGgyNocHQYGgwNBgaQ4OhwdBgaDA0hgZDg6HB0Bga"
+    "DA2GBkODoTE0GBoMDYYGQ2NoMDQYGgwNhsbQYGgwNBgaDI2hwdBgaDA0GBpDg6HB0GBoMDSGBkODocHQYGgMDYYGQ4OhMT"
+    "QYGgwNhgZDY2gwNBgaDA2GxtBgaDA0GBoMjaHB0GBoMDQYGkODocHQYGgwNIYGQ4OhwdBgaAwNhgZDg6ExtAoYGgwNhgZD"
+    "Y2gwNBgaDA2GxtBgaDA0GBoMjaHB0GBoMDQYGkODocHQYGgwNIYGQ4OhwdBgaAwNhgZDg6HB0BgaDA2GBkNjaDA0GBoMDY"
+    "bG0GBoMDTcWG/IQ6r6MrpnAAAAAElFTkSuQmCC";
+
+std::string parts_message() {
+  return "From: Ann <ann@example.com>\r\n"
+         "To: box@example.com\r\n"
+         "Subject: parts\r\n"
+         "X-Two: a\r\n"
+         "X-Two: b\r\n"
+         "MIME-Version: 1.0\r\n"
+         "Content-Type: multipart/mixed; boundary=\"o\"\r\n\r\n"
+         "--o\r\n"
+         "Content-Type: multipart/related; boundary=\"r\"\r\n\r\n"
+         "--r\r\n"
+         "Content-Type: text/html; charset=utf-8\r\n\r\n"
+         "<p>Hi <img src=\"cid:pic@x\"> <a "
+         "href=\"https://example.com/\">link</a><script>alert(1)</script></p>\r\n"
+         "--r\r\n"
+         "Content-Type: image/png\r\n"
+         "Content-ID: <pic@x>\r\n"
+         "Content-Transfer-Encoding: base64\r\n\r\n" +
+         png_b64 +
+         "\r\n"
+         "--r--\r\n"
+         "--o\r\n"
+         "Content-Type: text/html; name=\"evil.html\"\r\n"
+         "Content-Disposition: attachment; filename=\"evil.html\"\r\n\r\n"
+         "<script>steal()</script>\r\n"
+         "--o--\r\n";
+}
+
+struct Ops : ::testing::Test {
+  st::memory_store store{{.max_messages = 100, .max_bytes = 1 << 24}};
+  api_config cfg{};
+  std::unique_ptr<api> a;
+  void make_api() { a = std::make_unique<api>(store, cfg); }
+  void SetUp() override { make_api(); }
+  std::string put(st::new_message m) {
+    std::error_code ec;
+    auto p = store.put_sync(std::move(m), ec);
+    EXPECT_FALSE(ec);
+    return p ? p->id : std::string{};
+  }
+  response call(request r) { return run(*a, std::move(r)); }
+  response get(std::string t) { return call(req(bh::verb::get, std::move(t))); }
+};
+
+}  // namespace
+
+TEST_F(Ops, HeadersAreAMapOfLists) {
+  auto id = put(message("parts", parts_message()));
+  auto o = body_json(get("/api/v1/message/" + id + "/headers"));
+  EXPECT_EQ(o["Subject"].as_array()[0].as_string(), "parts");
+  EXPECT_EQ(o["X-Two"].as_array().size(), 2u);
+  EXPECT_TRUE(o.contains("Mime-Version"));
+  EXPECT_EQ(get("/api/v1/message/latest/headers").result_int(), 200u);
+  EXPECT_EQ(get("/api/v1/message/AAAAAAAAAAAAAAAAAAAAAA/headers").result_int(), 404u);
+}
+
+TEST_F(Ops, PartDownloadAndViewAreSandboxed) {
+  auto id = put(message("parts", parts_message()));
+  auto png = get("/api/v1/message/" + id + "/part/1.2");
+  ASSERT_EQ(png.result_int(), 200u);
+  EXPECT_EQ(png[bh::field::content_type], "image/png");
+  EXPECT_EQ(png.body().substr(1, 3), "PNG");
+  auto html = get("/api/v1/message/" + id + "/part/2");
+  ASSERT_EQ(html.result_int(), 200u);
+  EXPECT_EQ(html[bh::field::content_disposition], "attachment; filename=\"evil.html\"");
+  EXPECT_NE(std::string(html["Content-Security-Policy"]).find("sandbox"), std::string::npos);
+  auto view = get("/view/" + id + "/part/2");
+  EXPECT_EQ(view[bh::field::content_disposition], "inline; filename=\"evil.html\"");
+  EXPECT_NE(std::string(view["Content-Security-Policy"]).find("sandbox"), std::string::npos);
+  EXPECT_EQ(get("/api/v1/message/" + id + "/part/9").result_int(), 404u);
+  EXPECT_EQ(get("/api/v1/message/" + id + "/part/1").result_int(), 404u);  // a multipart
+}
+
+TEST_F(Ops, ThumbnailIsA180x120Jpeg) {
+  auto id = put(message("parts", parts_message()));
+  auto t = get("/api/v1/message/" + id + "/part/1.2/thumb");
+  ASSERT_EQ(t.result_int(), 200u);
+  EXPECT_EQ(t[bh::field::content_type], "image/jpeg");
+  ASSERT_GT(t.body().size(), 4u);
+  EXPECT_EQ(static_cast<unsigned char>(t.body()[0]), 0xFF);
+  // Not an image: the blank thumbnail, still a JPEG.
+  auto blank = get("/api/v1/message/" + id + "/part/2/thumb");
+  ASSERT_EQ(blank.result_int(), 200u);
+  EXPECT_EQ(blank[bh::field::content_type], "image/jpeg");
+  EXPECT_NE(blank.body(), t.body());
+}
+
+TEST_F(Ops, ViewHtmlRewritesCidsAndEmbeds) {
+  auto id = put(message("parts", parts_message()));
+  auto v = get("/view/" + id + ".html");
+  ASSERT_EQ(v.result_int(), 200u);
+  EXPECT_EQ(v[bh::field::content_type], "text/html; charset=utf-8");
+  EXPECT_NE(v.body().find("src=\"/api/v1/message/" + id + "/part/1.2\""), std::string::npos)
+      << v.body();
+  EXPECT_EQ(v.body().find("cid:"), std::string::npos);
+  EXPECT_EQ(v.body().find("target=\"_blank\""), std::string::npos);
+  const std::string csp(v["Content-Security-Policy"]);
+  EXPECT_TRUE(csp.starts_with("sandbox")) << csp;  // the message's scripts never run
+  auto e = get("/view/" + id + ".html?embed=1");
+  EXPECT_NE(e.body().find("<a target=\"_blank\" rel=\"noreferrer noopener\" href="),
+            std::string::npos)
+      << e.body();
+  auto t = get("/view/latest.txt");
+  EXPECT_EQ(t.result_int(), 200u);
+  EXPECT_EQ(t[bh::field::content_type], "text/plain; charset=utf-8");
+  EXPECT_NE(t.body().find("Hi"), std::string::npos);
+  auto plain = put(message("plain", "Subject: p\r\n\r\njust text\r\n"));
+  EXPECT_EQ(get("/view/" + plain + ".html").result_int(), 404u);  // no HTML part
+  EXPECT_EQ(get("/view/" + plain + ".txt").body(), "just text\r\n");
+}
+
+TEST_F(Ops, TagsListSetRenameDelete) {
+  auto id1 = put(message("a", "Subject: a\r\n\r\nx\r\n"));
+  auto id2 = put(message("b", "Subject: b\r\n\r\nx\r\n"));
+  auto r = call(
+      req(bh::verb::put, "/api/v1/tags",
+          R"({"IDs":[")" + id1 + R"(",")" + id2 + R"("],"Tags":["Alpha","be ta!","alpha",""]})"));
+  EXPECT_EQ(r.result_int(), 200u);
+  EXPECT_EQ(r.body(), "ok");
+  auto tags = body_value(get("/api/v1/tags"));
+  ASSERT_TRUE(tags.is_array());
+  EXPECT_EQ(tags.as_array(), (json::array{"Alpha", "be ta"}));
+  EXPECT_EQ(body_json(get("/api/v1/messages"))["tags"].as_array().size(), 2u);
+  EXPECT_EQ(body_json(get("/api/v1/message/" + id1))["Tags"].as_array(),
+            (json::array{"Alpha", "be ta"}));
+  // Rename (URL-encoded name), then delete.
+  EXPECT_EQ(call(req(bh::verb::put, "/api/v1/tags/be%20ta", R"({"Name":"Gamma"})")).result_int(),
+            200u);
+  EXPECT_EQ(body_value(get("/api/v1/tags")).as_array(), (json::array{"Alpha", "Gamma"}));
+  EXPECT_EQ(call(req(bh::verb::delete_, "/api/v1/tags/Alpha")).result_int(), 200u);
+  EXPECT_EQ(body_value(get("/api/v1/tags")).as_array(), (json::array{"Gamma"}));
+  EXPECT_EQ(body_json(get("/api/v1/search?query=tag:gamma"))["messages_count"].as_int64(), 2);
+  // Empty tags remove every tag of those messages; bad bodies change nothing.
+  EXPECT_EQ(call(req(bh::verb::put, "/api/v1/tags", R"({"IDs":[")" + id1 + R"("],"Tags":[]})"))
+                .result_int(),
+            200u);
+  EXPECT_EQ(body_json(get("/api/v1/message/" + id1))["Tags"].as_array().size(), 0u);
+  for (std::string b :
+       {R"({"IDs":["x"]})", R"({"Tags":["x"]})", R"({"IDs":"x","Tags":[]})", "nope"})
+    EXPECT_EQ(call(req(bh::verb::put, "/api/v1/tags", b)).result_int(), 400u) << b;
+  EXPECT_EQ(call(req(bh::verb::put, "/api/v1/tags/Gamma", R"({"Name":"!!!"})")).result_int(), 400u);
+  EXPECT_EQ(body_value(get("/api/v1/tags")).as_array(), (json::array{"Gamma"}));
+}
+
+TEST_F(Ops, SendStoresThroughTheHookAsIfReceived) {
+  std::vector<inlet::http::submission> got;
+  cfg.submit = [&](inlet::http::submission s,
+                   std::function<void(std::error_code, std::string)> done) {
+    st::new_message m;
+    m.envelope = s.envelope;
+    m.raw = s.raw;
+    m.tags = s.tags;
+    m.summary.subject = "sent";
+    got.push_back(std::move(s));
+    std::error_code ec;
+    auto p = store.put_sync(std::move(m), ec);
+    done(ec, p ? p->id : std::string{});
+  };
+  make_api();
+  auto r = call(req(
+      bh::verb::post, "/api/v1/send",
+      R"({"From":{"Email":"app@example.com","Name":"App"},"To":[{"Email":"user@example.com"}],)"
+      R"("Bcc":["audit@example.com"],"Subject":"Welcome","Text":"Hello!","Tags":["signup","!!"]})"));
+  ASSERT_EQ(r.result_int(), 200u) << r.body();
+  auto id = std::string(body_json(r)["ID"].as_string());
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].envelope.mail_from, "app@example.com");
+  EXPECT_EQ(got[0].envelope.rcpt_to,
+            (std::vector<std::string>{"user@example.com", "audit@example.com"}));
+  EXPECT_EQ(got[0].envelope.protocol, "HTTP");
+  EXPECT_EQ(got[0].tags, (std::vector<std::string>{"signup"}));
+  auto m = body_json(get("/api/v1/message/" + id));
+  EXPECT_EQ(m["Text"].as_string(), "Hello!");
+  EXPECT_EQ(m["Tags"].as_array(), (json::array{"signup"}));
+  auto bad = call(req(bh::verb::post, "/api/v1/send", R"({"To":[{"Email":"x@y"}]})"));
+  EXPECT_EQ(bad.result_int(), 400u);
+  EXPECT_TRUE(body_json(bad).contains("Error"));
+  EXPECT_EQ(call(req(bh::verb::post, "/api/v1/send", "{")).result_int(), 400u);
+  EXPECT_EQ(got.size(), 1u);
+}
+
+TEST_F(Ops, SendWithoutAHookIs400) {
+  EXPECT_EQ(call(req(bh::verb::post, "/api/v1/send",
+                     R"({"From":{"Email":"a@b"},"To":[{"Email":"c@d"}]})"))
+                .result_int(),
+            400u);
+}
+
+TEST_F(Ops, ReleaseNeedsARelayAndAllowedRecipients) {
+  auto id = put(message("r", "Subject: r\r\nMessage-ID: <old@x>\r\n\r\nbody\r\n"));
+  auto body = R"({"To":["someone@example.com"]})";
+  EXPECT_EQ(call(req(bh::verb::post, "/api/v1/message/" + id + "/release", body)).result_int(),
+            400u);
+  inlet::http::relay_config rc;
+  rc.host = "127.0.0.1";
+  rc.port = 1;  // nothing listens: a refused connection, never a hang
+  rc.allowed_recipients = "@example\\.com$";
+  rc.timeout = std::chrono::seconds(5);
+  cfg.relay = rc;
+  make_api();
+  for (std::string b :
+       {R"({"To":[]})", R"({"To":["not-an-address"]})", R"({"To":["x@other.org"]})", "{}"})
+    EXPECT_EQ(call(req(bh::verb::post, "/api/v1/message/" + id + "/release", b)).result_int(), 400u)
+        << b;
+  EXPECT_EQ(call(req(bh::verb::post, "/api/v1/message/AAAAAAAAAAAAAAAAAAAAAA/release", body))
+                .result_int(),
+            404u);
+  EXPECT_EQ(call(req(bh::verb::get, "/api/v1/message/" + id + "/release")).result_int(), 405u);
+}
+
+TEST_F(Ops, ReleaseCopyGetsANewMessageIdAndReturnPath) {
+  inlet::http::relay_config rc;
+  rc.return_path = "bounce@relay.example";
+  auto out = inlet::http::detail::prepare_release(
+      "Return-Path: <old@x>\r\nMessage-ID:\r\n <old@x>\r\nSubject: s\r\n\r\nMessage-ID: body "
+      "stays\r\n",
+      rc, "new@inlet");
+  EXPECT_EQ(out,
+            "Return-Path: <bounce@relay.example>\r\nMessage-ID: <new@inlet>\r\nSubject: "
+            "s\r\n\r\nMessage-ID: body "
+            "stays\r\n");
+  rc.preserve_message_ids = true;
+  rc.return_path.clear();
+  EXPECT_EQ(inlet::http::detail::prepare_release("Message-ID: <a@b>\r\n\r\nx", rc, "n@i"),
+            "Message-ID: <a@b>\r\n\r\nx");
+}
+
+TEST_F(Ops, ChecksAnswerAsMailpit) {
+  auto plain = put(message("p", "Subject: p\r\n\r\nno links here\r\n"));
+  auto lc = body_json(get("/api/v1/message/" + plain + "/link-check"));
+  EXPECT_EQ(lc["Errors"].as_int64(), 0);
+  EXPECT_TRUE(lc["Links"].as_array().empty());
+  EXPECT_EQ(get("/api/v1/message/" + plain + "/html-check").result_int(), 400u);  // no HTML
+  auto sa = get("/api/v1/message/" + plain + "/sa-check");
+  EXPECT_EQ(sa.result_int(), 400u);  // Mailpit without SpamAssassin
+  EXPECT_EQ(body_json(sa)["Error"].as_string(), "no SpamAssassin service defined");
+  EXPECT_EQ(get("/api/v1/message/AAAAAAAAAAAAAAAAAAAAAA/sa-check").result_int(), 404u);
+  auto html = put(message("h", parts_message()));
+  auto hc = get("/api/v1/message/" + html + "/html-check");
+  if (hc.result_int() == 400u) GTEST_SKIP() << "built without caniemail data";
+  ASSERT_EQ(hc.result_int(), 200u);
+  auto o = body_json(hc);
+  EXPECT_TRUE(o.contains("Platforms"));
+  EXPECT_TRUE(o.contains("Warnings"));
+  EXPECT_GT(o["Total"].at("Tests").as_int64(), 0);
+}
+
+TEST_F(Ops, ChaosOffUnlessEnabled) {
+  EXPECT_EQ(get("/api/v1/chaos").result_int(), 400u);
+  EXPECT_EQ(call(req(bh::verb::put, "/api/v1/chaos", "{}")).result_int(), 400u);
+  cfg.chaos = std::make_shared<inlet::http::chaos_state>();
+  make_api();
+  auto o = body_json(get("/api/v1/chaos"));
+  EXPECT_EQ(o["Sender"].at("ErrorCode").as_int64(), 451);
+  EXPECT_EQ(o["Sender"].at("Probability").as_int64(), 0);
+  auto r = call(
+      req(bh::verb::put, "/api/v1/chaos", R"({"Recipient":{"ErrorCode":550,"Probability":100}})"));
+  ASSERT_EQ(r.result_int(), 200u);
+  EXPECT_EQ(body_json(r)["Recipient"].at("ErrorCode").as_int64(), 550);
+  EXPECT_EQ(cfg.chaos->smtp_error(inlet::http::chaos_stage::recipient), 550u);
+  EXPECT_FALSE(cfg.chaos->smtp_error(inlet::http::chaos_stage::sender));
+  // Out of range: 400 and nothing changes; {} resets every trigger.
+  EXPECT_EQ(
+      call(req(bh::verb::put, "/api/v1/chaos", R"({"Sender":{"ErrorCode":200,"Probability":5}})"))
+          .result_int(),
+      400u);
+  EXPECT_EQ(cfg.chaos->get().recipient.probability, 100u);
+  EXPECT_EQ(call(req(bh::verb::put, "/api/v1/chaos", "{}")).result_int(), 200u);
+  EXPECT_EQ(cfg.chaos->get().recipient.probability, 0u);
+  EXPECT_TRUE(body_json(get("/api/v1/webui"))["ChaosEnabled"].as_bool());
+}
+
+TEST_F(Ops, InfoAndWebUi) {
+  cfg.label = "ci";
+  cfg.version = "inlet-test";
+  cfg.app_counters = [] { return inlet::http::app_counters{7, 700, 1, 0}; };
+  make_api();
+  auto t = message("t", "Subject: t\r\n\r\nx\r\n");
+  t.tags = {"one"};
+  put(std::move(t));
+  put(message("u", "Subject: u\r\n\r\nx\r\n"));
+  auto o = body_json(get("/api/v1/info"));
+  EXPECT_EQ(o["Version"].as_string(), "inlet-test");
+  EXPECT_EQ(o["Messages"].as_int64(), 2);
+  EXPECT_EQ(o["Unread"].as_int64(), 2);
+  EXPECT_EQ(o["Tags"].at("one").as_int64(), 1);
+  EXPECT_EQ(o["RuntimeStats"].at("SMTPAccepted").as_int64(), 7);
+  EXPECT_GT(o["RuntimeStats"].at("Memory").as_int64(), 0);
+  auto w = body_json(get("/api/v1/webui"));
+  EXPECT_EQ(w["Label"].as_string(), "ci");
+  EXPECT_FALSE(w["MessageRelay"].at("Enabled").as_bool());
+  EXPECT_FALSE(w["SpamAssassin"].as_bool());
+}
+
+TEST_F(Ops, HealthAndSwagger) {
+  EXPECT_EQ(get("/livez").body(), "ok");
+  EXPECT_EQ(get("/readyz").result_int(), 200u);
+  auto s = get("/api/v1/swagger.json");
+  ASSERT_EQ(s.result_int(), 200u);
+  auto o = body_json(s);
+  EXPECT_EQ(o["swagger"].as_string(), "2.0");
+  EXPECT_TRUE(o["paths"].as_object().contains("/api/v1/search"));
+}
+
+TEST_F(Ops, CorsPreflightAndHeaders) {
+  EXPECT_EQ(call(req(bh::verb::options, "/api/v1/messages")).result_int(),
+            405u);  // off: not a method here
+  cfg.cors_origin = "*";
+  make_api();
+  auto pre = req(bh::verb::options, "/api/v1/messages");
+  pre.set("Access-Control-Request-Headers", "Content-Type");
+  auto r = call(pre);
+  EXPECT_EQ(r.result_int(), 204u);
+  EXPECT_EQ(r["Access-Control-Allow-Origin"], "*");
+  EXPECT_NE(std::string(r["Access-Control-Allow-Methods"]).find("DELETE"), std::string::npos);
+  EXPECT_EQ(r["Access-Control-Allow-Headers"], "Content-Type");
+  EXPECT_EQ(get("/api/v1/messages")["Access-Control-Allow-Origin"], "*");
+  EXPECT_TRUE(get("/")["Access-Control-Allow-Origin"].empty());  // the page is not the API
+}
+
+TEST_F(Ops, BasicAuthGuardsEverythingButHealth) {
+  std::string err;
+  cfg.ui_auth = inlet::http::password_file::parse("user:secret\n", err);
+  make_api();
+  auto r = get("/api/v1/messages");
+  EXPECT_EQ(r.result_int(), 401u);
+  EXPECT_EQ(r[bh::field::www_authenticate], "Basic realm=\"Login\"");
+  EXPECT_EQ(get("/").result_int(), 401u);
+  EXPECT_EQ(get("/livez").result_int(), 200u);
+  EXPECT_EQ(get("/readyz").result_int(), 200u);
+  auto ok = req(bh::verb::get, "/api/v1/messages");
+  ok.set(bh::field::authorization, "Basic dXNlcjpzZWNyZXQ=");  // user:secret
+  EXPECT_EQ(call(ok).result_int(), 200u);
+  auto wrong = req(bh::verb::get, "/api/v1/messages");
+  wrong.set(bh::field::authorization, "Basic dXNlcjp3cm9uZw==");
+  EXPECT_EQ(call(wrong).result_int(), 401u);
+  EXPECT_FALSE(a->authorized(wrong));
+  EXPECT_TRUE(a->authorized(ok));
+}
+
+TEST_F(Ops, PathsAreCleanedAndWebrootHonoured) {
+  put(message("x", "Subject: x\r\n\r\nx\r\n"));
+  EXPECT_EQ(get("//api/v1/messages").result_int(), 200u);
+  EXPECT_EQ(get("/api//v1///messages?limit=1").result_int(), 200u);
+  cfg.webroot = "mail";
+  make_api();
+  EXPECT_EQ(get("/mail/api/v1/messages").result_int(), 200u);
+  EXPECT_EQ(get("/mail/").result_int(), 200u);
+  EXPECT_EQ(get("/mail").result_int(), 308u);  // the page's relative URLs need "/mail/"
+  EXPECT_EQ(get("/mail?q=a")[bh::field::location], "/mail/?q=a");
+  EXPECT_EQ(get("/api/v1/messages").result_int(), 404u);
+  EXPECT_EQ(get("/mailbox/api/v1/messages").result_int(), 404u);
+  EXPECT_TRUE(a->is_events_request(req(bh::verb::get, "/mail/api/events")));
+  auto id = body_json(get("/mail/api/v1/messages"))["messages"].as_array()[0].at("ID").as_string();
+  auto v = put(message("h", parts_message()));
+  EXPECT_NE(get("/mail/view/" + v + ".html").body().find("src=\"/mail/api/v1/message/"),
+            std::string::npos);
+  (void)id;
+}

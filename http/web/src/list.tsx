@@ -1,0 +1,215 @@
+// The message list: one line per message, virtually scrolled. Only the rows on screen
+// (and a few around them) exist in the DOM; the scroll area is as tall as the whole list,
+// so the scrollbar reaches the oldest of 100,000 messages in one drag and the model
+// fetches just that window. Past MAX_PX of height the scroll position maps onto positions
+// proportionally (browsers cap element heights at a few million pixels).
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
+import type { Summary } from "./api";
+import { shortDate, longDate, who, addr } from "./format";
+import type { ListModel } from "./model";
+import { Paperclip } from "./icons";
+import { href } from "./route";
+
+const MAX_PX = 4_000_000;
+const OVERSCAN = 8;
+
+export interface ListProps {
+  model: ListModel;
+  query: string;
+  open: string;
+  cursor: number;
+  focusCursor: number; // bumped when the keyboard moved the cursor: focus it
+  isSelected: (id: string) => boolean;
+  onOpen: (id: string, index: number) => void;
+  onToggle: (index: number, id: string, shift: boolean) => void;
+  onCursor: (index: number) => void;
+  scrollRef: { current: ((index: number) => void) | null };
+}
+
+function useRowHeight(): number {
+  const q = "(max-width: 640px)";
+  const [phone, setPhone] = useState(() => matchMedia(q).matches);
+  useEffect(() => {
+    const m = matchMedia(q);
+    const f = () => setPhone(m.matches);
+    m.addEventListener("change", f);
+    return () => m.removeEventListener("change", f);
+  }, []);
+  return phone ? 60 : 34;
+}
+
+export function List(p: ListProps) {
+  const { model } = p;
+  const rowH = useRowHeight();
+  const box = useRef<HTMLDivElement>(null);
+  const [scrollTop, setScrollTop] = useState(0);
+  const [viewH, setViewH] = useState(600);
+  const frame = useRef(0);
+
+  const total = model.total;
+  const natural = total * rowH;
+  const height = Math.min(natural, MAX_PX);
+  const scaled = natural > MAX_PX;
+  const inView = Math.ceil(viewH / rowH) + 1;
+
+  let first: number;
+  let offsetY: number;
+  if (!scaled) {
+    first = Math.floor(scrollTop / rowH);
+    offsetY = first * rowH;
+  } else {
+    const frac = Math.min(1, scrollTop / Math.max(1, height - viewH));
+    const exact = frac * Math.max(0, total - inView + 1);
+    first = Math.floor(exact);
+    offsetY = scrollTop - (exact - first) * rowH;
+  }
+  const from = Math.max(0, first - OVERSCAN);
+  const to = Math.min(total - 1, first + inView + OVERSCAN);
+  offsetY -= (first - from) * rowH;
+
+  useEffect(() => {
+    const el = box.current!;
+    const ro = new ResizeObserver(() => setViewH(el.clientHeight));
+    ro.observe(el);
+    return () => ro.disconnect();
+  }, []);
+
+  // The list's position restarts with every view.
+  useEffect(() => {
+    if (box.current) box.current.scrollTop = 0;
+    setScrollTop(0);
+  }, [p.query]);
+
+  useEffect(() => {
+    const anchor = model.row(first);
+    model.want(first, Math.min(total - 1, first + inView), anchor?.ID);
+  }, [first, inView, total, model]);
+
+  useEffect(() => {
+    model.onShift = (delta) => {
+      const el = box.current;
+      if (!el || scaled || el.scrollTop === 0) return;
+      el.scrollTop += delta * rowH;
+    };
+  }, [model, rowH, scaled]);
+
+  const positionOf = (i: number) => (scaled ? (i / Math.max(1, total - inView + 1)) * (height - viewH) : i * rowH);
+  p.scrollRef.current = (i: number) => {
+    const el = box.current;
+    if (!el) return;
+    const y = positionOf(i);
+    if (scaled) el.scrollTop = y;
+    else if (y < el.scrollTop) el.scrollTop = y;
+    else if (y + rowH > el.scrollTop + el.clientHeight) el.scrollTop = y + rowH - el.clientHeight;
+  };
+
+  // A keyboard move focuses the cursor's row once it is rendered (it may need a fetch).
+  const focusDone = useRef(0);
+  useLayoutEffect(() => {
+    if (!p.focusCursor || focusDone.current === p.focusCursor) return;
+    const a = box.current?.querySelector<HTMLAnchorElement>(`[data-index="${p.cursor}"] a`);
+    if (!a) return;
+    a.focus({ preventScroll: true });
+    focusDone.current = p.focusCursor;
+  });
+
+  const onScroll = () => {
+    if (frame.current) return;
+    frame.current = requestAnimationFrame(() => {
+      frame.current = 0;
+      if (box.current) setScrollTop(box.current.scrollTop);
+    });
+  };
+
+  const rows = [];
+  for (let i = from; i <= to; i++) {
+    const m = model.row(i);
+    rows.push(
+      m ? (
+        <Row key={m.ID} m={m} i={i} total={total} p={p} />
+      ) : (
+        <div key={`ph${i}`} class="row ph" aria-hidden="true" data-index={i}>
+          <span class="bar" />
+        </div>
+      ),
+    );
+  }
+
+  return (
+    <div class="list-scroll" ref={box} onScroll={onScroll}>
+      <div class="list-space" style={{ height: `${height}px` }}>
+        <div class="list-rows" role="list" aria-label="Messages" style={{ transform: `translateY(${offsetY}px)` }}>
+          {rows}
+        </div>
+      </div>
+    </div>
+  );
+}
+
+function Row({ m, i, total, p }: { m: Summary; i: number; total: number; p: ListProps }) {
+  const sel = p.isSelected(m.ID);
+  const cur = i === p.cursor;
+  const cls = `row${m.Read ? "" : " unread"}${sel ? " sel" : ""}${cur ? " cur" : ""}${m.ID === p.open ? " open" : ""}`;
+  const subject = m.Subject || "(no subject)";
+  const tags = m.Tags ?? [];
+  return (
+    <div class={cls} role="listitem" aria-setsize={total} aria-posinset={i + 1} data-index={i} data-id={m.ID}>
+      <input
+        type="checkbox"
+        class="check"
+        tabIndex={cur ? 0 : -1}
+        checked={sel}
+        aria-label={`Select “${subject}”`}
+        onClick={(e) => {
+          e.preventDefault();
+          p.onToggle(i, m.ID, e.shiftKey);
+        }}
+        onKeyDown={(e) => {
+          if (e.key === " ") {
+            e.preventDefault();
+            p.onToggle(i, m.ID, e.shiftKey);
+          }
+        }}
+      />
+      <a
+        class="link"
+        href={href({ q: p.query, m: m.ID, view: "" })}
+        tabIndex={cur ? 0 : -1}
+        onFocus={() => p.onCursor(i)}
+        onClick={(e) => {
+          if (e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
+          e.preventDefault();
+          p.onOpen(m.ID, i);
+        }}
+      >
+        <span class="dot" aria-hidden="true" />
+        <span class="from" title={addr(m.From)}>
+          {m.Read ? "" : <span class="vh">Unread. </span>}
+          {who(m.From) || "(no sender)"}
+        </span>
+        <span class="subj">
+          <span class="s">{subject}</span>
+          {m.Snippet ? <span class="snip"> — {m.Snippet}</span> : null}
+        </span>
+        {tags.length ? (
+          <span class="tags">
+            {tags.slice(0, 3).map((t) => (
+              <span class="tag" key={t}>
+                {t}
+              </span>
+            ))}
+          </span>
+        ) : null}
+        {m.Attachments > 0 ? (
+          <span class="att" title={`${m.Attachments} attachment${m.Attachments > 1 ? "s" : ""}`}>
+            <Paperclip />
+            <span class="vh">, has attachments</span>
+          </span>
+        ) : null}
+        <time class="date" dateTime={m.Created} title={longDate(m.Created)}>
+          {shortDate(m.Created)}
+        </time>
+      </a>
+    </div>
+  );
+}

@@ -1,0 +1,479 @@
+// One message: headers and SMTP envelope, attachments, and tabs for the HTML (in a
+// sandboxed frame), the text, the HTML source, every header and the raw source.
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
+import * as api from "./api";
+import type { Capabilities, Message, Part } from "./api";
+import { addr, addrs, longDate, size } from "./format";
+import { prepare } from "./frame";
+import { tokenize } from "./highlight";
+import type { Tab } from "./route";
+import { TagEditor } from "./tags";
+
+export interface MessageProps {
+  id: string;
+  tab: Tab | "";
+  caps: Capabilities;
+  knownTags: string[];
+  onTab: (t: Tab) => void;
+  onBack: () => void;
+  onDelete: (id: string) => void;
+  onRead: (id: string, read: boolean) => void;
+  onTags: (id: string, tags: string[]) => void;
+  onRelease: (m: Message) => void;
+  onLoaded: (m: Message) => void;
+  gone: boolean; // deleted while open
+}
+
+const remoteAllowed = new Set<string>(); // message IDs whose remote content the user allowed
+
+// A message asked for when its row is clicked, before the view renders (opening marks
+// it read, so never on hover).
+let pending: { id: string; p: Promise<Message> } | null = null;
+export function prefetch(id: string) {
+  const p = api.message(id);
+  p.catch(() => {});
+  pending = { id, p };
+}
+function take(id: string, signal: AbortSignal): Promise<Message> {
+  const p = pending && pending.id === id ? pending.p : api.message(id, signal);
+  pending = null;
+  return p;
+}
+
+export function MessageView(p: MessageProps) {
+  const [m, setM] = useState<Message | null>(null);
+  const [err, setErr] = useState("");
+  const [read, setRead] = useState(true);
+  const [tags, setTags] = useState<string[]>([]);
+
+  useLayoutEffect(() => {
+    const ac = new AbortController();
+    setM(null);
+    setErr("");
+    const t0 = performance.now();
+    take(p.id, ac.signal)
+      .then((msg) => {
+        if (ac.signal.aborted) return;
+        setM(msg);
+        setRead(true); // opening a message marks it read, as in Mailpit
+        setTags(msg.Tags ?? []);
+        p.onLoaded(msg);
+        requestAnimationFrame(() => {
+          performance.measure("inlet:open", { start: t0, end: performance.now() });
+        });
+      })
+      .catch((e: unknown) => {
+        if (!ac.signal.aborted) setErr(e instanceof api.ApiError && e.status === 404 ? "gone" : String(e));
+      });
+    return () => ac.abort();
+  }, [p.id]);
+
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    if (m && matchMedia("(max-width: 640px)").matches) heading.current?.focus({ preventScroll: true });
+  }, [m?.ID]);
+
+  const back = (
+    <button type="button" class="back" onClick={p.onBack}>
+      <span aria-hidden="true">←</span> Back
+    </button>
+  );
+  if (err === "gone" || (p.gone && !m))
+    return (
+      <div class="msg-empty">
+        {back}
+        <p>This message is no longer there (deleted).</p>
+      </div>
+    );
+  if (err)
+    return (
+      <div class="msg-empty">
+        {back}
+        <p class="error">Could not load the message: {err}</p>
+      </div>
+    );
+  if (!m)
+    return (
+      <div class="msg-empty" aria-busy="true">
+        {back}
+        <p class="muted">Loading…</p>
+      </div>
+    );
+
+  const tab: Tab = p.tab || (m.HTML ? "html" : "text");
+  const parts = [...(m.Inline ?? []), ...(m.Attachments ?? [])];
+  const tabs: [Tab, string][] = [
+    ["html", "HTML"],
+    ["text", "Text"],
+    ["source", "HTML source"],
+    ["headers", "Headers"],
+    ["raw", "Raw"],
+  ];
+  const tabIds = (t: Tab) => `tab-${t}`;
+
+  return (
+    <article class="msg" aria-labelledby="msg-subject">
+      <div class="msg-tools" role="toolbar" aria-label="Message actions">
+        {back}
+        <button
+          type="button"
+          onClick={() => {
+            setRead(!read);
+            p.onRead(m.ID, !read);
+          }}
+        >
+          {read ? "Mark unread" : "Mark read"}
+        </button>
+        <button type="button" class="danger" onClick={() => p.onDelete(m.ID)}>
+          Delete
+        </button>
+        {p.caps.release ? (
+          <button type="button" onClick={() => p.onRelease(m)}>
+            Release…
+          </button>
+        ) : null}
+        <a class="button" href={api.rawUrl(m.ID)} download={`${m.ID}.eml`}>
+          Download .eml
+        </a>
+      </div>
+      {p.gone ? <p class="notice">This message has been deleted.</p> : null}
+      <h2 id="msg-subject" tabIndex={-1} ref={heading}>
+        {m.Subject || "(no subject)"}
+      </h2>
+      <dl class="hdrs">
+        <Field k="From" v={addr(m.From)} />
+        <Field k="To" v={addrs(m.To)} />
+        <Field k="Cc" v={addrs(m.Cc)} />
+        <Field k="Bcc" v={addrs(m.Bcc)} />
+        <Field k="Reply-To" v={addrs(m.ReplyTo)} />
+        <Field k="Date" v={longDate(m.Date)} />
+        <Field k="Received" v={longDate(m.Created)} />
+        <Field k="Size" v={size(m.Size)} />
+        {m.Envelope ? <Envelope e={m.Envelope} /> : null}
+        <dt>Tags</dt>
+        <dd>
+          <TagEditor
+            tags={tags}
+            known={p.knownTags}
+            editable={p.caps.tags}
+            onChange={(t) => {
+              setTags(t);
+              p.onTags(m.ID, t);
+            }}
+          />
+        </dd>
+      </dl>
+      {parts.length ? <Attachments id={m.ID} parts={m.Attachments ?? []} inline={m.Inline ?? []} /> : null}
+      <div class="tabs" role="tablist" aria-label="Views of the message">
+        {tabs.map(([t, label]) => (
+          <button
+            type="button"
+            role="tab"
+            id={tabIds(t)}
+            aria-selected={t === tab}
+            aria-controls="msg-panel"
+            tabIndex={t === tab ? 0 : -1}
+            onClick={() => p.onTab(t)}
+            onKeyDown={(e) => {
+              const k = tabs.findIndex(([x]) => x === t);
+              const d = e.key === "ArrowRight" ? 1 : e.key === "ArrowLeft" ? -1 : 0;
+              if (!d) return;
+              e.preventDefault();
+              const n = tabs[(k + d + tabs.length) % tabs.length][0];
+              p.onTab(n);
+              requestAnimationFrame(() => document.getElementById(tabIds(n))?.focus());
+            }}
+          >
+            {label}
+          </button>
+        ))}
+      </div>
+      <div class="panel" id="msg-panel" role="tabpanel" aria-labelledby={tabIds(tab)}>
+        {tab === "html" ? <HtmlView m={m} parts={parts} /> : null}
+        {tab === "text" ? <TextView text={m.Text} /> : null}
+        {tab === "source" ? <SourceView html={m.HTML} /> : null}
+        {tab === "headers" ? <HeadersView id={m.ID} /> : null}
+        {tab === "raw" ? <RawView id={m.ID} /> : null}
+      </div>
+    </article>
+  );
+}
+
+function Field({ k, v }: { k: string; v: string }) {
+  if (!v) return null;
+  return (
+    <>
+      <dt>{k}</dt>
+      <dd>{v}</dd>
+    </>
+  );
+}
+
+function Envelope({ e }: { e: api.Envelope }) {
+  const parts = [
+    `MAIL FROM:<${e.From}>`,
+    ...(e.To ?? []).map((t) => `RCPT TO:<${t}>`),
+    e.Helo ? `HELO ${e.Helo}` : "",
+    e.Remote ? `from ${e.Remote}` : "",
+    e.Protocol ?? "",
+  ].filter(Boolean);
+  return (
+    <>
+      <dt>Envelope</dt>
+      <dd class="env">
+        {parts.map((x, i) => (
+          <span key={i}>{x}</span>
+        ))}
+      </dd>
+    </>
+  );
+}
+
+function Attachments({ id, parts, inline }: { id: string; parts: Part[]; inline: Part[] }) {
+  const list = [...parts, ...inline];
+  return (
+    <section class="atts" aria-label="Attachments">
+      <h3 class="vh">Attachments</h3>
+      <ul>
+        {list.map((a) => (
+          <li key={a.PartID}>
+            <AttachmentLink id={id} a={a} inline={inline.includes(a)} />
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+function AttachmentLink({ id, a, inline }: { id: string; a: Part; inline: boolean }) {
+  const [thumb, setThumb] = useState(/^image\//i.test(a.ContentType));
+  const name = a.FileName || (a.ContentID ? `cid:${a.ContentID.replace(/^<|>$/g, "")}` : `part ${a.PartID}`);
+  return (
+    <a class="att-link" href={api.partUrl(id, a.PartID)} download={a.FileName || `part-${a.PartID}`}>
+      {thumb ? (
+        <img class="thumb" src={api.thumbUrl(id, a.PartID)} alt="" loading="lazy" onError={() => setThumb(false)} />
+      ) : (
+        <span class="thumb file" aria-hidden="true">
+          {(a.FileName.includes(".") ? a.FileName.split(".").pop()! : a.ContentType.split("/").pop() || "file")
+            .slice(0, 4)
+            .toUpperCase()}
+        </span>
+      )}
+      <span class="att-name">{name}</span>
+      <span class="att-meta">
+        {a.ContentType} · {size(a.Size)}
+        {inline ? " · inline" : ""}
+      </span>
+    </a>
+  );
+}
+
+type Width = "phone" | "tablet" | "desktop";
+
+function HtmlView({ m, parts }: { m: Message; parts: Part[] }) {
+  const [allow, setAllow] = useState(remoteAllowed.has(m.ID));
+  const [width, setWidth] = useState<Width>(() => (localStorage.getItem("inlet.width") as Width) || "desktop");
+  const frame = useRef<HTMLIFrameElement>(null);
+  const prepared = useMemo(() => (m.HTML ? prepare(m.HTML, m.ID, parts, allow) : null), [m.ID, m.HTML, allow]);
+
+  // The frame shares the page's origin (no scripts: the sandbox has no allow-scripts), so
+  // the page can size it to its content and the message pane scrolls as one.
+  useEffect(() => {
+    const f = frame.current;
+    if (!f) return;
+    let ro: ResizeObserver | null = null;
+    const fit = () => {
+      const d = f.contentDocument;
+      if (!d || !d.documentElement) return;
+      f.style.height = `${Math.max(120, d.documentElement.scrollHeight)}px`;
+    };
+    const onLoad = () => {
+      fit();
+      const d = f.contentDocument;
+      if (d?.documentElement) {
+        ro = new ResizeObserver(fit);
+        ro.observe(d.documentElement);
+      }
+    };
+    f.addEventListener("load", onLoad);
+    return () => {
+      f.removeEventListener("load", onLoad);
+      ro?.disconnect();
+    };
+  }, [prepared]);
+
+  if (!prepared) return <p class="muted">This message has no HTML part.</p>;
+  const widths: [Width, string][] = [
+    ["phone", "Phone"],
+    ["tablet", "Tablet"],
+    ["desktop", "Desktop"],
+  ];
+  return (
+    <div class="html-view">
+      <div class="html-bar">
+        <div class="seg" role="group" aria-label="Preview width">
+          {widths.map(([w, label]) => (
+            <button
+              type="button"
+              key={w}
+              aria-pressed={w === width}
+              onClick={() => {
+                setWidth(w);
+                localStorage.setItem("inlet.width", w);
+              }}
+            >
+              {label}
+            </button>
+          ))}
+        </div>
+        {prepared.remote > 0 && !allow ? (
+          <p class="remote" role="status">
+            {prepared.remote} remote {prepared.remote === 1 ? "resource" : "resources"} blocked.{" "}
+            <button
+              type="button"
+              onClick={() => {
+                remoteAllowed.add(m.ID);
+                setAllow(true);
+              }}
+            >
+              Show remote content
+            </button>
+          </p>
+        ) : null}
+      </div>
+      <div class={`frame-box w-${width}`}>
+        <iframe
+          ref={frame}
+          key={`${m.ID}-${allow}`}
+          title="Message HTML"
+          sandbox="allow-same-origin allow-popups allow-popups-to-escape-sandbox"
+          referrerpolicy="no-referrer"
+          srcdoc={prepared.srcdoc}
+        />
+      </div>
+    </div>
+  );
+}
+
+const urlRe = /\bhttps?:\/\/[^\s<>"')\]]+/g;
+
+function TextView({ text }: { text: string }) {
+  if (!text) return <p class="muted">This message has no text part.</p>;
+  const out: (string | preact.JSX.Element)[] = [];
+  let at = 0;
+  let n = 0;
+  for (const mt of text.slice(0, 2_000_000).matchAll(urlRe)) {
+    out.push(text.slice(at, mt.index));
+    out.push(
+      <a key={n++} href={mt[0]} target="_blank" rel="noopener noreferrer">
+        {mt[0]}
+      </a>,
+    );
+    at = mt.index! + mt[0].length;
+  }
+  out.push(text.slice(at));
+  return <pre class="text">{out}</pre>;
+}
+
+function SourceView({ html }: { html: string }) {
+  const runs = useMemo(() => tokenize(html), [html]);
+  if (!html) return <p class="muted">This message has no HTML part.</p>;
+  return (
+    <pre class="source">
+      <code>
+        {runs.map((r, i) => (r.kind === "text" ? r.text : <span key={i} class={`h-${r.kind}`}>{r.text}</span>))}
+      </code>
+    </pre>
+  );
+}
+
+/** Headers from the API's headers route, or read from the raw message where it has none. */
+function HeadersView({ id }: { id: string }) {
+  const [rows, setRows] = useState<[string, string][] | null>(null);
+  const [err, setErr] = useState("");
+  useEffect(() => {
+    const ac = new AbortController();
+    setRows(null);
+    api
+      .headers(id, ac.signal)
+      .then((h) => {
+        const r: [string, string][] = [];
+        for (const [k, vs] of Object.entries(h)) for (const v of vs) r.push([k, v]);
+        setRows(r);
+      })
+      .catch(async () => {
+        if (ac.signal.aborted) return;
+        try {
+          const { text } = await api.raw(id, ac.signal);
+          setRows(parseHeaders(text));
+        } catch (e) {
+          if (!ac.signal.aborted) setErr(String(e));
+        }
+      });
+    return () => ac.abort();
+  }, [id]);
+  if (err) return <p class="error">{err}</p>;
+  if (!rows) return <p class="muted">Loading…</p>;
+  return (
+    <table class="headers">
+      <caption class="vh">Every header of the message</caption>
+      <thead>
+        <tr>
+          <th scope="col">Header</th>
+          <th scope="col">Value</th>
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map(([k, v], i) => (
+          <tr key={i}>
+            <th scope="row">{k}</th>
+            <td>{v}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+export function parseHeaders(raw: string): [string, string][] {
+  const end = raw.search(/\r?\n\r?\n/);
+  const head = end < 0 ? raw : raw.slice(0, end);
+  const out: [string, string][] = [];
+  for (const line of head.split(/\r?\n/)) {
+    if (/^[ \t]/.test(line) && out.length) out[out.length - 1][1] += " " + line.trim();
+    else {
+      const c = line.indexOf(":");
+      if (c > 0) out.push([line.slice(0, c).trim(), line.slice(c + 1).trim()]);
+    }
+  }
+  return out;
+}
+
+const RAW_SHOWN = 2 * 1024 * 1024;
+
+function RawView({ id }: { id: string }) {
+  const [raw, setRaw] = useState<{ text: string; bytes: number } | null>(null);
+  const [err, setErr] = useState("");
+  useEffect(() => {
+    const ac = new AbortController();
+    setRaw(null);
+    api
+      .raw(id, ac.signal)
+      .then(setRaw)
+      .catch((e) => !ac.signal.aborted && setErr(String(e)));
+    return () => ac.abort();
+  }, [id]);
+  if (err) return <p class="error">{err}</p>;
+  if (!raw) return <p class="muted">Loading…</p>;
+  return (
+    <div>
+      <p class="muted">
+        {size(raw.bytes)}, shown as UTF-8.{" "}
+        <a href={api.rawUrl(id)} target="_blank" rel="noopener">
+          Open raw
+        </a>
+      </p>
+      <pre class="raw">{raw.text.length > RAW_SHOWN ? raw.text.slice(0, RAW_SHOWN) + "\n…" : raw.text}</pre>
+    </div>
+  );
+}

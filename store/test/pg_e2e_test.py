@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""End to end over the PostgreSQL store: two inletd instances in front of the shards of
+store/test/with-pg-shards.sh (three in ctest). swaks, curl and Python's smtplib send
+through either instance; every message is read back through the *other* one, byte for
+byte, in the global listing, in each recipient's mailbox and as raw bytes; both
+instances' /api/events streams announce every message.
+
+    store/test/with-pg-shards.sh 3 /usr/bin/python3 store/test/pg_e2e_test.py --inletd build/bin/inletd
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import smtplib
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.request
+
+INLETD = None
+DEADLINE = 30.0
+HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Inletd:
+    def __init__(self, shards):
+        self.smtp_port, self.http_port = free_port(), free_port()
+        args = [INLETD, "--smtp", f"127.0.0.1:{self.smtp_port}", "--listen", f"127.0.0.1:{self.http_port}",
+                "--hostname", "mx.test.example", "--store", shards[0], "--buckets", "64"]
+        for s in shards[1:]:
+            args += ["--shard", s]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.log = []
+        end = time.monotonic() + DEADLINE
+        while time.monotonic() < end:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            self.log.append(line)
+            if "http listening" in line:
+                break
+        else:
+            raise RuntimeError("inletd did not start: " + "".join(self.log))
+        threading.Thread(target=lambda: [self.log.append(l) for l in self.proc.stdout], daemon=True).start()
+
+    def get(self, path):
+        with HTTP.open(f"http://127.0.0.1:{self.http_port}{path}", timeout=DEADLINE) as r:
+            return r.read()
+
+    def json(self, path):
+        return json.loads(self.get(path))
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=DEADLINE)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+class Events(threading.Thread):
+    """Reads an /api/events stream; keeps the subjects of 'new' events."""
+
+    def __init__(self, inletd):
+        super().__init__(daemon=True)
+        self.inletd = inletd
+        self.subjects = []
+        self.ready = threading.Event()
+
+    def run(self):
+        with socket.create_connection(("127.0.0.1", self.inletd.http_port), timeout=DEADLINE * 2) as s:
+            s.sendall(b"GET /api/events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+            self.ready.set()
+            buf = b""
+            while True:
+                try:
+                    chunk = s.recv(65536)
+                except OSError:
+                    return
+                if not chunk:
+                    return
+                buf += chunk
+                for m in re.finditer(rb'event: new\r?\ndata: (\{.*?\})\r?\n', buf):
+                    try:
+                        subject = json.loads(m.group(1)).get("Data", {}).get("Subject")
+                    except ValueError:
+                        continue
+                    if subject and subject not in self.subjects:
+                        self.subjects.append(subject)
+
+
+SHARDS = []
+
+
+class TwoInstances(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.a = Inletd(SHARDS)
+        cls.b = Inletd(SHARDS)
+        cls.ev_a, cls.ev_b = Events(cls.a), Events(cls.b)
+        for e in (cls.ev_a, cls.ev_b):
+            e.start()
+            e.ready.wait(DEADLINE)
+        time.sleep(0.5)  # the streams are subscribed
+        cls.tmp = tempfile.mkdtemp(prefix="inlet-pg-e2e.")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.a.stop()
+        cls.b.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def find(self, inletd, subject):
+        end = time.monotonic() + DEADLINE
+        while time.monotonic() < end:
+            for m in inletd.json("/api/v1/messages?limit=500")["messages"]:
+                if m["Subject"] == subject:
+                    return m
+            time.sleep(0.1)
+        self.fail(f"{subject!r} never listed")
+
+    def check(self, via, subject, raw, rcpt):
+        m = self.find(via, subject)
+        self.assertEqual(via.get(f"/api/v1/message/{m['ID']}/raw"), raw)
+        for r in rcpt:
+            box = via.json(f"/api/v1/mailbox/{r}")
+            self.assertIn(m["ID"], [x["ID"] for x in box["messages"]], r)
+        end = time.monotonic() + DEADLINE
+        while time.monotonic() < end and not (subject in self.ev_a.subjects and subject in self.ev_b.subjects):
+            time.sleep(0.05)
+        self.assertIn(subject, self.ev_a.subjects, "instance A's event stream")
+        self.assertIn(subject, self.ev_b.subjects, "instance B's event stream")
+
+    def test_smtplib_through_b_read_through_a(self):
+        raw = (b"From: Bob <bob@example.org>\r\nTo: alice@example.com\r\nSubject: via smtplib\r\n\r\n"
+               b"caf\xc3\xa9 and 8-bit \xff bytes\r\n.leading dot\r\n")
+        with smtplib.SMTP("127.0.0.1", self.b.smtp_port, timeout=DEADLINE) as s:
+            s.sendmail("bob@example.org", ["alice@example.com"], raw)
+        self.check(self.a, "via smtplib", raw, ["alice@example.com"])
+
+    def test_swaks_through_a_read_through_b(self):
+        if not shutil.which("swaks"):
+            self.skipTest("swaks not installed")
+        rcpt = ["ann@example.com", "bob@example.org", "carol@example.net", "dave@example.com"]
+        raw = ("From: Ann <ann@example.com>\r\nTo: " + ", ".join(rcpt) + "\r\nSubject: via swaks\r\n\r\n"
+               "Four recipients, three shards.\r\n").encode()
+        path = os.path.join(self.tmp, "swaks.eml")
+        with open(path, "wb") as f:
+            f.write(raw)
+        out = subprocess.run(["swaks", "--server", f"127.0.0.1:{self.a.smtp_port}", "--from", "ann@example.com",
+                              "--to", ",".join(rcpt), "--data", "@" + path], capture_output=True, text=True,
+                             timeout=DEADLINE)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        # swaks ends the data it sends with a line end of its own (after the file's).
+        self.check(self.b, "via swaks", raw + b"\r\n", rcpt)
+        # Listed once in the global listing, although stored on several shards.
+        listed = [m for m in self.b.json("/api/v1/messages?limit=500")["messages"] if m["Subject"] == "via swaks"]
+        self.assertEqual(len(listed), 1)
+
+    def test_curl_through_a_read_through_b(self):
+        if not shutil.which("curl"):
+            self.skipTest("curl not installed")
+        raw = b"From: Eve <eve@example.org>\r\nSubject: via curl\r\n\r\nHello from curl.\r\n"
+        path = os.path.join(self.tmp, "curl.eml")
+        with open(path, "wb") as f:
+            f.write(raw)
+        out = subprocess.run(["curl", "-s", f"smtp://127.0.0.1:{self.a.smtp_port}", "--mail-from", "eve@example.org",
+                              "--mail-rcpt", "frank@example.com", "--upload-file", path], capture_output=True,
+                             timeout=DEADLINE)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.check(self.b, "via curl", raw, ["frank@example.com"])
+
+    def test_read_flag_and_delete_cross_instances(self):
+        raw = b"Subject: to delete\r\n\r\nbye\r\n"
+        with smtplib.SMTP("127.0.0.1", self.a.smtp_port, timeout=DEADLINE) as s:
+            s.sendmail("x@example.org", ["gina@example.com"], raw)
+        m = self.find(self.b, "to delete")
+        req = urllib.request.Request(f"http://127.0.0.1:{self.b.http_port}/api/v1/messages", method="PUT",
+                                     data=json.dumps({"IDs": [m["ID"]], "Read": True}).encode())
+        HTTP.open(req, timeout=DEADLINE).read()
+        self.assertTrue(self.find(self.a, "to delete")["Read"])
+        req = urllib.request.Request(f"http://127.0.0.1:{self.a.http_port}/api/v1/messages", method="DELETE",
+                                     data=json.dumps({"IDs": [m["ID"]]}).encode())
+        HTTP.open(req, timeout=DEADLINE).read()
+        ids = [x["ID"] for x in self.b.json("/api/v1/messages?limit=500")["messages"]]
+        self.assertNotIn(m["ID"], ids)
+
+
+def main():
+    global INLETD
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--inletd", required=True)
+    a, rest = ap.parse_known_args()
+    INLETD = a.inletd
+    SHARDS.extend(os.environ.get("INLET_PG_SHARDS", "").split())
+    if not SHARDS:
+        print("pg_e2e_test: run under store/test/with-pg-shards.sh", file=sys.stderr)
+        return 2
+    prog = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2)
+    return 0 if prog.result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
