@@ -219,7 +219,13 @@ action connection::advance(clock::time_point now) {
     if (!stop_seen_ && p_.stopping != nullptr && p_.stopping->load(std::memory_order_relaxed))
       on_stop(now);
     std::string_view view = s.in.view();
+    const bool commands = !session_.in_body();
     step st = session_.consume(view);
+    // Bytes taken without a line end and without a reply: the session is
+    // discarding an over-long command line (a BDAT chunk is answered).
+    if (st.consumed > 0)
+      line_open_ = commands && st.kind == step_kind::need_more && view[st.consumed - 1] != '\n' &&
+                   session_.output().empty();
     if (st.kind == step_kind::body_data) s.body.add(st.data, session_.body_size());  // no copy
     bool again = s.in.consumed(view, st.consumed, st.kind == step_kind::need_more);
     switch (st.kind) {
@@ -294,7 +300,7 @@ connection::limit connection::input_deadline(clock::time_point now) {
     return {std::min(l.normal, whole), std::min(l.pressed, whole)};
   }
   body_start_ = clock::time_point::max();
-  if ((!io_ || io_->in.empty()) && !first_read_) {
+  if ((!io_ || io_->in.empty()) && !first_read_ && !line_open_) {
     cmd_since_ = now;
     greeting_phase_ = false;
   }

@@ -274,6 +274,10 @@ class connection {
   then after_write_ = then::input;
   bool handshaking_ = false;
   bool first_read_ = true;
+  // The last input consumed did not end a line: a partial line the session
+  // discards (over max_command_line) leaves the input empty but is still
+  // the same command, on the same deadline.
+  bool line_open_ = false;
   bool would_block_ = false;  // the last read found nothing: wait next
   bool extra_read_ = false;   // the pending read is one of reads_per_event's
   bool stop_seen_ = false;

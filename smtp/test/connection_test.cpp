@@ -293,6 +293,46 @@ TEST(Connection, TrickledCommandKeepsItsDeadline) {
   EXPECT_TRUE(h.closed);
 }
 
+// A command line past max_command_line is discarded as it comes, so the
+// input is empty between reads; it is still one line on one deadline (each
+// read of it used to start the command timeout again: 1000 octets a second
+// held a slot for ever).
+TEST(Connection, AnOverlongCommandKeepsItsDeadline) {
+  harness h;
+  h.start();
+  h.send(ehlo);
+  auto t1 = h.now;
+  for (int i = 1; i <= 59; ++i) {
+    h.at(t1 + std::chrono::seconds(i));
+    h.send(std::string(1000, 'x'));
+    ASSERT_FALSE(h.closed) << i;
+  }
+  EXPECT_EQ(h.c.deadline(), t1 + 60s);
+  h.at(t1 + 60s);
+  EXPECT_THAT(h.out, EndsWith("421 4.4.2 mx.test Error: timeout exceeded\r\n"));
+  EXPECT_TRUE(h.closed);
+}
+
+// The line's end starts the next command's timeout as usual; a binary BDAT
+// chunk that does not end a line does not count as an open command line.
+TEST(Connection, AfterAnOverlongLineAndAChunkTheTimeoutStartsAgain) {
+  harness h;
+  h.start();
+  h.send(ehlo);
+  auto t1 = h.now;
+  h.at(t1 + 10s);
+  h.send(std::string(1000, 'x'));
+  h.at(t1 + 20s);
+  h.send("\r\n");
+  EXPECT_THAT(h.out, EndsWith("500 5.5.6 Error: line too long\r\n"));
+  EXPECT_EQ(h.c.deadline(), t1 + 80s);
+  h.at(t1 + 30s);
+  h.send("MAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nBDAT 3\r\nabc");
+  EXPECT_THAT(h.out, EndsWith("250 2.0.0 3 octets received\r\n"));
+  EXPECT_EQ(h.c.deadline(), t1 + 90s);
+  EXPECT_FALSE(h.closed);
+}
+
 // Inside a body each read has data_timeout, the whole body message_timeout
 // (min_data_rate 0: any read restarts data_timeout).
 TEST(Connection, BodyReadsHaveDataTimeoutAndTheBodyMessageTimeout) {
