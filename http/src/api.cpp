@@ -171,6 +171,11 @@ response json_response(const request& req, const json::value& v, unsigned status
 }
 
 response error_response(const request& req, unsigned status, std::string_view message) {
+  if (status == 404) message = "404 page not found";
+  return make_response(req, status, "text/plain; charset=utf-8", std::string(message));
+}
+
+response json_error_response(const request& req, unsigned status, std::string_view message) {
   json::object o{{"Error", js(message)}};
   return make_response(req, status, "application/json", json::serialize(o));
 }

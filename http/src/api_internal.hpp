@@ -82,7 +82,11 @@ bool blank(std::string_view s);
 response make_response(const request& req, unsigned status, std::string_view content_type,
                        std::string body);
 response json_response(const request& req, const json::value& v, unsigned status = 200);
+/// An error as Mailpit answers it: plain text, the message as the body; every 404 says
+/// "404 page not found" (Mailpit's words), whatever was not found.
 response error_response(const request& req, unsigned status, std::string_view message);
+/// The JSON error of POST /api/v1/send (Mailpit's JSONErrorResponse): {"Error": "..."}.
+response json_error_response(const request& req, unsigned status, std::string_view message);
 response ok_response(const request& req);  // 200 text/plain "ok", as Mailpit
 response store_error(const request& req, std::error_code ec);
 /// Headers for bytes that come from a message (a part, the raw source, its HTML): never

@@ -199,14 +199,14 @@ std::string basic_user(const request& req) {
 }  // namespace
 
 awaitable<response> send_message(const ctx_t& c, const request& req) {
-  if (!c.cfg.submit) co_return error_response(req, 400, "sending is not enabled");
+  if (!c.cfg.submit) co_return json_error_response(req, 400, "sending is not enabled");
   std::error_code ec;
   json::value v = json::parse(req.body(), ec);
-  if (ec) co_return error_response(req, 400, "the body is not JSON");
+  if (ec) co_return json_error_response(req, 400, "the body is not JSON");
   composed_message msg;
   std::string why;
   if (!compose_message(v, std::chrono::system_clock::now(), "inlet", msg, why))
-    co_return error_response(req, 400, why);
+    co_return json_error_response(req, 400, why);
   submission sub;
   sub.envelope.helo = "localhost";
   sub.envelope.mail_from = msg.mail_from;
@@ -229,7 +229,7 @@ awaitable<response> send_message(const ctx_t& c, const request& req) {
             });
           },
           token, std::move(sub));
-  if (sec) co_return error_response(req, 400, "not stored: " + sec.message());
+  if (sec) co_return json_error_response(req, 400, "not stored: " + sec.message());
   json::object o{{"ID", id}};
   co_return json_response(req, o);
 }

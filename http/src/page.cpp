@@ -92,9 +92,9 @@ std::optional<response> page_route(const request& req, std::string_view path) {
   }
   if (req.method() != bh::verb::get) {
     auto res = base(req, bh::status::method_not_allowed);
-    res.set(bh::field::content_type, "application/json");
+    res.set(bh::field::content_type, "text/plain; charset=utf-8");
     res.set(bh::field::allow, "GET, HEAD");
-    res.body() = R"({"Error":"method not allowed"})";
+    res.body() = "method not allowed";
     res.prepare_payload();
     return res;
   }

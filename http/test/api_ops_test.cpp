@@ -202,7 +202,9 @@ TEST_F(Ops, SendStoresThroughTheHookAsIfReceived) {
   EXPECT_EQ(m["Tags"].as_array(), (json::array{"signup"}));
   auto bad = call(req(bh::verb::post, "/api/v1/send", R"({"To":[{"Email":"x@y"}]})"));
   EXPECT_EQ(bad.result_int(), 400u);
-  EXPECT_TRUE(body_json(bad).contains("Error"));
+  // The send API's errors are JSON (Mailpit's JSONErrorResponse), unlike the others.
+  EXPECT_EQ(bad[bh::field::content_type], "application/json");
+  EXPECT_FALSE(body_json(bad)["Error"].as_string().empty());
   EXPECT_EQ(call(req(bh::verb::post, "/api/v1/send", "{")).result_int(), 400u);
   EXPECT_EQ(got.size(), 1u);
 }
@@ -261,7 +263,7 @@ TEST_F(Ops, ChecksAnswerAsMailpit) {
   EXPECT_EQ(get("/api/v1/message/" + plain + "/html-check").result_int(), 400u);  // no HTML
   auto sa = get("/api/v1/message/" + plain + "/sa-check");
   EXPECT_EQ(sa.result_int(), 400u);  // Mailpit without SpamAssassin
-  EXPECT_EQ(body_json(sa)["Error"].as_string(), "no SpamAssassin service defined");
+  EXPECT_EQ(sa.body(), "no SpamAssassin service defined");  // plain text, as Mailpit
   EXPECT_EQ(get("/api/v1/message/AAAAAAAAAAAAAAAAAAAAAA/sa-check").result_int(), 404u);
   auto html = put(message("h", parts_message()));
   auto hc = get("/api/v1/message/" + html + "/html-check");

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
@@ -18,6 +19,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   cfg.lmtp = data[0] & 2;
   cfg.reject_bare_lf_in_body = data[0] & 4;
   if (data[0] & 8) cfg.domains = {"a.test"};
+  if (data[0] & 16) {  // AUTH: "alice" / "secret" signs in
+    cfg.auth = [](std::string_view u, std::string_view p) { return u == "alice" && p == "secret"; };
+    cfg.auth_allow_insecure = data[0] & 32;
+    cfg.auth_required = data[0] & 64;
+  }
   std::size_t frag = 1 + data[0] % 13;
   inlet::smtp::server_session s(cfg);
   s.start();
@@ -47,6 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (st.kind == k::message_complete) {
         auto env = s.take_envelope();
         if (env.rcpt_to.empty() || env.rcpt_to.size() > cfg.max_recipients) std::abort();
+        if (cfg.auth_required && !cfg.lmtp && env.auth_user != "alice") std::abort();
         body = 0;
         s.delivery_done({++messages % 2 ? inlet::smtp::delivery_status::accepted("Q")
                                         : inlet::smtp::delivery_status::rejected(554, "5.7.1", "no"),

@@ -19,6 +19,7 @@ class category final : public std::error_category {
       case errc::connection_lost: return "connection lost";
       case errc::tls_failed: return "TLS handshake failed";
       case errc::bad_config: return "bad configuration";
+      case errc::too_many_auth_failures: return "too many failed authentication attempts";
       case errc::evicted:
         return "closed to make room for another client";
     }

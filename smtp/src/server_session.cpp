@@ -38,6 +38,52 @@ bool parse_u64(std::string_view s, std::uint64_t& v) noexcept {
   return ec == std::errc() && p == s.data() + s.size();
 }
 
+int base64_value(char c) noexcept {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
+// Strict base64 (RFC 4648 section 4, padded) as SASL responses use it: any
+// other character, a length that is not a multiple of 4 or padding before the
+// end is an error (RFC 4954: 501).
+bool base64_decode(std::string_view in, std::string& out) {
+  out.clear();
+  if (in.size() % 4 != 0) return false;
+  out.reserve(in.size() / 4 * 3);
+  for (std::size_t i = 0; i < in.size(); i += 4) {
+    const bool last = i + 4 == in.size();
+    int v[4];
+    int pad = 0;
+    for (int k = 0; k < 4; ++k) {
+      char c = in[i + static_cast<std::size_t>(k)];
+      if (c == '=' && last && k >= 2) {
+        ++pad;
+        v[k] = 0;
+        continue;
+      }
+      if (pad > 0) return false;  // data after '='
+      v[k] = base64_value(c);
+      if (v[k] < 0) return false;
+    }
+    std::uint32_t n = static_cast<std::uint32_t>(v[0] << 18 | v[1] << 12 | v[2] << 6 | v[3]);
+    out.push_back(static_cast<char>(n >> 16));
+    if (pad < 2) out.push_back(static_cast<char>(n >> 8 & 0xff));
+    if (pad < 1) out.push_back(static_cast<char>(n & 0xff));
+  }
+  return true;
+}
+
+// Overwrites a credential before the string is dropped or reused.
+void wipe(std::string& s) noexcept {
+  volatile char* p = s.data();
+  for (std::size_t i = 0; i < s.size(); ++i) p[i] = 0;
+  s.clear();
+}
+
 }  // namespace
 
 std::string_view to_string(protocol p) noexcept {
@@ -158,6 +204,7 @@ void server_session::evict() {
 void server_session::tls_started() {
   if (state_ != state::tls_wait) return;
   tls_ = true;
+  auth_user_.clear();  // RFC 3207 4.2: nothing learnt before TLS is kept
   extended_ = false;
   env_ = envelope{};
   env_.helo.clear();
@@ -211,6 +258,7 @@ std::optional<step> server_session::consume_command(std::string_view in, std::si
     }
     overlong_ = false;
     n = static_cast<std::size_t>(static_cast<const char*>(lf) - in.data()) + 1;
+    sasl_end();  // a bad response line ends an AUTH exchange
     error_reply(500, "5.5.6", "Error: line too long");
     return std::nullopt;
   }
@@ -223,16 +271,21 @@ std::optional<step> server_session::consume_command(std::string_view in, std::si
   }
   n = static_cast<std::size_t>(static_cast<const char*>(lf) - in.data()) + 1;
   if (n > cfg_->max_command_line) {
+    sasl_end();
     error_reply(500, "5.5.6", "Error: line too long");
     return std::nullopt;
   }
   std::string_view line = in.substr(0, n - 1);
   if (line.empty() || line.back() != '\r') {
+    sasl_end();
     error_reply(500, "5.5.2", "Error: bare <LF> received; lines end with <CR><LF>");
     return std::nullopt;
   }
   line.remove_suffix(1);
-  dispatch(line);
+  if (state_ == state::auth)
+    sasl_response(line);
+  else
+    dispatch(line);
   if (state_ == state::tls_wait) return step{step_kind::start_tls, 0, {}, {}};
   return std::nullopt;
 }
@@ -266,12 +319,16 @@ void server_session::dispatch(std::string_view line) {
     if (!cfg_->starttls) return error_reply(502, "5.5.1", "Error: STARTTLS not available");
     return cmd_starttls(arg);
   }
+  if (iequals(verb, "AUTH") && cfg_->auth && !cfg_->lmtp) return cmd_auth(arg);
   if (iequals(verb, "VRFY")) {
     if (trim(arg).empty()) return error_reply(501, "5.5.4", "Syntax: VRFY address");
     return reply(252, "2.0.0", "Cannot VRFY user, but will accept message and attempt delivery");
   }
   if (iequals(verb, "HELP"))
-    return reply(214, "2.0.0", "Commands: HELO EHLO MAIL RCPT DATA BDAT RSET NOOP VRFY HELP QUIT");
+    return reply(214, "2.0.0",
+                 auth_offered()
+                     ? "Commands: HELO EHLO AUTH MAIL RCPT DATA BDAT RSET NOOP VRFY HELP QUIT"
+                     : "Commands: HELO EHLO MAIL RCPT DATA BDAT RSET NOOP VRFY HELP QUIT");
   if (iequals(verb, "EXPN") || iequals(verb, "AUTH") || iequals(verb, "ETRN") ||
       iequals(verb, "TURN"))
     return error_reply(502, "5.5.1", "Error: command not implemented");
@@ -303,12 +360,15 @@ void server_session::cmd_helo(std::string_view arg, bool extended) {
   if (cfg_->smtputf8) line("SMTPUTF8");
   if (cfg_->chunking) line("CHUNKING");
   if (cfg_->starttls && !tls_) line("STARTTLS");
+  if (auth_offered()) line("AUTH PLAIN LOGIN");
   line("ENHANCEDSTATUSCODES", true);
 }
 
 void server_session::cmd_mail(std::string_view arg) {
   if (state_ == state::init) return error_reply(503, "5.5.1", "Error: send HELO/EHLO first");
   if (state_ != state::ready) return error_reply(503, "5.5.1", "Error: nested MAIL command");
+  if (cfg_->auth && cfg_->auth_required && !cfg_->lmtp && auth_user_.empty())
+    return error_reply(530, "5.7.0", "Error: authentication required");
   if (!istarts_with(arg, "FROM:")) return error_reply(501, "5.5.4", "Syntax: MAIL FROM:<address>");
   detail::parsed_path p;
   if (!detail::parse_path(trim(arg.substr(5)), p))
@@ -342,7 +402,9 @@ void server_session::cmd_mail(std::string_view arg) {
     return error_reply(553, "5.6.7", "Error: non-ASCII address needs SMTPUTF8");
   if (!p.null_path && !p.has_domain)
     return error_reply(501, "5.1.7", "Error: sender address needs a domain");
+  if (policy_refused(policy_stage::mail, p.mailbox)) return;
   e.mail_from.assign(p.mailbox);
+  e.auth_user = auth_user_;
   e.rcpt_to.clear();
   e.proto = cfg_->lmtp ? protocol::lmtp : extended_ ? protocol::esmtp : protocol::smtp;
   e.tls = tls_;
@@ -378,6 +440,10 @@ void server_session::cmd_rcpt(std::string_view arg) {
   if (!postmaster && !domain_accepted(p.domain)) {
     ++rcpt_rejected_;
     return error_reply(550, "5.1.1", "Error: recipient address rejected: domain not served here");
+  }
+  if (policy_refused(policy_stage::rcpt, p.mailbox)) {
+    ++rcpt_rejected_;
+    return;
   }
   env_.rcpt_to.emplace_back(p.mailbox);
   state_ = state::rcpt;
@@ -607,6 +673,130 @@ void server_session::cmd_starttls(std::string_view arg) {
   if (in_transaction()) return error_reply(503, "5.5.1", "Error: STARTTLS inside a transaction");
   reply(220, "2.0.0", "Ready to start TLS");
   state_ = state::tls_wait;
+}
+
+// ---------------------------------------------------------------- AUTH
+
+bool server_session::auth_offered() const noexcept {
+  return cfg_->auth && !cfg_->lmtp && (tls_ || cfg_->auth_allow_insecure);
+}
+
+bool server_session::policy_refused(policy_stage stage, std::string_view arg) {
+  if (!cfg_->policy) return false;
+  std::optional<delivery_status> st = cfg_->policy(stage, arg);
+  if (!st || st->ok()) return false;
+  reply(st->code, st->enhanced, st->text.empty() ? "Error: refused by policy" : st->text);
+  return true;
+}
+
+// AUTH mechanism [initial-response] (RFC 4954 section 4).
+void server_session::cmd_auth(std::string_view arg) {
+  if (state_ == state::init || !extended_)
+    return error_reply(503, "5.5.1", "Error: send EHLO first");
+  if (!auth_user_.empty()) return error_reply(503, "5.5.1", "Error: already authenticated");
+  if (state_ != state::ready)
+    return error_reply(503, "5.5.1", "Error: AUTH not permitted during a mail transaction");
+  arg = trim(arg);
+  std::size_t sp = arg.find(' ');
+  std::string_view mech = arg.substr(0, sp);
+  std::string_view initial = sp == arg.npos ? std::string_view{} : trim(arg.substr(sp + 1));
+  if (mech.empty()) return error_reply(501, "5.5.4", "Syntax: AUTH mechanism [initial-response]");
+  const bool plain = iequals(mech, "PLAIN");
+  if (!plain && !iequals(mech, "LOGIN"))
+    return error_reply(504, "5.5.4", "Error: unrecognized authentication type");
+  if (!tls_ && !cfg_->auth_allow_insecure)
+    return error_reply(538, "5.7.11",
+                       "Error: encryption required for requested authentication mechanism");
+  if (policy_refused(policy_stage::auth, plain ? "PLAIN" : "LOGIN")) return;
+  state_ = state::auth;
+  if (plain) {
+    sasl_ = sasl::plain;
+    if (initial.empty()) return reply(334, "", "");
+    return sasl_plain(initial == "=" ? std::string_view{} : initial);
+  }
+  if (initial.empty()) {
+    sasl_ = sasl::login_user;
+    return reply(334, "", "VXNlcm5hbWU6");  // "Username:"
+  }
+  sasl_login_user(initial == "=" ? std::string_view{} : initial);
+}
+
+// One line of the client during the exchange: a base64 response, or "*".
+void server_session::sasl_response(std::string_view line) {
+  if (line == "*") {
+    sasl_end();
+    return error_reply(501, "5.7.0", "Error: authentication cancelled");
+  }
+  switch (sasl_) {
+    case sasl::plain:
+      return sasl_plain(line);
+    case sasl::login_user:
+      return sasl_login_user(line);
+    case sasl::login_password: {
+      std::string password;
+      if (!base64_decode(line, password)) {
+        sasl_end();
+        return error_reply(501, "5.5.2", "Error: cannot decode response");
+      }
+      std::string user = std::move(sasl_user_);
+      sasl_check(user, password);
+      wipe(password);
+      wipe(user);
+      return;
+    }
+  }
+}
+
+// PLAIN (RFC 4616): authzid NUL authcid NUL passwd.
+void server_session::sasl_plain(std::string_view b64) {
+  std::string msg;
+  if (!base64_decode(b64, msg)) {
+    sasl_end();
+    return error_reply(501, "5.5.2", "Error: cannot decode response");
+  }
+  std::string_view m(msg);
+  std::size_t a = m.find('\0');
+  std::size_t b = a == m.npos ? m.npos : m.find('\0', a + 1);
+  if (b == m.npos || m.find('\0', b + 1) != m.npos || b == a + 1) {
+    wipe(msg);
+    sasl_end();
+    return error_reply(501, "5.5.2", "Error: malformed PLAIN response");
+  }
+  std::string_view authzid = m.substr(0, a), user = m.substr(a + 1, b - a - 1);
+  // Acting for another identity (authzid) is not supported: only oneself.
+  if (!authzid.empty() && authzid != user)
+    sasl_check({}, {});
+  else
+    sasl_check(user, m.substr(b + 1));
+  wipe(msg);
+}
+
+void server_session::sasl_login_user(std::string_view b64) {
+  if (!base64_decode(b64, sasl_user_) || sasl_user_.empty()) {
+    sasl_end();
+    return error_reply(501, "5.5.2", "Error: cannot decode response");
+  }
+  state_ = state::auth;
+  sasl_ = sasl::login_password;
+  reply(334, "", "UGFzc3dvcmQ6");  // "Password:"
+}
+
+void server_session::sasl_check(std::string_view user, std::string_view password) {
+  sasl_end();
+  if (!user.empty() && cfg_->auth(user, password)) {
+    auth_user_.assign(user);
+    return reply(235, "2.7.0", "Authentication successful");
+  }
+  ++auth_failures_;
+  error_reply(535, "5.7.8", "Error: authentication credentials invalid");
+  if (cfg_->max_auth_failures != 0 && auth_failures_ >= cfg_->max_auth_failures)
+    close_with(421, "4.7.0", cfg_->hostname + " Error: too many failed authentication attempts",
+               errc::too_many_auth_failures);
+}
+
+void server_session::sasl_end() {
+  wipe(sasl_user_);
+  if (state_ == state::auth) state_ = state::ready;
 }
 
 }  // namespace inlet::smtp

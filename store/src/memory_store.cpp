@@ -1,6 +1,8 @@
 #include "inlet/store/memory_store.hpp"
 
 #include <algorithm>
+#include <condition_variable>
+#include <thread>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <unordered_set>
@@ -77,7 +79,70 @@ void complete(Handler h, Args... args) {
 
 }  // namespace
 
-memory_store::memory_store(memory_store_config cfg) : cfg_(cfg) {}
+// ---------------------------------------------------------------- max_age sweep
+
+// One thread per store with a max_age: wakes every interval (or at once when the store
+// is destroyed) and deletes what has grown too old.
+struct memory_store::sweeper {
+  sweeper(memory_store& s, std::chrono::seconds max_age)
+      : interval_(std::clamp<std::chrono::seconds>(max_age / 10, std::chrono::seconds(1),
+                                                   std::chrono::seconds(60))),
+        thread_([this, &s, max_age] { run(s, max_age); }) {}
+  ~sweeper() {
+    {
+      std::lock_guard lk(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  void run(memory_store& s, std::chrono::seconds max_age) {
+    std::unique_lock lk(mutex_);
+    while (!wake_.wait_for(lk, interval_, [this] { return stop_; })) {
+      lk.unlock();
+      s.expire(std::chrono::system_clock::now() - max_age);
+      lk.lock();
+    }
+  }
+  const std::chrono::seconds interval_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts once the members it uses exist
+};
+
+std::size_t memory_store::expire(time_point cutoff) {
+  auto old = [cutoff](const record_ptr& r) { return r->created < cutoff; };
+  {
+    // Most sweeps find nothing: look under the shared lock first, so readers go on.
+    std::shared_lock lk(mutex_);
+    if (std::none_of(order_.begin(), order_.end(), old)) return 0;
+  }
+  std::vector<record_ptr> victims;  // freed after the lock
+  {
+    std::unique_lock lk(mutex_);
+    // Every record, not only a prefix: `created` may be given by the caller (imports), so
+    // arrival order is not age order.
+    for (const auto& r : order_)
+      if (old(r)) victims.push_back(r);
+    remove_locked(victims);
+  }
+  if (has_observers() && !victims.empty()) {
+    store_event ev;
+    if (victims.size() > max_event_ids) {
+      ev.what = store_event::kind::cleared;
+    } else {
+      ev.what = store_event::kind::deleted;
+      for (const auto& v : victims) ev.ids.push_back(v->id);
+    }
+    notify(ev);
+  }
+  return victims.size();
+}
+
+memory_store::memory_store(memory_store_config cfg) : cfg_(cfg) {
+  if (cfg_.max_age.count() > 0) sweeper_ = std::make_unique<sweeper>(*this, cfg_.max_age);
+}
 memory_store::~memory_store() = default;
 
 std::size_t memory_store::footprint_of(const stored_message& m) {

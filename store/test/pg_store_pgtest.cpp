@@ -185,6 +185,54 @@ TEST_F(PgStore, AMessageForThreeShardsIsStoredOnEachAndListedOnce) {
   }
 }
 
+TEST_F(PgStore, AFailureOnOneShardLeavesNoCopyOnTheOthers) {
+  auto cfg = pgtest::config(3);
+  st::pg_store s(cfg);
+  ASSERT_TRUE(s.wait_ready(20s)) << s.health().detail;
+  // A fault injected on shard 2 only: its insert fails while shard 0's commits.
+  {
+    auto c = pgtest::connect(2);
+    c.execute(
+        "CREATE FUNCTION public.fail_insert() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN IF NEW.subject = 'between shards' THEN RAISE EXCEPTION 'injected'; END IF; "
+        "RETURN NEW; END $$");
+    c.execute(
+        "CREATE TRIGGER fail_insert AFTER INSERT ON mail.message FOR EACH ROW "
+        "EXECUTE FUNCTION public.fail_insert()");
+  }
+  std::vector<std::string> rcpt = {mailbox_on(0, 3, 64), mailbox_on(2, 3, 64)};
+  const std::string count_sql =
+      "SELECT count(*) FROM mail.message WHERE subject = 'between shards'";
+  std::error_code ec;
+  pgtest::put(s, pgtest::message(rcpt, "between shards"), ec);
+  ASSERT_TRUE(ec) << "the put must fail (451) when one shard fails";
+  // The copy shard 0 committed is gone before the put is answered.
+  EXPECT_EQ(pgtest::count(0, count_sql), 0);
+  EXPECT_EQ(pgtest::count(0, "SELECT count(*) FROM mail.inbox"), 0);
+  EXPECT_EQ(pgtest::count(2, count_sql), 0);
+  std::string metrics;
+  s.append_metrics(metrics);
+  EXPECT_NE(metrics.find("inlet_pg_failed_put_cleanups_total{result=\"removed\"} 1"),
+            std::string::npos)
+      << metrics;
+  // The client's retry, once the fault is gone, stores exactly one copy per shard.
+  pgtest::connect(2).execute("DROP TRIGGER fail_insert ON mail.message");
+  auto m = pgtest::put(s, pgtest::message(rcpt, "between shards"), ec);
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(pgtest::count(0, count_sql), 1);
+  EXPECT_EQ(pgtest::count(2, count_sql), 1);
+  for (auto& r : rcpt) {
+    auto [mec, mp] =
+        pgtest::wait<st::page>([&](auto h) { s.async_list(mailbox_req(r), std::move(h)); });
+    ASSERT_FALSE(mec) << r;
+    EXPECT_EQ(mp.total, 1u) << r;
+  }
+  auto [lec, p] =
+      pgtest::wait<st::page>([&](auto h) { s.async_list(st::list_request(0, 50), std::move(h)); });
+  ASSERT_FALSE(lec);
+  EXPECT_EQ(p.total, 1u);
+}
+
 TEST_F(PgStore, ConcurrentPutsShareTransactions) {
   auto cfg = pgtest::config(3);
   st::pg_store s(cfg);

@@ -196,3 +196,22 @@ TEST(PgDsn, AddsParametersOnce) {
   EXPECT_EQ(dsn_endpoint("postgresql://user:secret@db1:5433,db2:5434/x?a=b"), "db1:5433,db2:5434");
   EXPECT_EQ(dsn_endpoint("host=127.0.0.1 port=5432 password=secret"), "127.0.0.1:5432");
 }
+
+TEST(PgDsn, SetsAParameterOverTheURIs) {
+  // Writers reach the primary of a multi-host URI whatever its target_session_attrs says.
+  auto d = set_dsn_param("postgresql://u@h1:5433,h2:5434/db?target_session_attrs=any",
+                         "target_session_attrs", "read-write");
+  EXPECT_EQ(dsn_param(d, "target_session_attrs"), "read-write");
+  EXPECT_EQ(dsn_param(d, "host"), "h1,h2");
+  EXPECT_EQ(dsn_param(d, "port"), "5433,5434");
+  EXPECT_EQ(dsn_param(d, "dbname"), "db");
+  EXPECT_EQ(dsn_param(d, "user"), "u");
+  auto c = set_dsn_param("host=h password='a b\\'c'", "target_session_attrs", "read-write");
+  EXPECT_EQ(dsn_param(c, "password"), "a b'c");
+  EXPECT_EQ(dsn_param(c, "target_session_attrs"), "read-write");
+  EXPECT_EQ(
+      dsn_param("postgresql://h/db?target_session_attrs=prefer-standby", "target_session_attrs"),
+      "prefer-standby");
+  EXPECT_EQ(dsn_param("postgresql://h/db", "target_session_attrs"), "");
+  EXPECT_EQ(dsn_param("not a dsn", "host"), "");
+}

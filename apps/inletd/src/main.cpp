@@ -16,11 +16,9 @@
 #include "filter_stage.hpp"
 #include "message_view.hpp"
 #include "options.hpp"
+#include "pg_options.hpp"
 #include "pipeline.hpp"
 #include "streaming_parse.hpp"
-#ifndef INLETD_IO_URING
-#include "pg_options.hpp"
-#endif
 #ifdef INLETD_IO_URING
 #include <linux/io_uring.h>
 #include <sys/syscall.h>
@@ -88,12 +86,83 @@ constexpr const char* reactor = "io_uring";
 constexpr const char* reactor = "epoll";
 #endif
 
+// A password file (--ui-auth-file, --smtp-auth-file) or Mailpit's inline list
+// (MP_UI_AUTH, MP_SMTP_AUTH: "user:password user2:password2"), in the one format
+// inlet::http::password_file reads. Null and a message in `error` on failure.
+std::shared_ptr<const inlet::http::password_file> load_credentials(const std::string& file,
+                                                                   const std::string& inline_list,
+                                                                   std::string& error) {
+  if (!file.empty()) return inlet::http::password_file::load(file, error);
+  std::string lines = inline_list;
+  for (auto& c : lines)
+    if (c == ' ') c = '\n';
+  return inlet::http::password_file::parse(lines, error);
+}
+
+// SMTP AUTH as Mailpit configures it: a password file (or MP_SMTP_AUTH) makes AUTH
+// required; --smtp-auth-accept-any offers it and takes any credentials. Both need
+// STARTTLS (--smtp-tls-cert) unless --smtp-auth-allow-insecure. Returns an exit code
+// on a configuration Mailpit refuses too.
+std::optional<int> configure_smtp_auth(const inletd::options& o, inlet::smtp::session_config& s) {
+  const bool credentials = !o.smtp_auth_file.empty() || !o.smtp_auth.empty();
+  if (!credentials && !o.smtp_auth_accept_any) return std::nullopt;
+  if (credentials && o.smtp_auth_accept_any) {
+    std::fprintf(stderr,
+                 "inletd: SMTP authentication cannot use both credentials and "
+                 "--smtp-auth-accept-any\n");
+    return 2;
+  }
+  if (o.tls_cert.empty() && !o.smtp_auth_allow_insecure) {
+    std::fprintf(stderr,
+                 "inletd: SMTP authentication requires TLS (--smtp-tls-cert/--tls-cert); run with "
+                 "--smtp-auth-allow-insecure to allow it without\n");
+    return 2;
+  }
+  s.auth_allow_insecure = o.smtp_auth_allow_insecure;
+  if (o.smtp_auth_accept_any) {
+    s.auth = [](std::string_view, std::string_view) { return true; };
+    return std::nullopt;
+  }
+  std::string error;
+  auto users = load_credentials(o.smtp_auth_file, o.smtp_auth, error);
+  if (!users) {
+    std::fprintf(stderr, "inletd: SMTP authentication: %s\n", error.c_str());
+    return 2;
+  }
+  s.auth = [users](std::string_view user, std::string_view password) {
+    return users->check(user, password);
+  };
+  s.auth_required = true;
+  return std::nullopt;
+}
+
+// Mailpit's chaos triggers on the SMTP side: the session's policy hook at MAIL, RCPT
+// and AUTH asks the shared state, which PUT /api/v1/chaos changes at run time.
+std::optional<inlet::smtp::delivery_status> chaos_reply(const inlet::http::chaos_state& chaos,
+                                                        inlet::smtp::policy_stage stage) {
+  using cs = inlet::http::chaos_stage;
+  cs c = cs::authentication;
+  const char* what = "authentication";
+  if (stage == inlet::smtp::policy_stage::mail) {
+    c = cs::sender;
+    what = "sender";
+  } else if (stage == inlet::smtp::policy_stage::rcpt) {
+    c = cs::recipient;
+    what = "recipient";
+  }
+  auto code = chaos.smtp_error(c);
+  if (!code) return std::nullopt;
+  // Mailpit's text; an enhanced code of the same class, as ENHANCEDSTATUSCODES asks.
+  std::string enhanced = std::to_string(*code / 100) + (c == cs::authentication ? ".7.0" : ".1.0");
+  return inlet::smtp::delivery_status::rejected(static_cast<int>(*code), enhanced,
+                                                std::string("Chaos ") + what + " error");
+}
+
 std::string endpoint_text(const std::string& host, std::uint16_t port) {
   if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
   return host + ":" + std::to_string(port);
 }
 
-#ifndef INLETD_IO_URING
 // The PostgreSQL store: connects and migrates in the background; inletd waits a few
 // seconds for its shards, then starts anyway (mail for a shard that is down gets 451
 // until it is back; the store's health says which).
@@ -114,7 +183,6 @@ std::optional<int> start_pg_store(const inletd::options& opt,
   out = std::move(pg);
   return std::nullopt;
 }
-#endif
 
 }  // namespace
 
@@ -136,6 +204,7 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
 
   inlet::smtp::server_config sc = smtp_config(opt);
+  if (auto rc = configure_smtp_auth(opt, sc.session)) return *rc;
   if (!inlet::smtp::parse_io_model(opt.io_model, sc.model)) {
     std::fprintf(stderr, "inletd: unknown --io-model '%s'\n", opt.io_model.c_str());
     return 2;
@@ -155,16 +224,11 @@ int main(int argc, char** argv) {
   std::unique_ptr<inlet::store::store> durable;  // the PostgreSQL store
   std::function<void(std::string&)> store_metrics;
   if (opt.store == "memory") {
-    memory = std::make_unique<inlet::store::memory_store>(
-        inlet::store::memory_store_config{opt.max_messages, opt.max_store_bytes});
+    memory = std::make_unique<inlet::store::memory_store>(inlet::store::memory_store_config{
+        opt.max_messages, opt.max_store_bytes, std::chrono::seconds(opt.max_age_seconds)});
   } else if (opt.store == "postgresql" || opt.store.starts_with("postgresql://") ||
              opt.store.starts_with("postgres://")) {
-#ifdef INLETD_IO_URING
-    std::fprintf(stderr, "inletd-uring: the PostgreSQL store runs in inletd (epoll) only\n");
-    return 2;
-#else
     if (auto rc = start_pg_store(opt, durable, store_metrics)) return *rc;
-#endif
   } else if (opt.store != "sink") {
     std::fprintf(stderr, "inletd: unknown --store '%s' (memory, sink, postgresql://...)\n",
                  opt.store.c_str());
@@ -232,14 +296,7 @@ int main(int argc, char** argv) {
   hc.api.link_check.allow_untrusted_tls = opt.allow_untrusted_tls;
   if (!opt.ui_auth_file.empty() || !opt.ui_auth.empty()) {
     std::string error;
-    if (!opt.ui_auth_file.empty()) {
-      hc.api.ui_auth = inlet::http::password_file::load(opt.ui_auth_file, error);
-    } else {
-      std::string lines = opt.ui_auth;  // MP_UI_AUTH: "user:password user2:password2"
-      for (auto& c : lines)
-        if (c == ' ') c = '\n';
-      hc.api.ui_auth = inlet::http::password_file::parse(lines, error);
-    }
+    hc.api.ui_auth = load_credentials(opt.ui_auth_file, opt.ui_auth, error);
     if (!hc.api.ui_auth) {
       std::fprintf(stderr, "inletd: web UI authentication: %s\n", error.c_str());
       return 2;
@@ -253,9 +310,11 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "inletd: --chaos-triggers: %s\n", error.c_str());
       return 2;
     }
-    // The SMTP side calls chaos->smtp_error() at MAIL FROM, RCPT TO and AUTH once the
-    // SMTP server has its policy hook; until then only the API's state exists.
-    hc.api.chaos = std::make_shared<inlet::http::chaos_state>(triggers);
+    auto chaos = std::make_shared<inlet::http::chaos_state>(triggers);
+    hc.api.chaos = chaos;
+    sc.session.policy = [chaos](inlet::smtp::policy_stage stage, std::string_view) {
+      return chaos_reply(*chaos, stage);
+    };
   }
   if (!opt.relay.host.empty()) {
     inlet::http::relay_config r;
@@ -276,9 +335,6 @@ int main(int argc, char** argv) {
   for (const auto& ignored : opt.ignored)
     std::fprintf(stderr, "inletd: Mailpit option %s has no inletd equivalent; ignored\n",
                  ignored.c_str());
-  if (!opt.smtp_auth_file.empty() || !opt.smtp_auth.empty() || opt.smtp_auth_accept_any)
-    std::fprintf(
-        stderr, "inletd: SMTP AUTH options are read but the SMTP server does not offer AUTH yet\n");
   inlet::http::server http(readable, hc);
   if (auto ec = http.start()) {
     std::fprintf(stderr, "inletd: http %s: %s\n",

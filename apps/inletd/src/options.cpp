@@ -159,7 +159,6 @@ struct mailpit_only {
 constexpr mailpit_only mailpit_only_options[] = {
     {"--database", "MP_DATABASE", true},
     {"--tenant-id", "MP_TENANT_ID", true},
-    {"--max-age", "MP_MAX_AGE", true},
     {"--use-message-dates", "MP_USE_MESSAGE_DATES", false},
     {"--ignore-duplicate-ids", "MP_IGNORE_DUPLICATE_IDS", false},
     {"--log-file", "MP_LOG_FILE", true},
@@ -439,6 +438,17 @@ std::optional<int> parse_options(int argc, char** argv, options& o) {
          },
          "Mailpit: messages kept, 0 = no count bound (same as --max-messages)")
       ->envname("MP_MAX_MESSAGES");
+  app.add_option_function<std::string>(
+         "--max-age",
+         [&o](const std::string& v) {
+           if (!parse_duration(v, o.max_age_seconds) || o.max_age_seconds == 0)
+             throw CLI::ValidationError(
+                 "--max-age", "expected a duration such as 12h or 7d, got '" + v + "'");
+         },
+         "Mailpit: delete messages older than this (memory store: a sweep; PostgreSQL store: "
+         "--retention when that is not given)")
+      ->type_name("DURATION")
+      ->envname("MP_MAX_AGE");
   app.get_option("--smtp")->envname("MP_SMTP_BIND_ADDR");
   app.get_option("--listen")->envname("MP_UI_BIND_ADDR");
   app.add_option("--label", o.label, "Mailpit: a name for this instance (web UI, /api/v1/webui)")
@@ -554,6 +564,8 @@ std::optional<int> parse_options(int argc, char** argv, options& o) {
   }
   if (max_given)
     o.max_messages = mailpit_max == 0 ? std::numeric_limits<std::size_t>::max() : mailpit_max;
+  // The PostgreSQL store's retention is --max-age's meaning, in whole partitions.
+  if (o.retention_seconds == 0) o.retention_seconds = o.max_age_seconds;
   if (const char* a = std::getenv("MP_UI_AUTH"); a && o.ui_auth.empty()) o.ui_auth = a;
   if (const char* a = std::getenv("MP_SMTP_AUTH"); a && o.smtp_auth.empty()) o.smtp_auth = a;
   if (!o.relay.config_file.empty()) {

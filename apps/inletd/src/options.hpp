@@ -27,7 +27,8 @@ struct options {
   // PostgreSQL store (docs/store-pg.md): shards after --store's URI, or from a file.
   std::vector<std::string> shards;
   std::string shards_file;
-  std::uint64_t retention_seconds = 0;  ///< 0: keep
+  std::uint64_t retention_seconds = 0;  ///< 0: keep (set from --max-age when not given)
+  std::uint64_t max_age_seconds = 0;    ///< --max-age, MP_MAX_AGE; 0: keep
   std::size_t mailbox_cap = 0;          ///< 0: no cap
   std::uint32_t buckets = 1024;
   unsigned pg_writers = 4;

@@ -44,7 +44,9 @@ st::envelope to_store_envelope(const sm::envelope& e) {
   std::string proto(sm::to_string(e.proto));
   for (auto& c : proto) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   if (e.tls && proto != "LMTP") proto += "S";
+  if (!e.auth_user.empty()) proto += "A";  // RFC 3848: ESMTPA, ESMTPSA
   out.protocol = std::move(proto);
+  out.auth_user = e.auth_user;
   return out;
 }
 

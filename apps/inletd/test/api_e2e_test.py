@@ -424,6 +424,22 @@ class OperationsTest(ApiTest, SchemaChecked):
         self.assertEqual(m["Attachments"][0]["FileName"], "f.txt")
         self.assertEqual(self.request("POST", "/api/v1/send", {"To": []})[0], 400)
 
+    def test_error_bodies_as_mailpit_writes_them(self):
+        # httpError: 400, the message as plain text; 404: "404 page not found";
+        # POST /api/v1/send: 400 with {"Error": "..."} (JSONErrorResponse).
+        for path in ("/api/v1/message/AAAAAAAAAAAAAAAAAAAAAA", "/api/v1/message/latest", "/api/v1/nope"):
+            req = urllib.request.Request(self.srv.url(path))
+            with self.assertRaises(urllib.error.HTTPError) as e:
+                HTTP.open(req, timeout=DEADLINE)
+            self.assertEqual(e.exception.code, 404, path)
+            self.assertTrue(e.exception.headers["Content-Type"].startswith("text/plain"), path)
+            self.assertEqual(e.exception.read(), b"404 page not found", path)
+        status, body = self.request("GET", "/api/v1/search?query=")
+        self.assertEqual((status, body), (400, b"a search needs a query"))
+        status, body = self.request("POST", "/api/v1/send", {"To": []})
+        self.assertEqual(status, 400)
+        self.assertTrue(json.loads(body)["Error"])
+
     def test_checks_chaos_info_webui_health_swagger(self):
         self.send(self.rich("checks"))
         wait_for(lambda: self.srv.messages()["messages_count"] == 1, "1 message")
@@ -547,6 +563,19 @@ class ReleaseAndMailpitFlagsTest(unittest.TestCase):
                 srv.stop()
         finally:
             relay.stop()
+
+    def test_max_age_deletes_old_messages(self):
+        with scoped_environ(MP_MAX_AGE="2s"):  # Mailpit's variable; the sweep runs every second
+            srv = Inletd()
+        try:
+            with smtplib.SMTP("127.0.0.1", srv.smtp_port, timeout=DEADLINE) as c:
+                c.sendmail("a@sender.example", ["bob@inbox.test.example"], plain("short-lived", "x"))
+            self.assertIsNotNone(srv.find("short-lived"))  # kept for two seconds at least
+            wait_for(lambda: srv.messages()["messages_count"] == 0, "the message to expire")
+            self.assertEqual(srv.get_json("/api/v1/info")["RuntimeStats"]["MessagesDeleted"], 1)
+            self.assertFalse(any("--max-age" in l and "ignored" in l for l in srv.log))
+        finally:
+            self.assertEqual(srv.stop(), 0)
 
     def test_auth_file_webroot_and_mailpit_options(self):
         with tempfile.NamedTemporaryFile("w", suffix=".htpasswd", delete=False) as f:

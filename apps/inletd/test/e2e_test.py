@@ -779,7 +779,9 @@ class IoModelBase:
 
     @classmethod
     def setUpClass(cls):
-        args = ["--io-model", cls.model, "--threads", "2"]
+        # AUTH offered (not required): the SASL exchange runs under every model.
+        args = ["--io-model", cls.model, "--threads", "2", "--smtp-auth-accept-any",
+                "--smtp-auth-allow-insecure"]
         if cls.sink:
             args += ["--store", "sink"]
         global INLETD
@@ -819,6 +821,20 @@ class IoModelBase:
             return
         m = wait_for(lambda: self.srv.find(subject), "smtplib message")
         self.assertEqual(self.srv.raw(m["ID"]), msg)
+
+
+    def test_smtplib_auth_login(self):
+        subject = f"auth {self.model}"
+        with smtplib.SMTP("127.0.0.1", self.srv.smtp_port, timeout=DEADLINE) as c:
+            c.ehlo("client.example")
+            c.user, c.password = "user-" + self.model, "pw"
+            self.assertEqual(c.auth("LOGIN", c.auth_login, initial_response_ok=False)[0], 235)
+            refused = c.sendmail("alice@sender.example", ["bob@inbox.test.example"],
+                                 make_message(subject, "x\r\n").encode())
+        self.assertEqual(refused, {})
+        if not self.sink:
+            m = wait_for(lambda: self.srv.find(subject), "authenticated message")
+            self.assertEqual(m["Username"], "user-" + self.model)
 
 
 class ProcessModelNeedsSinkTest(unittest.TestCase):

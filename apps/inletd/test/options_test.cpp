@@ -238,6 +238,28 @@ TEST(InletdOptions, PostgresStoreFlags) {
   EXPECT_NE(parse({"--retention", "soon"}, bad).value_or(0), 0);
 }
 
+// Mailpit's --max-age: the memory store's sweep, and the PostgreSQL store's retention
+// unless --retention says otherwise.
+TEST(Options, MaxAgeIsMailpitsAndSetsTheRetention) {
+  inletd::options o;
+  ASSERT_FALSE(parse({"--max-age", "7d"}, o).has_value());
+  EXPECT_EQ(o.max_age_seconds, 7u * 86400);
+  EXPECT_EQ(o.retention_seconds, 7u * 86400);
+  EXPECT_TRUE(o.ignored.empty());  // no longer a Mailpit option without an equivalent
+  inletd::options both;
+  ASSERT_FALSE(parse({"--max-age", "12h", "--retention", "1h"}, both).has_value());
+  EXPECT_EQ(both.max_age_seconds, 12u * 3600);
+  EXPECT_EQ(both.retention_seconds, 3600u);
+  inletd::options none;
+  ASSERT_FALSE(parse({}, none).has_value());
+  EXPECT_EQ(none.max_age_seconds, 0u);
+  EXPECT_EQ(none.retention_seconds, 0u);
+  for (const char* bad : {"0", "soon", "3w"}) {
+    inletd::options b;
+    EXPECT_NE(parse({"--max-age", bad}, b).value_or(0), 0) << bad;
+  }
+}
+
 namespace {
 
 // Sets environment variables for one test and restores them after.
@@ -314,6 +336,7 @@ TEST(MailpitOptions, EnvironmentVariables) {
   scoped_env env{{"MP_SMTP_BIND_ADDR", "127.0.0.9:1026"},
                  {"MP_UI_BIND_ADDR", "127.0.0.9:8026"},
                  {"MP_MAX_MESSAGES", "42"},
+                 {"MP_MAX_AGE", "3d"},
                  {"MP_LABEL", "from env"},
                  {"MP_UI_AUTH", "u:p"},
                  {"MP_ENABLE_CHAOS", "true"},
@@ -328,6 +351,7 @@ TEST(MailpitOptions, EnvironmentVariables) {
   EXPECT_EQ(o.smtp.port, 1026);
   EXPECT_EQ(o.http.port, 8026);
   EXPECT_EQ(o.max_messages, 42u);
+  EXPECT_EQ(o.max_age_seconds, 3u * 86400);
   EXPECT_EQ(o.label, "from env");
   EXPECT_EQ(o.ui_auth, "u:p");
   EXPECT_TRUE(o.enable_chaos);

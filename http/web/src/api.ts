@@ -88,12 +88,18 @@ export class ApiError extends Error {
 
 async function check(r: Response): Promise<Response> {
   if (r.ok) return r;
+  // Mailpit's errors are plain text; POST /api/v1/send's are {"Error": "..."}.
   let text = r.statusText;
   try {
-    const body = (await r.json()) as { Error?: string };
-    if (body && typeof body.Error === "string") text = body.Error;
+    const body = (await r.text()).trim();
+    if (body.startsWith("{")) {
+      const json = JSON.parse(body) as { Error?: string };
+      if (typeof json.Error === "string") text = json.Error;
+    } else if (body) {
+      text = body;
+    }
   } catch {
-    // not JSON: keep the status text
+    // unreadable: keep the status text
   }
   throw new ApiError(r.status, `${r.status} ${text}`);
 }

@@ -24,7 +24,9 @@ std::unique_ptr<link> open(const std::string& dsn, std::string& error) {
   auto l = std::make_unique<link>();
   l->conn = std::make_unique<pg::connection>(l->io.get_executor());
   std::error_code ec;
-  l->conn->connect(pgs::with_dsn_param(dsn, "connect_timeout", "5"), ec);
+  l->conn->connect(pgs::set_dsn_param(pgs::with_dsn_param(dsn, "connect_timeout", "5"),
+                                      "target_session_attrs", "read-write"),
+                   ec);
   if (ec) {
     error = l->conn->last_diagnostics().to_string();
     if (error.empty()) error = ec.message();

@@ -1,5 +1,6 @@
 #include "engine.hpp"
 
+#include <libpq-fe.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -84,6 +85,50 @@ std::string with_dsn_param(std::string dsn, std::string_view key, std::string_vi
   if (!dsn.empty()) dsn += " ";
   dsn += k + "=" + std::string(value);
   return dsn;
+}
+
+namespace {
+
+// libpq's own parse of a URI or conninfo string (nullptr when malformed).
+std::unique_ptr<PQconninfoOption, void (*)(PQconninfoOption*)> parse_dsn(std::string_view dsn) {
+  std::string s(dsn);
+  char* err = nullptr;
+  PQconninfoOption* o = PQconninfoParse(s.c_str(), &err);
+  if (err) PQfreemem(err);
+  return {o, PQconninfoFree};
+}
+
+}  // namespace
+
+std::string dsn_param(std::string_view dsn, std::string_view key) {
+  auto opts = parse_dsn(dsn);
+  if (!opts) return {};
+  for (auto* o = opts.get(); o->keyword; ++o)
+    if (o->val && key == o->keyword) return o->val;
+  return {};
+}
+
+std::string set_dsn_param(std::string dsn, std::string_view key, std::string_view value) {
+  auto opts = parse_dsn(dsn);
+  // A string libpq cannot parse stays as it is: connecting reports what is wrong.
+  if (!opts) return with_dsn_param(std::move(dsn), key, value);
+  // Rebuilt as conninfo (every set option, values quoted), the key set to `value`.
+  auto quote = [](std::string_view v) {
+    std::string q = "'";
+    for (char c : v) {
+      if (c == '\\' || c == '\'') q += '\\';
+      q += c;
+    }
+    return q + "'";
+  };
+  std::string out;
+  for (auto* o = opts.get(); o->keyword; ++o) {
+    if (!o->val || key == o->keyword) continue;
+    if (!out.empty()) out += ' ';
+    out += std::string(o->keyword) + "=" + quote(o->val);
+  }
+  if (!out.empty()) out += ' ';
+  return out + std::string(key) + "=" + quote(value);
 }
 
 std::string dsn_endpoint(std::string_view dsn) {
@@ -290,23 +335,34 @@ void engine::route(std::shared_ptr<put_state> put, std::vector<std::string> mail
   }
 }
 
-void engine::copy_finished(const std::shared_ptr<put_state>& put, std::error_code ec) {
-  if (ec) {
+void engine::copy_finished(const std::shared_ptr<put_state>& put, std::error_code ec,
+                           int committed_on) {
+  if (ec || committed_on >= 0) {
     std::lock_guard lk(put->mu);
-    if (!put->error) put->error = ec;
+    if (ec && !put->error) put->error = ec;
+    if (!ec && std::find(put->committed.begin(), put->committed.end(),
+                         static_cast<unsigned>(committed_on)) == put->committed.end())
+      put->committed.push_back(static_cast<unsigned>(committed_on));
   }
   if (put->pending.fetch_sub(1) != 1) return;
   std::error_code err;
+  std::vector<unsigned> committed;
   {
     std::lock_guard lk(put->mu);
     err = put->error;
+    committed = put->committed;
   }
-  auto done = std::move(put->done);
   if (err) {
     puts_failed.fetch_add(1, std::memory_order_relaxed);
+    if (!committed.empty()) {
+      remove_orphans(put, std::move(committed), err);
+      return;
+    }
+    auto done = std::move(put->done);
     if (done) done(err, nullptr);
     return;
   }
+  auto done = std::move(put->done);
   puts_ok.fetch_add(1, std::memory_order_relaxed);
   message_ptr rec = put->rec;
   if (has_observers()) {

@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "inlet/pg/cluster.hpp"
 #include "inlet/pg/connection.hpp"
 #include "inlet/pg/listener.hpp"
 #include "inlet/pg/pool.hpp"
@@ -59,7 +60,8 @@ struct put_state {
   steady::time_point start, deadline;
   std::atomic<int> pending{0};
   std::mutex mu;
-  std::error_code error;  ///< the first failure (under mu)
+  std::error_code error;            ///< the first failure (under mu)
+  std::vector<unsigned> committed;  ///< shards whose copy committed (under mu)
 };
 
 /// One copy of a put, for one shard: its mailboxes there and their buckets, and its
@@ -94,6 +96,9 @@ class shard {
   ~shard();
 
   unsigned index() const noexcept { return index_; }
+  /// The shard's URI as configured plus target_session_attrs=read-write: connections
+  /// for writes, set-up and LISTEN reach the primary among the URI's hosts, and after a
+  /// failover reconnect to the promoted one.
   const std::string& dsn() const noexcept { return dsn_; }
   const std::string& endpoint() const noexcept { return endpoint_; }
   strand_t& strand() noexcept { return strand_; }
@@ -106,7 +111,10 @@ class shard {
   std::string detail() const;
   void set_detail(std::string d);
   std::shared_ptr<const shard_types> types() const noexcept { return types_.load(); }
-  pg::pool& pool() noexcept { return *pool_; }
+  /// The shard's hosts (primary and replicas), each with a pool for reads and updates.
+  pg::cluster& cluster() noexcept { return *cluster_; }
+  /// Where reads go: the primary (read-your-writes), or a replica when one is up.
+  pg::target read_target() const noexcept { return read_target_; }
   shard_counters& counters() noexcept { return counters_; }
   const shard_counters& counters() const noexcept { return counters_; }
   std::size_t queued() const;
@@ -146,11 +154,12 @@ class shard {
   engine& eng_;
   unsigned index_;
   std::string dsn_, endpoint_;
+  pg::target read_target_ = pg::target::primary;
   strand_t strand_;
   std::atomic<bool> ready_{false}, stopping_{false}, maintain_now_{false};
   std::atomic<int> live_slots_{0};
   std::atomic<std::shared_ptr<const shard_types>> types_;
-  std::unique_ptr<pg::pool> pool_;
+  std::unique_ptr<pg::cluster> cluster_;
   std::unique_ptr<pg::listener> listener_;
   shard_counters counters_;
 
@@ -202,7 +211,14 @@ class engine : public std::enable_shared_from_this<engine> {
   /// Routes (or re-routes) the mailboxes of a copy with the current map.
   void route(std::shared_ptr<put_state> put, std::vector<std::string> mailboxes,
              std::vector<std::int32_t> buckets, steady::time_point not_before);
-  void copy_finished(const std::shared_ptr<put_state>& put, std::error_code ec);
+  /// A copy of `put` finished: committed on shard `committed_on` (when no error), or
+  /// failed. The last one completes the put.
+  void copy_finished(const std::shared_ptr<put_state>& put, std::error_code ec,
+                     int committed_on = -1);
+  /// A put that failed after some of its copies committed: deletes those copies (so the
+  /// client's retry after 451 does not store the message twice there), then answers.
+  void remove_orphans(std::shared_ptr<put_state> put, std::vector<unsigned> shards,
+                      std::error_code err);
   /// A refused copy: re-route it after a short delay (the map is refreshing).
   void reroute_later(copy_item item);
   /// Routes mailboxes again after a short delay (bucket in transit, or refused), while
@@ -244,6 +260,8 @@ class engine : public std::enable_shared_from_this<engine> {
   void trimmed(std::vector<std::string> ids);
 
   std::atomic<std::uint64_t> puts_ok{0}, puts_failed{0};
+  /// Failed multi-shard puts whose committed copies were deleted, or could not be.
+  std::atomic<std::uint64_t> orphans_removed{0}, orphans_left{0};
 
  private:
   pg_store_config cfg_;
@@ -267,6 +285,10 @@ const std::vector<std::uint64_t>& latency_bounds();
 
 /// Appends `key=value` to a libpq URI or conninfo string unless the key is already there.
 std::string with_dsn_param(std::string dsn, std::string_view key, std::string_view value);
+/// The value of `key` in a libpq URI or conninfo string ("" when absent).
+std::string dsn_param(std::string_view dsn, std::string_view key);
+/// `dsn` with `key=value`, replacing the key's value if it is there.
+std::string set_dsn_param(std::string dsn, std::string_view key, std::string_view value);
 /// host:port of a URI or conninfo (for messages and metrics; never credentials).
 std::string dsn_endpoint(std::string_view dsn);
 

@@ -10,6 +10,7 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -110,14 +111,22 @@ asio::awaitable<std::vector<shard_result<T>>> for_shards(
 
 namespace {
 
+// Reads go where the shard's read target says (the primary unless replicas were asked
+// for); changes always go to the primary.
 asio::awaitable<pg::batch_result> run(shard& s, pg::batch b) {
-  auto c = co_await s.pool().async_acquire();
+  auto c = co_await s.cluster().async_acquire(s.read_target());
   co_return co_await c->async_execute(std::move(b));
 }
 
 template <class Q>
 asio::awaitable<pg::result> run(shard& s, Q q) {
-  auto c = co_await s.pool().async_acquire();
+  auto c = co_await s.cluster().async_acquire(s.read_target());
+  co_return co_await c->async_query(std::move(q));
+}
+
+template <class Q>
+asio::awaitable<pg::result> run_on_primary(shard& s, Q q) {
+  auto c = co_await s.cluster().async_acquire(pg::target::primary);
   co_return co_await c->async_query(std::move(q));
 }
 
@@ -369,7 +378,7 @@ struct targets {
 
 asio::awaitable<std::vector<std::tuple<std::string, std::vector<std::string>>>> recipients_on(
     shard& s, std::vector<std::string> ids, std::vector<pg::timestamptz> rcvd) {
-  auto r = co_await run(
+  auto r = co_await run_on_primary(
       s, pg::sql("SELECT id, rcpt_to FROM mail.message WHERE id = ANY($1) AND received = ANY($2)",
                  std::move(ids), std::move(rcvd)));
   std::vector<std::tuple<std::string, std::vector<std::string>>> out;
@@ -591,7 +600,8 @@ asio::awaitable<std::pair<std::error_code, std::size_t>> clear_all(engine& e) {
   auto origin = e.instance();
   auto rs = co_await for_shards<std::int64_t>(
       e.io(), all, [&](shard& s) -> asio::awaitable<std::int64_t> {
-        auto r = co_await run(s, pg::sql("SELECT mail.clear_v1($1, $2)", channel, origin));
+        auto r =
+            co_await run_on_primary(s, pg::sql("SELECT mail.clear_v1($1, $2)", channel, origin));
         std::int64_t n = 0;
         if (r.rows() == 1) r.at(0, 0).as(n);
         co_return n;
@@ -607,6 +617,61 @@ asio::awaitable<std::pair<std::error_code, std::size_t>> clear_all(engine& e) {
 }
 
 }  // namespace
+
+// ---- a failed put's committed copies ---------------------------------------------
+
+namespace {
+
+// Deletes the copy of `id` on `s` (its primary), retrying while its bucket is being
+// moved; true once no copy is left there. Bounded by `until`.
+asio::awaitable<bool> delete_copy(shard& s, std::string id, std::int64_t received_us,
+                                  std::string channel, std::string origin,
+                                  steady::time_point until) {
+  std::vector<std::string> ids{std::move(id)};
+  std::vector<pg::timestamptz> rcvd{ts_of(received_us)};
+  while (steady::now() < until) {
+    auto r = co_await run_on_primary(
+        s, pg::sql("SELECT deleted, busy FROM mail.delete_v1($1, $2, $3, $4)", ids, rcvd, channel,
+                   origin));
+    if (two_arrays(r).second.empty()) co_return true;
+    asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::milliseconds(50));
+    co_await t.async_wait(asio::use_awaitable);
+  }
+  co_return false;
+}
+
+}  // namespace
+
+void engine::remove_orphans(std::shared_ptr<put_state> put, std::vector<unsigned> committed,
+                            std::error_code err) {
+  // The put is answered only after the deletes, so the client's retry never races them;
+  // they are bounded (read_timeout), and a copy that cannot be deleted stays (counted in
+  // orphans_left: its mailboxes will hold the message twice if the client retries).
+  auto self = shared_from_this();
+  auto work = [](std::shared_ptr<engine> e, std::shared_ptr<put_state> put,
+                 std::vector<unsigned> committed) -> asio::awaitable<bool> {
+    const auto until = steady::now() + e->config().read_timeout;
+    bool all = true;
+    for (auto i : committed) {
+      try {
+        all = co_await delete_copy(e->at(i), put->rec->id, put->received_us, e->channel(),
+                                   e->instance(), until) &&
+              all;
+      } catch (const std::exception& ex) {
+        std::fprintf(stderr, "inlet pg store: shard %u: the copy of failed message %s stays: %s\n",
+                     i, put->rec->id.c_str(), ex.what());
+        all = false;
+      }
+    }
+    co_return all;
+  };
+  asio::co_spawn(
+      io_, work(self, put, std::move(committed)), [self, put, err](std::exception_ptr, bool all) {
+        (all ? self->orphans_removed : self->orphans_left).fetch_add(1, std::memory_order_relaxed);
+        auto done = std::move(put->done);
+        if (done) done(err, nullptr);
+      });
+}
 
 // ---- the engine's entry points ---------------------------------------------------
 
@@ -646,9 +711,9 @@ void engine::remove(selection which, handler<void(std::error_code, std::size_t)>
         *e, sel,
         [&](shard& s, const std::vector<std::string>& ids, const std::vector<pg::timestamptz>& rcvd)
             -> asio::awaitable<std::pair<std::vector<std::string>, std::vector<std::string>>> {
-          auto r =
-              co_await run(s, pg::sql("SELECT deleted, busy FROM mail.delete_v1($1, $2, $3, $4)",
-                                      ids, rcvd, channel, origin));
+          auto r = co_await run_on_primary(
+              s, pg::sql("SELECT deleted, busy FROM mail.delete_v1($1, $2, $3, $4)", ids, rcvd,
+                         channel, origin));
           co_return two_arrays(r);
         });
     e->deleted(changed.size());
@@ -678,7 +743,7 @@ void engine::set_read(selection which, bool read, handler<void(std::error_code, 
         *e, sel,
         [&](shard& s, const std::vector<std::string>& ids, const std::vector<pg::timestamptz>& rcvd)
             -> asio::awaitable<std::pair<std::vector<std::string>, std::vector<std::string>>> {
-          auto r = co_await run(
+          auto r = co_await run_on_primary(
               s, pg::sql("SELECT changed, busy FROM mail.set_read_v1($1, $2, $3, $4, $5)", ids,
                          rcvd, flag, channel, origin));
           co_return two_arrays(r);
@@ -719,7 +784,7 @@ void engine::set_tags(selection which, std::vector<std::string> tags,
         *e, sel,
         [&](shard& s, const std::vector<std::string>& ids, const std::vector<pg::timestamptz>& rcvd)
             -> asio::awaitable<std::pair<std::vector<std::string>, std::vector<std::string>>> {
-          auto r = co_await run(
+          auto r = co_await run_on_primary(
               s, pg::sql("SELECT changed, busy FROM mail.set_tags_v1($1, $2, $3, $4, $5)", ids,
                          rcvd, clean, channel, origin));
           co_return two_arrays(r);
@@ -815,9 +880,9 @@ asio::awaitable<std::pair<std::error_code, std::size_t>> retag_all(std::shared_p
         e->io(), live,
         [&](shard& s)
             -> asio::awaitable<std::pair<std::vector<std::string>, std::vector<std::string>>> {
-          auto r =
-              co_await run(s, pg::sql("SELECT changed, busy FROM mail.retag_all_v1($1, $2, $3, $4)",
-                                      from, to, channel, origin));
+          auto r = co_await run_on_primary(
+              s, pg::sql("SELECT changed, busy FROM mail.retag_all_v1($1, $2, $3, $4)", from, to,
+                         channel, origin));
           co_return two_arrays(r);
         });
     bool busy = false;

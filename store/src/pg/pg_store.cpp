@@ -101,6 +101,12 @@ void pg_store::append_metrics(std::string& out) const {
     line("inlet_pg_copies_total", s.index, "result=\"failed\"", s.puts_failed);
     line("inlet_pg_copies_total", s.index, "result=\"refused\"", s.refused);
   }
+  // Failed puts to several shards whose committed copies were deleted (or stayed).
+  out += "# TYPE inlet_pg_failed_put_cleanups_total counter\n";
+  out += "inlet_pg_failed_put_cleanups_total{result=\"removed\"} " +
+         std::to_string(engine_->orphans_removed.load()) + "\n";
+  out += "inlet_pg_failed_put_cleanups_total{result=\"left\"} " +
+         std::to_string(engine_->orphans_left.load()) + "\n";
   out += "# TYPE inlet_pg_reads_total counter\n";
   for (auto& s : all) {
     line("inlet_pg_reads_total", s.index, "result=\"ok\"", s.reads);

@@ -64,21 +64,40 @@ struct shard::slot {
   asio::steady_timer retry;
 };
 
+namespace {
+
+// Reads on replicas when the configuration asks for them, or when the shard's URI itself
+// says its sessions prefer standbys.
+pg::target choose_read_target(const pg_store_config& c, std::string_view dsn) {
+  auto tsa = dsn_param(dsn, "target_session_attrs");
+  if (c.reads_on_replicas || tsa == "prefer-standby" || tsa == "standby")
+    return pg::target::prefer_replica;
+  return pg::target::primary;
+}
+
+std::string shard_dsn(std::string dsn) {
+  return with_dsn_param(with_dsn_param(std::move(dsn), "connect_timeout", "5"), "application_name",
+                        "inletd");
+}
+
+}  // namespace
+
 shard::shard(engine& e, unsigned index, std::string dsn)
     : eng_(e),
       index_(index),
-      dsn_(with_dsn_param(with_dsn_param(std::move(dsn), "connect_timeout", "5"),
-                          "application_name", "inletd")),
-      endpoint_(dsn_endpoint(dsn_)),
+      dsn_(set_dsn_param(shard_dsn(dsn), "target_session_attrs", "read-write")),
+      endpoint_(dsn_endpoint(dsn)),
+      read_target_(choose_read_target(e.config(), dsn)),
       strand_(asio::make_strand(e.io())),
       wake_(strand_),
       linger_(strand_) {
-  pg::pool_options po;
-  po.dsn = dsn_;
-  po.size = std::max<std::size_t>(1, e.config().reader_connections);
-  po.acquire_timeout = e.config().read_timeout;
-  po.connection.query_timeout = e.config().read_timeout;
-  pool_ = std::make_unique<pg::pool>(e.io().get_executor(), po);
+  pg::cluster_options co;
+  co.dsn = shard_dsn(dsn);
+  co.pool.size = std::max<std::size_t>(1, e.config().reader_connections);
+  co.pool.acquire_timeout = e.config().read_timeout;
+  co.pool.connection.query_timeout = e.config().read_timeout;
+  co.check_interval = e.config().role_check_interval;
+  cluster_ = std::make_unique<pg::cluster>(e.io().get_executor(), co);
 }
 
 shard::~shard() = default;
@@ -147,7 +166,7 @@ void shard::stop() {
       s->retry.cancel();
       s->conn->close();
     }
-    pool_->close();
+    cluster_->close();
     if (listener_) listener_->close();
     // Copies still queued will not be written: fail them now.
     std::deque<copy_item> left;
@@ -558,7 +577,7 @@ void shard::on_batch(slot& s, std::vector<copy_item> batch, steady::time_point s
       continue;
     }
     counters_.copies_ok.fetch_add(1, std::memory_order_relaxed);
-    eng_.copy_finished(batch[i].put, {});
+    eng_.copy_finished(batch[i].put, {}, static_cast<int>(index_));
   }
   if (!trimmed.empty()) eng_.trimmed(std::move(trimmed));
   pump();

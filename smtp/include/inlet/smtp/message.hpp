@@ -39,6 +39,7 @@ struct envelope {
   protocol proto = protocol::smtp;
   bool tls = false;                    ///< transaction ran over STARTTLS
   bool chunked = false;                ///< body came with BDAT (RFC 3030)
+  std::string auth_user;               ///< SMTP AUTH user of the session; empty if none
   std::string remote_address;          ///< peer IP as text, set by the driver
   std::uint16_t remote_port = 0;       ///< peer port, set by the driver
 };

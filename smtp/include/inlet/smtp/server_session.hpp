@@ -38,6 +38,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,6 +46,26 @@
 #include <vector>
 
 namespace inlet::smtp {
+
+/// The commands the application's policy hook is asked about.
+enum class policy_stage : std::uint8_t {
+  mail,  ///< MAIL FROM; the argument is the sender address (empty: null sender)
+  rcpt,  ///< RCPT TO; the argument is the recipient address
+  auth,  ///< AUTH; the argument is the mechanism ("PLAIN", "LOGIN")
+};
+
+/// SMTP AUTH credential check (RFC 4954): true when `user` may sign in with
+/// `password`. Called synchronously inside server_session::consume(), on the
+/// connection's thread, by many connections at once: it must be thread-safe and
+/// should be quick (an in-memory check; a bcrypt entry costs milliseconds).
+using auth_verifier = std::function<bool(std::string_view user, std::string_view password)>;
+
+/// Policy hook: asked when MAIL or RCPT would otherwise be accepted, and when
+/// AUTH names a usable mechanism (before the exchange). A status fails the
+/// command with that reply (code 4xx/5xx; `enhanced` may be empty); nullopt
+/// goes on normally. Same threading rules as auth_verifier.
+using policy_hook =
+    std::function<std::optional<delivery_status>(policy_stage stage, std::string_view arg)>;
 
 /// Policy and limits of one session. Defaults follow RFC 5321 4.5.3.
 struct session_config {
@@ -64,6 +85,22 @@ struct session_config {
   /// and BDAT agree), any LF ends a line. A longer line: the body is read to its
   /// end, then refused with 500 5.5.6 and nothing is delivered. 0 = no limit.
   std::size_t max_text_line = 1000;
+
+  /// SMTP AUTH, PLAIN and LOGIN (RFC 4954, 4616). Empty (default): AUTH is not
+  /// offered and answers 502. SMTP listeners only; an LMTP session ignores it.
+  /// An AUTH command or SASL response line is bounded by max_command_line like
+  /// any command (512 octets carry PLAIN credentials of some 370 octets).
+  auth_verifier auth;
+  /// MAIL before a successful AUTH gets 530 5.7.0 (needs `auth`).
+  bool auth_required = false;
+  /// Offer PLAIN and LOGIN without TLS. Otherwise AUTH is offered only after
+  /// STARTTLS and answers 538 5.7.11 before it (RFC 4954 section 4).
+  bool auth_allow_insecure = false;
+  /// Failed authentications (535) per connection; at this many the session
+  /// answers 421 4.7.0 and closes. 0 = no limit.
+  std::size_t max_auth_failures = 3;
+  /// Optional policy hook (see policy_hook); empty: none.
+  policy_hook policy;
 };
 
 enum class step_kind : std::uint8_t {
@@ -147,6 +184,8 @@ class server_session {
   bool closing() const noexcept { return closing_; }
   bool shutting_down() const noexcept { return shutdown_; }
   bool tls_active() const noexcept { return tls_; }
+  /// The user of a successful AUTH on this connection; empty if none.
+  const std::string& auth_user() const noexcept { return auth_user_; }
   const session_config& config() const noexcept { return *cfg_; }
 
   /// The driver sets the peer address copied into every envelope.
@@ -164,7 +203,10 @@ class server_session {
     bdat,        // reading a BDAT chunk
     delivering,  // waiting for delivery_done()
     tls_wait,    // STARTTLS accepted, waiting for tls_started()
+    auth,        // AUTH accepted, waiting for a SASL response line
   };
+  // Which SASL response the auth state waits for.
+  enum class sasl : std::uint8_t { plain, login_user, login_password };
   enum class line_state : std::uint8_t { mid, cr, bol };
 
   // Inner steps: n = octets used; nullopt = progress made, continue the loop.
@@ -179,6 +221,14 @@ class server_session {
   void cmd_bdat(std::string_view arg);
   void cmd_rset(std::string_view arg);
   void cmd_starttls(std::string_view arg);
+  void cmd_auth(std::string_view arg);
+  void sasl_response(std::string_view line);
+  void sasl_plain(std::string_view b64);
+  void sasl_login_user(std::string_view b64);
+  void sasl_check(std::string_view user, std::string_view password);
+  void sasl_end();
+  bool auth_offered() const noexcept;
+  bool policy_refused(policy_stage stage, std::string_view arg);
   void finish_body();
   void count_text_lines(std::string_view content);
   void reset_transaction();
@@ -212,6 +262,10 @@ class server_session {
   std::vector<std::string> lmtp_rcpts_;  // LMTP: recipients of the message being delivered
   std::string remote_address_;
   std::uint16_t remote_port_ = 0;
+  sasl sasl_ = sasl::plain;
+  std::size_t auth_failures_ = 0;
+  std::string auth_user_;  // signed in as (empty: not authenticated)
+  std::string sasl_user_;  // LOGIN: the user name, until the password arrives
 };
 
 }  // namespace inlet::smtp

@@ -15,7 +15,9 @@
 // indexes: writers (put, remove, tags) hold it exclusively; readers (list, get, search,
 // set_read) hold it shared. Records are built (ID drawn, search fields folded) before the
 // lock is taken; evicted or removed records are freed after it is released; observers
-// run after it is released. See store/DESIGN.md.
+// run after it is released. See store/DESIGN.md. With memory_store_config::max_age the
+// store runs one thread of its own, the sweep: observers hear of the messages it deletes
+// on that thread; the destructor stops and joins it.
 //
 // Complexity: put O(r) amortised (r = recipients), get O(1) average, list without a search
 // O(limit), list with a search O(n) (every message in scope is tested; counts of all
@@ -24,6 +26,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -42,6 +45,10 @@ namespace inlet::store {
 struct memory_store_config {
   std::size_t max_messages = 10000;
   std::size_t max_bytes = std::size_t{1} << 30;  ///< 1 GiB, raw bytes and what is kept beside
+  /// Messages older than this (by `created`) are deleted by a sweep on a thread of the
+  /// store's own, every max_age / 10 (at least every second, at most every minute), as
+  /// Mailpit's --max-age does. 0 (default): kept until evicted or deleted; no thread.
+  std::chrono::seconds max_age{0};
 };
 
 class memory_store final : public store {
@@ -58,6 +65,11 @@ class memory_store final : public store {
   void unsubscribe(std::uint64_t handle) override;
 
   const memory_store_config& config() const noexcept { return cfg_; }
+
+  /// Deletes every message created before `cutoff` (the max_age sweep's step; callable at
+  /// any time). Observers are told as for a delete; deleted_total counts them. Returns
+  /// how many went.
+  std::size_t expire(time_point cutoff);
 
   /// Bytes a message with this content would count against max_bytes (for tests).
   static std::size_t footprint_of(const stored_message& m);
@@ -131,6 +143,9 @@ class memory_store final : public store {
   std::uint64_t next_observer_ = 1;
   std::map<std::uint64_t, std::shared_ptr<const event_observer>> observers_;
   std::atomic<std::size_t> observer_count_{0};
+
+  struct sweeper;  // the max_age thread (memory_store.cpp); declared last, stopped first
+  std::unique_ptr<sweeper> sweeper_;
 };
 
 }  // namespace inlet::store

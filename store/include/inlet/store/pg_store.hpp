@@ -8,8 +8,10 @@
 // Sharding: a message is stored on the shard of each envelope recipient's mailbox
 // (mailbox -> one of `buckets` buckets by a stable hash -> shard through the bucket map
 // kept in the shards themselves); a message for recipients on k shards is written to
-// those k shards. Each shard's URI may name several hosts (libpq multi-host syntax); the
-// writer connects to the one that accepts writes.
+// those k shards. Each shard's URI may name several hosts (libpq multi-host syntax: a
+// primary and its streaming replicas): writes, set-up and LISTEN go to the host that
+// accepts writes, reads to the primary or (reads_on_replicas) a replica, and after a
+// failover every connection finds the promoted primary by itself.
 //
 // Acknowledgement: put's handler succeeds only after the transaction holding the message
 // committed on every shard it goes to; any failure or timeout fails the put (the SMTP
@@ -57,7 +59,13 @@ struct pg_store_config {
   std::chrono::milliseconds put_timeout{10'000};
 
   // ---- reads ----
-  std::size_t reader_connections = 4;  ///< per shard
+  std::size_t reader_connections = 4;  ///< per shard host
+  /// Reads (listings, get, search) on a replica of each shard when one is up, else on
+  /// the primary. Off by default: a replica lags, so a message just acknowledged may not
+  /// be listed yet (no read-your-writes). A shard's URI with
+  /// target_session_attrs=prefer-standby (or standby) turns it on for that shard.
+  /// Changes (flags, tags, deletes) always go to the primary.
+  bool reads_on_replicas = false;
   /// A shard that has not answered a read within this time is left out (page.partial).
   std::chrono::milliseconds read_timeout{5'000};
 
@@ -72,6 +80,8 @@ struct pg_store_config {
   // ---- background ----
   bool events = true;  ///< NOTIFY other instances of changes (and LISTEN to theirs)
   std::chrono::milliseconds reconnect_delay{500};
+  /// How often each host's role (primary, replica, down) is checked (pg::cluster).
+  std::chrono::milliseconds role_check_interval{1'000};
   std::chrono::milliseconds map_refresh{5'000};
   std::chrono::milliseconds maintenance_every{30'000};
 };
