@@ -1,6 +1,7 @@
 // The API's front: cleaning the path, authentication, CORS, HEAD, routing; the helpers
 // every handler shares; events and metrics. Handlers live in api_messages.cpp and
 // api_more.cpp.
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <charconv>
 
@@ -205,8 +206,10 @@ awaitable<std::string> resolve_id(const ctx_t& c, std::string id) {
 
 awaitable<store::message_ptr> fetch_message(const ctx_t& c, const request& req, std::string id,
                                             std::optional<response>& fail) {
-  if (id == "latest") id = co_await resolve_id(c, std::move(id));  // else no frame for it
-  else if (!is_id(id)) id.clear();
+  if (id == "latest")
+    id = co_await resolve_id(c, std::move(id));  // else no frame for it
+  else if (!is_id(id))
+    id.clear();
   if (id.empty()) {
     fail = error_response(req, 404, "message not found");
     co_return nullptr;
@@ -382,6 +385,62 @@ response preflight(const ctx_t& c, const request& req) {
   return res;
 }
 
+// ---- screening: Host header, public mode ----
+
+bool host_allowed(const api_config& c, std::string_view host) {
+  if (host.empty()) return true;  // HTTP/1.0 without Host: no browser sends that
+  if (host.front() == '[') {      // an IPv6 literal, with or without a port
+    auto close = host.find(']');
+    if (close == std::string_view::npos) return false;
+    boost::system::error_code ec;
+    boost::asio::ip::make_address_v6(host.substr(1, close - 1), ec);
+    return !ec;
+  }
+  if (auto colon = host.rfind(':'); colon != std::string_view::npos) {
+    auto port = host.substr(colon + 1);
+    if (port.find_first_not_of("0123456789") != std::string_view::npos) return false;
+    host = host.substr(0, colon);
+  }
+  std::string name;
+  name.reserve(host.size());
+  for (char ch : host) name.push_back(ch >= 'A' && ch <= 'Z' ? char(ch - 'A' + 'a') : ch);
+  if (!name.empty() && name.back() == '.') name.pop_back();
+  if (name.empty()) return false;
+  // An IP literal names no DNS entry an attacker could rebind.
+  boost::system::error_code ec;
+  boost::asio::ip::make_address_v4(name, ec);
+  if (!ec) return true;
+  if (name == "localhost" || name.ends_with(".localhost")) return true;
+  for (const auto& allowed : c.allowed_hosts) {
+    if (allowed == "*" || allowed == name) return true;
+    if (allowed.front() == '.' &&
+        (name.ends_with(allowed) || std::string_view(allowed).substr(1) == name))
+      return true;
+  }
+  return false;
+}
+
+// What public mode leaves open: the page, health, and reads of one mailbox or of one
+// message named by its ID (never `latest`, which reaches across mailboxes).
+bool public_allowed(const request& req, const target& t) {
+  const auto m = req.method();
+  if (m != bh::verb::get && m != bh::verb::head && m != bh::verb::options) return false;
+  const std::string_view p = t.path;
+  if (p == "/metrics" || p == "/api/events") return false;
+  if (p.starts_with("/api/v1/mailbox/")) return true;
+  auto by_id = [](std::string_view rest, bool view) {
+    auto id = rest.substr(0, rest.find('/'));
+    if (view && rest.find('/') == std::string_view::npos) id = id.substr(0, id.rfind('.'));
+    if (!is_id(id)) return false;
+    auto sub = rest.substr(id.size());
+    return sub != "/link-check" && sub != "/sa-check";  // outbound requests, spam checks
+  };
+  if (p.starts_with("/api/v1/message/")) return by_id(p.substr(16), false);
+  if (p.starts_with("/view/")) return by_id(p.substr(6), true);
+  if (p.starts_with("/api/")) return p == "/api/v1/webui" || p == "/api/v1/swagger.json";
+  return true;  // the page's files, /livez, /readyz; unknown paths 404
+}
+
 }  // namespace
 }  // namespace detail
 
@@ -392,6 +451,16 @@ api::context::context(store::store& s, api_config c)
   root = cfg.webroot;
   if (root.empty() || root.front() != '/') root.insert(root.begin(), '/');
   if (root.back() != '/') root.push_back('/');
+  for (auto& h : cfg.allowed_hosts) {
+    for (auto& ch : h)
+      if (ch >= 'A' && ch <= 'Z') ch = char(ch - 'A' + 'a');
+    if (!h.empty() && h.back() == '.') h.pop_back();
+  }
+  std::erase_if(cfg.allowed_hosts, [](const std::string& h) { return h.empty() || h == "."; });
+  if (cfg.rate_limit > 0) {
+    double burst = cfg.rate_burst > 0 ? cfg.rate_burst : std::max(10.0, 2 * cfg.rate_limit);
+    limiter = std::make_unique<detail::rate_limiter>(cfg.rate_limit, burst);
+  }
 }
 
 api::api(store::store& store, api_config cfg)
@@ -435,7 +504,34 @@ bool api::authorized(const request& req) const {
   return ctx_->cfg.ui_auth->check_basic(h);
 }
 
-boost::asio::awaitable<response> api::handle(request req) const {
+std::optional<response> api::screen(const request& req, const client_info& client) const {
+  namespace bh = boost::beast::http;
+  const context& c = *ctx_;
+  if (!detail::host_allowed(c.cfg, req[bh::field::host]))
+    return detail::error_response(req, 403, "this server does not answer to that Host name");
+  const detail::target t(req.target(), c.root);
+  const bool counted = t.path.starts_with("/api/") || t.path.starts_with("/view/") ||
+                       t.path == "/metrics" || t.path.empty();
+  unsigned retry_after = 0;
+  if (c.limiter && counted && !client.key.empty() &&
+      !c.limiter->take(client.key, std::chrono::steady_clock::now(), retry_after)) {
+    auto res = detail::error_response(req, 429, "too many requests");
+    res.set(bh::field::retry_after, std::to_string(retry_after));
+    return res;
+  }
+  if (c.cfg.public_mode && !detail::public_allowed(req, t))
+    return detail::error_response(req, 403, "not available on this public server");
+  const bool preflight = req.method() == bh::verb::options && !c.cfg.cors_origin.empty() &&
+                         t.path.starts_with("/api/");
+  if (!preflight && !authorized(req) && t.path != "/livez" && t.path != "/readyz") {
+    auto res = detail::error_response(req, 401, "authentication required");
+    res.set(bh::field::www_authenticate, "Basic realm=\"Login\"");
+    return res;
+  }
+  return std::nullopt;
+}
+
+boost::asio::awaitable<response> api::handle(request req, client_info client) const {
   namespace bh = boost::beast::http;
   const context& c = *ctx_;
   const detail::target t(req.target(), c.root);
@@ -443,11 +539,10 @@ boost::asio::awaitable<response> api::handle(request req) const {
   const bool head = req.method() == bh::verb::head;
   const bool api_path = t.path.starts_with("/api/");
   bool failed = false;
-  if (req.method() == bh::verb::options && !c.cfg.cors_origin.empty() && api_path) {
+  if (auto refusal = screen(req, client)) {
+    res = std::move(*refusal);
+  } else if (req.method() == bh::verb::options && !c.cfg.cors_origin.empty() && api_path) {
     res = detail::preflight(c, req);
-  } else if (!authorized(req) && t.path != "/livez" && t.path != "/readyz") {
-    res = detail::error_response(req, 401, "authentication required");
-    res.set(bh::field::www_authenticate, "Basic realm=\"Login\"");
   } else {
     try {
       if (head) {

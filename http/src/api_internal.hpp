@@ -24,6 +24,7 @@
 #include <type_traits>
 
 #include "inlet/http/api.hpp"
+#include "rate_limit.hpp"
 
 namespace inlet::http {
 
@@ -33,11 +34,12 @@ struct api::context {
   store::store& store;
   api_config cfg;
   std::string root;  // webroot with a leading and trailing '/', e.g. "/" or "/mail/"
-  static constexpr std::array<unsigned, 11> counted{200, 400, 401, 404, 405, 408,
-                                                    413, 431, 500, 503, 204};
+  static constexpr std::array<unsigned, 13> counted{200, 400, 401, 404, 405, 408, 413,
+                                                    431, 500, 503, 204, 403, 429};
   mutable std::array<std::atomic<std::uint64_t>, counted.size() + 1> requests{};
   mutable std::atomic<std::int64_t> event_clients{0};
   mutable boost::asio::thread_pool workers;
+  std::unique_ptr<detail::rate_limiter> limiter;  // null: no rate limit
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
 

@@ -28,20 +28,37 @@ awaitable<response> list_messages(const ctx_t& c, const request& req, const targ
   if (ec) co_return store_error(req, ec);
   auto [tec, tags] = co_await c.store.async_list_tags();
   if (tec) co_return store_error(req, tec);
-  json::array msgs;
-  msgs.reserve(p.messages.size());
-  for (const auto& m : p.messages) msgs.push_back(summary_object(*m));
+  // Each summary is serialised on its own and the page stops once it holds
+  // max_list_bytes (at least one message): what one request makes the server build is
+  // bounded whatever the messages hold. `count` says how many are given.
+  std::vector<std::string> pieces;
+  pieces.reserve(p.messages.size());
+  std::size_t bytes = 0;
+  for (const auto& m : p.messages) {
+    if (!pieces.empty() && bytes >= c.cfg.max_list_bytes) break;
+    pieces.push_back(json::serialize(summary_object(*m)));
+    bytes += pieces.back().size() + 1;
+  }
   json::object o{
       {"total", p.total},
       {"unread", p.unread},
-      {"count", p.messages.size()},
+      {"count", pieces.size()},
       {"messages_count", p.matched},
       {"messages_unread", p.matched_unread},
       {"start", p.start},
       {"tags", strings_json(tags)},
-      {"messages", std::move(msgs)},
   };
-  co_return json_response(req, o);
+  std::string out = json::serialize(o);
+  out.pop_back();  // the object's closing brace: the messages go last, as in Mailpit
+  out.reserve(out.size() + bytes + 16);
+  out += ",\"messages\":[";
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    if (i) out += ',';
+    out += pieces[i];
+    std::string().swap(pieces[i]);
+  }
+  out += "]}";
+  co_return make_response(req, 200, "application/json", std::move(out));
 }
 
 awaitable<response> delete_messages(const ctx_t& c, const request& req) {

@@ -2,6 +2,8 @@
 // of inlet::http; routing and JSON live in api.cpp and are tested without sockets.
 #include "inlet/http/server.hpp"
 
+#include <malloc.h>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -26,6 +28,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "pressure.hpp"
+
 namespace inlet::http {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -36,26 +40,72 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 namespace {
 
-// One connection. Touched only on its strand, except `queue_`/`overflow_` (mutex).
 using websocket_stream = beast::websocket::stream<beast::tcp_stream>;
+using steady = std::chrono::steady_clock;
 
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now().time_since_epoch())
+      .count();
+}
+
+// One connection. Touched only on its strand, except `events` (its own mutex) and
+// `waiting_since` (atomic: the acceptor reads it to choose a connection to close).
 struct session {
-  explicit session(tcp::socket&& s) : stream(std::move(s)), wake(stream.get_executor()) {}
+  session(tcp::socket&& s, client_info c)
+      : stream(std::move(s)), wake(stream.get_executor()), client(std::move(c)) {}
   beast::tcp_stream stream;
   std::optional<websocket_stream> ws;  // the stream moves here when upgraded
   asio::steady_timer wake;             // event streams sleep on it; cancel() wakes them
+  client_info client;
   bool stopped = false;
+  bool sse = false;
+  /// When the connection began to wait for its client (a request, or on an event stream);
+  /// 0 while a request is being answered. The acceptor closes the oldest waiter when full.
+  std::atomic<std::int64_t> waiting_since{0};
   void cancel() {
     if (ws)
       beast::get_lowest_layer(*ws).cancel();
     else
       stream.cancel();
   }
-
-  std::mutex queue_mutex;
-  std::deque<std::string> queue;
-  bool overflow = false;
+  detail::event_queue events;
 };
+
+template <class Socket>
+client_info client_of(const Socket& sock) {
+  beast::error_code ec;
+  auto ep = sock.remote_endpoint(ec);
+  if (ec) return {};
+  auto a = ep.address();
+  if (a.is_v6() && a.to_v6().is_v4_mapped())
+    a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+  if (a.is_v4()) return client_info(a.to_string());
+  // IPv6: one client per /64 (a host gets a whole prefix).
+  auto bytes = a.to_v6().to_bytes();
+  for (std::size_t i = 8; i < bytes.size(); ++i) bytes[i] = 0;
+  return client_info(asio::ip::address_v6(bytes).to_string() + "/64");
+}
+
+// The answer to a connection past the cap when no waiting connection can make room. Sent
+// with one non-blocking write on a fresh socket (it fits in any send buffer).
+constexpr std::string_view full_answer =
+    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+    "Cache-Control: no-store\r\nRetry-After: 1\r\nConnection: close\r\n"
+    "Content-Length: 39\r\n\r\n{\"Error\":\"too many connections, retry\"}";
+static_assert(full_answer.size() - full_answer.find("\r\n\r\n") - 4 == 39);
+
+template <class Socket>
+void refuse(Socket& sock) {
+  beast::error_code ec;
+  sock.non_blocking(true, ec);
+  // Take what the client already sent: closing with unread bytes would reset the
+  // connection and could discard the answer before the client reads it.
+  char sink[4096];
+  for (int i = 0; i < 4 && !ec; ++i) sock.read_some(asio::buffer(sink), ec);
+  sock.write_some(asio::buffer(full_answer), ec);
+  sock.shutdown(Socket::shutdown_both, ec);
+  sock.close(ec);
+}
 
 }  // namespace
 
@@ -76,7 +126,40 @@ struct server::impl : std::enable_shared_from_this<impl> {
   std::condition_variable sessions_cv;
   std::uint64_t next_session = 1;
   std::unordered_map<std::uint64_t, std::weak_ptr<session>> sessions;
+  std::atomic<std::size_t> live{0};  // sessions.size(), read without the lock
   bool accepting = false;
+  // Connections closed since the last return of freed memory to the system.
+  std::atomic<std::size_t> closed_since_trim{0};
+  std::optional<asio::steady_timer> trim_timer;  // on the acceptor's strand
+
+  // Event streams: one store subscription while any stream is open; each event is
+  // serialised once and its text shared by every stream's queue.
+  std::mutex streams_mutex;
+  std::unordered_map<std::uint64_t, std::weak_ptr<session>> streams;
+  std::uint64_t next_stream = 1;
+  std::uint64_t store_subscription = 0;
+  bool subscribed = false;
+
+  /// A timeout shortened by slot pressure.
+  std::chrono::milliseconds timeout(std::chrono::milliseconds base) const {
+    return detail::pressure_timeout(base, cfg.min_timeout, live.load(std::memory_order_relaxed),
+                                    cfg.max_connections);
+  }
+  /// At the cap: closes the connection that has waited for its client the longest. False
+  /// when none waits (every connection is being answered).
+  bool make_room();
+  void on_event(const store::store_event& e);
+  std::uint64_t add_stream(const std::shared_ptr<session>& s);
+  void remove_stream(std::uint64_t id);
+  // Counts an event stream in the gauge and the stream list while it lives.
+  struct stream_registration {
+    impl& owner;
+    std::uint64_t id;
+    ~stream_registration() {
+      owner.remove_stream(id);
+      owner.handler.event_clients().fetch_sub(1, std::memory_order_relaxed);
+    }
+  };
 
   // Removes a session from the registry when its coroutine frame goes away (normally or
   // because the io_context was destroyed with the frame still suspended).
@@ -86,7 +169,9 @@ struct server::impl : std::enable_shared_from_this<impl> {
     ~registration() {
       std::lock_guard lk(owner->sessions_mutex);
       owner->sessions.erase(id);
+      owner->live.store(owner->sessions.size(), std::memory_order_relaxed);
       owner->sessions_cv.notify_all();
+      owner->closed_since_trim.fetch_add(1, std::memory_order_relaxed);
     }
   };
 
@@ -100,10 +185,8 @@ struct server::impl : std::enable_shared_from_this<impl> {
   awaitable<void> run_events(std::shared_ptr<session> s, unsigned version);
   awaitable<void> run_websocket(std::shared_ptr<session> s, request req);
   awaitable<void> read_websocket(std::shared_ptr<session> s);
-  // Subscribes a stream's session to the store: each event becomes queued messages
-  // (SSE frames or websocket texts, by `frame`) and a wake-up on the session's strand.
-  std::uint64_t subscribe(const std::shared_ptr<session>& s, bool sse);
   awaitable<bool> send(session& s, response& res);
+  awaitable<void> trim_loop(std::shared_ptr<impl> self);
 };
 
 awaitable<void> server::impl::accept_loop(std::shared_ptr<impl> self) {
@@ -117,22 +200,75 @@ awaitable<void> server::impl::accept_loop(std::shared_ptr<impl> self) {
       co_await t.async_wait(use_tuple);
       continue;
     }
-    auto s = std::make_shared<session>(std::move(sock));
+    bool full;
     {
       std::lock_guard lk(sessions_mutex);
-      if (stopped || sessions.size() >= cfg.max_connections) {
-        handler.count(503);
+      if (stopped) {
         beast::error_code ignored;
-        s->stream.socket().close(ignored);
+        sock.close(ignored);
         continue;
       }
+      full = sessions.size() >= cfg.max_connections;
     }
+    if (full && !make_room()) {
+      handler.count(503);
+      refuse(sock);
+      continue;
+    }
+    auto info = client_of(sock);
+    auto s = std::make_shared<session>(std::move(sock), std::move(info));
     auto ex = s->stream.get_executor();
     asio::co_spawn(ex, run_session(self, std::move(s)), asio::detached);
   }
   std::lock_guard lk(sessions_mutex);
   accepting = false;
   sessions_cv.notify_all();
+}
+
+bool server::impl::make_room() {
+  std::shared_ptr<session> oldest;
+  std::int64_t oldest_since = 0;
+  {
+    std::lock_guard lk(sessions_mutex);
+    // A few connections over the cap while chosen ones close; past that, refuse.
+    if (sessions.size() >= cfg.max_connections + std::max<std::size_t>(8, cfg.max_connections / 16))
+      return false;
+    for (auto& [id, w] : sessions) {
+      auto s = w.lock();
+      if (!s) continue;
+      auto since = s->waiting_since.load(std::memory_order_relaxed);
+      if (since > 0 && (oldest_since == 0 || since < oldest_since)) {
+        oldest_since = since;
+        oldest = std::move(s);
+      }
+    }
+    if (!oldest) return false;
+    // Claimed: no other accept chooses it again.
+    if (!oldest->waiting_since.compare_exchange_strong(oldest_since, 0)) return false;
+  }
+  asio::post(oldest->stream.get_executor(), [s = oldest] {
+    s->stopped = true;
+    s->cancel();
+    s->wake.cancel();
+  });
+  return true;
+}
+
+awaitable<void> server::impl::trim_loop(std::shared_ptr<impl> self) {
+  (void)self;
+  auto& t = *trim_timer;
+  for (;;) {
+    t.expires_after(std::chrono::seconds(2));
+    auto [ec] = co_await t.async_wait(use_tuple);
+    if (ec || !acceptor->is_open()) co_return;
+    // After a wave of connections has gone, give their freed buffers back to the system
+    // (glibc keeps freed heap at the top of each arena otherwise).
+    if (closed_since_trim.load(std::memory_order_relaxed) >= cfg.trim_after_closed &&
+        live.load(std::memory_order_relaxed) * 4 <= cfg.max_connections) {
+      closed_since_trim.store(0, std::memory_order_relaxed);
+      malloc_trim(0);
+    }
+  }
 }
 
 awaitable<bool> server::impl::send(session& s, response& res) {
@@ -153,6 +289,7 @@ awaitable<void> server::impl::run_session(std::shared_ptr<impl> self, std::share
     }
     id = next_session++;
     sessions.emplace(id, s);
+    live.store(sessions.size(), std::memory_order_relaxed);
   }
   registration reg{this, id};
   beast::flat_buffer buffer;
@@ -160,8 +297,10 @@ awaitable<void> server::impl::run_session(std::shared_ptr<impl> self, std::share
     bh::request_parser<bh::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(cfg.header_limit));
     parser.body_limit(cfg.body_limit);
-    s->stream.expires_after(served == 0 ? cfg.read_timeout : cfg.idle_timeout);
+    s->stream.expires_after(timeout(served == 0 ? cfg.read_timeout : cfg.idle_timeout));
+    s->waiting_since.store(now_ns(), std::memory_order_relaxed);
     auto [ec, n] = co_await bh::async_read(s->stream, buffer, parser, use_tuple);
+    s->waiting_since.store(0, std::memory_order_relaxed);  // busy: not a candidate any more
     if (ec) {
       std::optional<response> err;
       if (ec == bh::error::body_limit)
@@ -178,12 +317,12 @@ awaitable<void> server::impl::run_session(std::shared_ptr<impl> self, std::share
       break;
     }
     auto req = parser.release();
+    if (buffer.capacity() > 64 * 1024) buffer.shrink_to_fit();  // a large body is gone
     if (handler.is_events_request(req)) {
-      if (!handler.authorized(req)) {
-        auto res = handler.error(401, "authentication required", req.version(), false);
-        res.set(bh::field::www_authenticate, "Basic realm=\"Login\"");
-        handler.count(401);
-        co_await send(*s, res);
+      if (auto refusal = handler.screen(req, s->client)) {
+        refusal->keep_alive(false);
+        handler.count(refusal->result_int());
+        co_await send(*s, *refusal);
         break;
       }
       handler.count(200);
@@ -193,7 +332,7 @@ awaitable<void> server::impl::run_session(std::shared_ptr<impl> self, std::share
         co_await run_events(s, req.version());
       break;
     }
-    auto res = co_await handler.handle(std::move(req));
+    auto res = co_await handler.handle(std::move(req), s->client);
     bool keep = res.keep_alive() && served + 1 < cfg.max_requests_per_connection;
     res.keep_alive(keep);
     if (!co_await send(*s, res) || !keep) break;
@@ -203,66 +342,83 @@ awaitable<void> server::impl::run_session(std::shared_ptr<impl> self, std::share
   s->stream.socket().close(ignored);
 }
 
-namespace {
-
-// Unsubscribes an event stream when its frame goes away.
-struct subscription {
-  store::store& st;
-  std::uint64_t handle;
-  std::atomic<std::int64_t>& gauge;
-  ~subscription() {
-    st.unsubscribe(handle);
-    gauge.fetch_sub(1, std::memory_order_relaxed);
+std::uint64_t server::impl::add_stream(const std::shared_ptr<session>& s) {
+  std::lock_guard lk(streams_mutex);
+  auto id = next_stream++;
+  streams.emplace(id, s);
+  if (!subscribed) {
+    subscribed = true;
+    std::weak_ptr<impl> weak = shared_from_this();
+    store_subscription = store.subscribe([weak](const store::store_event& e) {
+      if (auto self = weak.lock()) self->on_event(e);
+    });
   }
-};
+  return id;
+}
 
-}  // namespace
+void server::impl::remove_stream(std::uint64_t id) {
+  std::lock_guard lk(streams_mutex);
+  streams.erase(id);
+  if (streams.empty() && subscribed) {
+    subscribed = false;
+    store.unsubscribe(store_subscription);
+  }
+}
 
-std::uint64_t server::impl::subscribe(const std::shared_ptr<session>& sp, bool sse) {
-  auto self = shared_from_this();
-  std::weak_ptr<session> weak = sp;
-  const std::size_t limit = cfg.event_queue_limit;
-  return store.subscribe([self, weak, limit, sse](const store::store_event& e) {
-    auto s = weak.lock();
-    if (!s) return;
-    // Mailpit's websocket messages; over SSE one event each, named by its Type.
-    auto msgs = self->handler.event_messages(e);
-    if (msgs.empty()) return;
-    {
-      std::lock_guard lk(s->queue_mutex);
-      for (auto& [type, data] : msgs) {
-        if (s->queue.size() >= limit) {
-          s->overflow = true;
-          break;
-        }
-        s->queue.push_back(sse ? "event: " + type + "\ndata: " + data + "\n\n" : std::move(data));
+void server::impl::on_event(const store::store_event& e) {
+  std::vector<std::shared_ptr<session>> targets;
+  {
+    std::lock_guard lk(streams_mutex);
+    targets.reserve(streams.size());
+    for (auto& [id, w] : streams)
+      if (auto s = w.lock()) targets.push_back(std::move(s));
+  }
+  if (targets.empty()) return;
+  // Mailpit's websocket messages; over SSE one event each, named by its Type. Each text
+  // is built once and shared by every queue.
+  auto msgs = handler.event_messages(e);
+  if (msgs.empty()) return;
+  std::vector<std::shared_ptr<const std::string>> sse, ws;
+  for (auto& [type, data] : msgs) {
+    sse.push_back(
+        std::make_shared<const std::string>("event: " + type + "\ndata: " + data + "\n\n"));
+    ws.push_back(std::make_shared<const std::string>(std::move(data)));
+  }
+  const auto now = steady::now();
+  for (auto& s : targets) {
+    const bool ok = s->events.push(s->sse ? sse : ws, now);
+    asio::post(s->stream.get_executor(), [s, ok] {
+      if (!ok) {  // fallen behind: dropped (EventSource and Mailpit's UI reconnect)
+        s->stopped = true;
+        s->cancel();
       }
-    }
-    asio::post(s->stream.get_executor(), [s] { s->wake.cancel(); });
-  });
+      s->wake.cancel();
+    });
+  }
 }
 
 awaitable<void> server::impl::run_events(std::shared_ptr<session> s, unsigned version) {
+  s->sse = true;
   handler.event_clients().fetch_add(1, std::memory_order_relaxed);
-  subscription sub{store, subscribe(s, true), handler.event_clients()};
+  s->events.configure(cfg.event_max_behind_bytes, cfg.event_max_lag);
+  stream_registration reg{*this, add_stream(s)};
+  s->waiting_since.store(now_ns(), std::memory_order_relaxed);
+  const auto write_limit = std::min(cfg.write_timeout, cfg.event_max_lag);
 
   std::string head = version == 10 ? "HTTP/1.0" : "HTTP/1.1";
   head +=
       " 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n"
       "X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\nretry: 3000\n\n";
-  s->stream.expires_after(cfg.write_timeout);
+  s->stream.expires_after(write_limit);
   auto [ec0, n0] = co_await asio::async_write(s->stream, asio::buffer(head), use_tuple);
   if (ec0) co_return;
 
+  std::vector<std::shared_ptr<const std::string>> out;
+  std::vector<asio::const_buffer> bufs;
+  static const std::string ping = ": ping\n\n";
   for (;;) {
-    std::string out;
-    bool overflow;
-    {
-      std::lock_guard lk(s->queue_mutex);
-      for (auto& e : s->queue) out += e;
-      s->queue.clear();
-      overflow = s->overflow;
-    }
+    out.clear();
+    const bool overflow = s->events.take(out, steady::now());
     if (overflow || s->stopped) co_return;  // a slow client is dropped; EventSource retries
     if (out.empty()) {
       // Checking the queue and starting the wait happen on the strand without a
@@ -271,10 +427,15 @@ awaitable<void> server::impl::run_events(std::shared_ptr<session> s, unsigned ve
       auto [ec] = co_await s->wake.async_wait(use_tuple);
       if (s->stopped) co_return;
       if (ec) continue;  // woken: new events
-      out = ": ping\n\n";
+      bufs.assign(1, asio::buffer(ping));
+    } else {
+      bufs.clear();
+      for (auto& t : out) bufs.push_back(asio::buffer(*t));
     }
-    s->stream.expires_after(cfg.write_timeout);
-    auto [ec, n] = co_await asio::async_write(s->stream, asio::buffer(out), use_tuple);
+    // A write that makes no progress for event_max_lag counts as falling behind.
+    s->stream.expires_after(write_limit);
+    auto [ec, n] = co_await asio::async_write(s->stream, bufs, use_tuple);
+    s->events.written();
     if (ec) co_return;
   }
 }
@@ -288,7 +449,7 @@ awaitable<void> server::impl::run_websocket(std::shared_ptr<session> s, request 
   auto& w = *s->ws;
   beast::get_lowest_layer(w).expires_never();  // the websocket's own timeouts from here
   ws::stream_base::timeout t{};
-  t.handshake_timeout = cfg.write_timeout;
+  t.handshake_timeout = std::min(cfg.write_timeout, cfg.event_max_lag);
   t.idle_timeout = cfg.event_ping * 2;
   t.keep_alive_pings = true;
   w.set_option(t);
@@ -297,16 +458,14 @@ awaitable<void> server::impl::run_websocket(std::shared_ptr<session> s, request 
   auto [aec] = co_await w.async_accept(req, use_tuple);
   if (aec || s->stopped) co_return;
   handler.event_clients().fetch_add(1, std::memory_order_relaxed);
-  subscription sub{store, subscribe(s, false), handler.event_clients()};
+  s->events.configure(cfg.event_max_behind_bytes, cfg.event_max_lag);
+  stream_registration reg{*this, add_stream(s)};
+  s->waiting_since.store(now_ns(), std::memory_order_relaxed);
   asio::co_spawn(w.get_executor(), read_websocket(s), asio::detached);
+  std::vector<std::shared_ptr<const std::string>> out;
   for (bool first = true;; first = false) {
-    std::deque<std::string> out;
-    bool overflow;
-    {
-      std::lock_guard lk(s->queue_mutex);
-      out.swap(s->queue);
-      overflow = s->overflow;
-    }
+    out.clear();
+    const bool overflow = s->events.take(out, steady::now());
     if (overflow || s->stopped) break;  // a slow client is dropped; Mailpit's UI reconnects
     if (out.empty() && !first) {
       s->wake.expires_after(cfg.event_ping);
@@ -315,11 +474,12 @@ awaitable<void> server::impl::run_websocket(std::shared_ptr<session> s, request 
       if (s->stopped) break;
       continue;
     }
-    out.push_back(handler.stats_message());
+    out.push_back(std::make_shared<const std::string>(handler.stats_message()));
     for (auto& text : out) {
-      auto [ec, n] = co_await w.async_write(asio::buffer(text), use_tuple);
+      auto [ec, n] = co_await w.async_write(asio::buffer(*text), use_tuple);
       if (ec) co_return;
     }
+    s->events.written();
   }
   if (!s->stopped) {
     auto [cec] = co_await w.async_close(ws::close_code::going_away, use_tuple);
@@ -339,8 +499,20 @@ awaitable<void> server::impl::read_websocket(std::shared_ptr<session> s) {
   s->wake.cancel();
 }
 
+namespace {
+
+// The listen address is a Host name the server answers to (IP literals always are).
+server_config with_listen_host(server_config cfg) {
+  beast::error_code ec;
+  asio::ip::make_address(cfg.address, ec);
+  if (ec && !cfg.address.empty()) cfg.api.allowed_hosts.push_back(cfg.address);
+  return cfg;
+}
+
+}  // namespace
+
 server::server(store::store& store, server_config cfg)
-    : impl_(std::make_shared<impl>(store, std::move(cfg))) {}
+    : impl_(std::make_shared<impl>(store, with_listen_host(std::move(cfg)))) {}
 
 server::~server() {
   stop();
@@ -356,6 +528,7 @@ std::error_code server::start() {
   if (im.cfg.io) {
     im.io = im.cfg.io;
   } else {
+    if (im.cfg.threads == 0) im.cfg.threads = std::max(2u, std::thread::hardware_concurrency());
     im.own_io = std::make_unique<asio::io_context>(static_cast<int>(im.cfg.threads));
     im.io = im.own_io.get();
   }
@@ -374,8 +547,11 @@ std::error_code server::start() {
   im.started = true;
   im.accepting = true;
   asio::co_spawn(im.acceptor->get_executor(), im.accept_loop(impl_), asio::detached);
+  im.trim_timer.emplace(im.acceptor->get_executor());
+  if (im.cfg.trim_after_closed > 0)
+    asio::co_spawn(im.acceptor->get_executor(), im.trim_loop(impl_), asio::detached);
   if (im.own_io) {
-    std::size_t n = im.cfg.threads == 0 ? 1 : im.cfg.threads;
+    std::size_t n = im.cfg.threads;
     for (std::size_t i = 0; i < n; ++i) im.threads.emplace_back([io = im.io] { io->run(); });
   }
   return {};
@@ -394,6 +570,7 @@ void server::stop() {
   asio::post(im.acceptor->get_executor(), [self = impl_] {
     beast::error_code ignored;
     self->acceptor->close(ignored);
+    self->trim_timer->cancel();
   });
   for (auto& s : live) {
     asio::post(s->stream.get_executor(), [s] {
@@ -413,6 +590,7 @@ void server::stop() {
   im.own_io->stop();
   for (auto& t : im.threads) t.join();
   im.threads.clear();
+  im.trim_timer.reset();
   im.acceptor.reset();  // before its io_context
   im.own_io.reset();    // destroys any frame still suspended (releases its references)
   im.io = nullptr;

@@ -148,8 +148,8 @@ TEST_F(ServerTest, RequestSplitAtEveryOffsetOnOneConnection) {
   std::string raw("A\r\n\0B\r\n", 6);
   auto id = put(raw);
   const std::string reqs[] = {
-      "GET /api/v1/message/" + id + "/raw HTTP/1.1\r\nHost: x\r\n\r\n",
-      "DELETE /api/v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\n{\"IDs\":[]",
+      "GET /api/v1/message/" + id + "/raw HTTP/1.1\r\nHost: localhost\r\n\r\n",
+      "DELETE /api/v1/messages HTTP/1.1\r\nHost: localhost\r\nContent-Length: 9\r\n\r\n{\"IDs\":[]",
   };
   client c(srv->port());
   c.sock.set_option(tcp::no_delay(true));
@@ -198,7 +198,8 @@ TEST_F(ServerTest, LimitsAndMalformedRequests) {
   }
   {
     client c(srv->port());
-    c.send_raw("GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(2000, 'a') + "\r\n\r\n");
+    c.send_raw("GET / HTTP/1.1\r\nHost: localhost\r\nX-Big: " + std::string(2000, 'a') +
+               "\r\n\r\n");
     EXPECT_EQ(c.read().result_int(), 431u);
   }
   {
@@ -210,7 +211,7 @@ TEST_F(ServerTest, LimitsAndMalformedRequests) {
   }
   {
     client c(srv->port());  // a client that goes away mid-request does not hurt others
-    c.send_raw("GET /api/v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\nabc");
+    c.send_raw("GET /api/v1/messages HTTP/1.1\r\nHost: localhost\r\nContent-Length: 50\r\n\r\nabc");
   }
   client ok(srv->port());
   EXPECT_EQ(ok.request(bh::verb::get, "/api/v1/messages").result_int(), 200u);
@@ -231,7 +232,7 @@ TEST_F(ServerTest, IdleConnectionTimesOut) {
 TEST_F(ServerTest, EventStreamDeliversNewMessages) {
   start();
   client c(srv->port());
-  c.send_raw("GET /api/events HTTP/1.1\r\nHost: x\r\n\r\n");
+  c.send_raw("GET /api/events HTTP/1.1\r\nHost: localhost\r\n\r\n");
   std::string got;
   asio::read_until(c.sock, asio::dynamic_buffer(got), "retry: 3000\n\n");
   EXPECT_EQ(got.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << got;
@@ -338,4 +339,108 @@ TEST(ServerStart, BadAddressAndPortInUse) {
   cfg.port = a.port();
   inlet::http::server b(store, cfg);
   EXPECT_TRUE(b.start());  // already bound by a
+}
+
+namespace {
+
+// Waits (bounded) until `pred` holds; false if it never does within `limit`.
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds limit = std::chrono::seconds(20)) {
+  auto until = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+bool metric_is(const inlet::http::server& s, std::string_view line) {
+  return s.api().metrics_text().find(line) != std::string::npos;
+}
+
+}  // namespace
+
+// At the cap, the connection that has waited longest for its client makes room for a new
+// one, which is served.
+TEST_F(ServerTest, FullServerClosesTheOldestIdleConnectionForANewClient) {
+  inlet::http::server_config cfg;
+  cfg.max_connections = 2;
+  start(cfg);
+  client idle1(srv->port());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // idle1 is the older
+  client idle2(srv->port());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  client fresh(srv->port());
+  auto r = fresh.request(bh::verb::get, "/livez");
+  EXPECT_EQ(r.result_int(), 200u);
+  EXPECT_TRUE(idle1.closed_by_peer());
+  auto r2 = idle2.request(bh::verb::get, "/livez");  // the younger one was kept
+  EXPECT_EQ(r2.result_int(), 200u);
+}
+
+// At the cap with every connection being answered (two clients that do not read a large
+// answer), a new client gets 503 with a body, not a silent close.
+TEST_F(ServerTest, FullServerAnswers503WhenNoConnectionWaits) {
+  inlet::http::server_config cfg;
+  cfg.max_connections = 2;
+  start(cfg);
+  auto id = put(std::string(24u << 20, 'x'));
+  std::vector<std::unique_ptr<client>> stuck;
+  for (int i = 0; i < 2; ++i) {
+    stuck.push_back(std::make_unique<client>(srv->port()));
+    stuck.back()->send_raw("GET /api/v1/message/" + id +
+                           "/raw HTTP/1.1\r\nHost: localhost\r\n\r\n");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // both are being answered
+  client late(srv->port());
+  late.send_raw("GET /livez HTTP/1.1\r\nHost: localhost\r\n\r\n");
+  auto r = late.read();
+  EXPECT_EQ(r.result_int(), 503u);
+  EXPECT_NE(r.body().find("\"Error\""), std::string::npos) << r.body();
+  EXPECT_EQ(r[bh::field::retry_after], "1");
+  EXPECT_TRUE(metric_is(*srv, "inlet_http_requests_total{code=\"503\"} 1\n"));
+}
+
+// An event-stream client that does not read is dropped once the events it has not taken
+// exceed the byte bound, well before the server holds many megabytes for it.
+TEST_F(ServerTest, EventStreamClientThatDoesNotReadIsDropped) {
+  inlet::http::server_config cfg;
+  cfg.event_max_behind_bytes = 64 * 1024;
+  start(cfg);
+  client c(srv->port());
+  c.send_raw("GET /api/events HTTP/1.1\r\nHost: localhost\r\n\r\n");
+  ASSERT_TRUE(eventually([&] { return metric_is(*srv, "inlet_http_event_clients 1\n"); }));
+  c.sock.set_option(asio::socket_base::receive_buffer_size(4096));
+  // 600 events of ~8 KB (4.8 MB): more than the socket buffers take, fewer events than a
+  // count-based queue limit of 1024 would drop on.
+  const std::string subject(8000, 's');
+  bool dropped = false;
+  for (int i = 0; i < 600 && !dropped; ++i) {
+    std::error_code ec;
+    auto m = make("Subject: x\r\n\r\nx\r\n");
+    m.summary.subject = subject;
+    store.put_sync(std::move(m), ec);
+    if (i % 50 == 49)
+      dropped = eventually([&] { return metric_is(*srv, "inlet_http_event_clients 0\n"); },
+                           std::chrono::milliseconds(200));
+  }
+  if (!dropped)
+    dropped = eventually([&] { return metric_is(*srv, "inlet_http_event_clients 0\n"); });
+  EXPECT_TRUE(dropped);
+}
+
+// Requests whose Host names another server get 403 over the wire too, the event stream
+// included.
+TEST_F(ServerTest, ForeignHostIsRefused) {
+  start();
+  put("Subject: x\r\n\r\nx\r\n");
+  client c(srv->port());
+  c.send_raw(
+      "DELETE /api/v1/messages HTTP/1.1\r\nHost: rebound.example:8025\r\nContent-Length: "
+      "0\r\n\r\n");
+  EXPECT_EQ(c.read().result_int(), 403u);
+  EXPECT_EQ(store.stats().messages, 1u);
+  client e(srv->port());
+  e.send_raw("GET /api/events HTTP/1.1\r\nHost: rebound.example\r\n\r\n");
+  EXPECT_EQ(e.read().result_int(), 403u);
 }

@@ -407,6 +407,8 @@ std::string decode_quoted_printable(std::string_view in, bool* defect) {
 // ---- charsets ----------------------------------------------------------------------
 
 std::string canonical_charset(std::string_view label) {
+  // The labels nearly every message carries, without building the lower-cased copy.
+  if (detail::iequals(label, "utf-8") || detail::iequals(label, "us-ascii")) return {};
   std::string l;
   for (char c : detail::trim(label))
     if (c != '"' && c != '\'') l.push_back(detail::to_lower(c));

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <cstdio>
 #include <map>
+#include <span>
 
 namespace inlet::mime {
 namespace {
@@ -17,18 +18,19 @@ using detail::to_lower;
 
 std::string valid_utf8(std::string_view s) { return to_utf8(s, "utf-8"); }
 
-// Replaces every line break with nothing (folds keep their whitespace).
-std::string unfold_raw(std::string_view raw) {
-  // Most fields are one line: two vectorised scans, then one copy.
+// Replaces every line break with nothing (folds keep their whitespace). Most fields are
+// one line: then the field itself is returned and `buf` is not touched (two vectorised
+// scans, no copy); else the unfolded bytes are put in `buf`.
+std::string_view unfold_raw(std::string_view raw, std::string& buf) {
   if (raw.empty()) return {};  // (memchr must not see the null data() of an empty view)
   if (std::memchr(raw.data(), '\n', raw.size()) == nullptr &&
       std::memchr(raw.data(), '\r', raw.size()) == nullptr)
-    return std::string(raw);
-  std::string out;
-  out.reserve(raw.size());
+    return raw;
+  buf.clear();
+  buf.reserve(raw.size());
   for (char c : raw)
-    if (c != '\r' && c != '\n') out.push_back(c);
-  return out;
+    if (c != '\r' && c != '\n') buf.push_back(c);
+  return buf;
 }
 
 // An RFC 2047 encoded word at s[i] ("=?charset?B|Q?text?="). On success fills the
@@ -67,6 +69,8 @@ std::size_t encoded_word(std::string_view s, std::size_t i, std::string& charset
 
 // Decodes encoded words inside `s` (already unfolded); other bytes pass as UTF-8.
 std::string decode_words(std::string_view s) {
+  // No encoded word: the text as valid UTF-8, without the copy through `out`.
+  if (s.find("=?") == std::string_view::npos) return valid_utf8(s);
   std::string out, pending, pending_cs, ws, cs, bytes;
   bool have = false;
   auto flush = [&] {
@@ -133,11 +137,13 @@ std::string collapse_ws(std::string_view s) {
 }  // namespace
 
 std::string unfold(std::string_view raw) {
-  return valid_utf8(detail::trim(unfold_raw(raw)));
+  std::string buf;
+  return valid_utf8(detail::trim(unfold_raw(raw, buf)));
 }
 
 std::string decode_unstructured(std::string_view raw) {
-  std::string u = unfold_raw(raw);
+  std::string buf;
+  const std::string_view u = unfold_raw(raw, buf);
   return decode_words(detail::trim(u));
 }
 
@@ -346,7 +352,8 @@ struct addr_parser {
 }  // namespace
 
 std::vector<mailbox> parse_address_list(std::string_view raw, bool* defect) {
-  std::string u = unfold_raw(raw);
+  std::string buf;
+  const std::string_view u = unfold_raw(raw, buf);
   std::vector<mailbox> out;
   addr_parser p{u, 0, out};
   p.list();
@@ -415,8 +422,17 @@ int scan_hms(std::string_view t, int& a, int& b, int& c) noexcept {
 }  // namespace
 
 std::optional<std::chrono::sys_seconds> parse_date(std::string_view raw) {
-  // Strip comments, split on whitespace and commas.
-  std::string s;
+  // Strip comments, split on whitespace and commas. A comment becomes one space and
+  // every other byte one byte, so the result is never longer than `raw`: a date fits on
+  // the stack (a longer field, always malformed, goes to the heap).
+  char local[128];
+  std::string heap;
+  char* s = local;
+  if (raw.size() > sizeof local) {
+    heap.resize(raw.size());
+    s = heap.data();
+  }
+  std::size_t len = 0;
   {
     detail::lexer lx{raw};
     while (!lx.at_end()) {
@@ -424,28 +440,41 @@ std::optional<std::chrono::sys_seconds> parse_date(std::string_view raw) {
         std::size_t b = lx.i;
         lx.skip_cfws();
         if (lx.i == b) ++lx.i;
-        s.push_back(' ');
+        s[len++] = ' ';
       } else {
         char c = raw[lx.i++];
-        s.push_back(c == ',' || is_ws(c) ? ' ' : c);
+        s[len++] = c == ',' || is_ws(c) ? ' ' : c;
       }
     }
   }
-  std::vector<std::string_view> toks;
-  for (std::size_t i = 0; i < s.size();) {
-    while (i < s.size() && s[i] == ' ') ++i;
+  // The tokens, two slots spare for splitting "21-Aug-2002" into three.
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < len; ++i) count += s[i] != ' ' && (i == 0 || s[i - 1] == ' ');
+  std::string_view local_toks[24];
+  std::vector<std::string_view> heap_toks;
+  std::string_view* tok = local_toks;
+  if (count + 2 > std::size(local_toks)) {
+    heap_toks.resize(count + 2);
+    tok = heap_toks.data();
+  }
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < len;) {
+    while (i < len && s[i] == ' ') ++i;
     std::size_t b = i;
-    while (i < s.size() && s[i] != ' ') ++i;
-    if (i > b) toks.emplace_back(s.data() + b, i - b);
+    while (i < len && s[i] != ' ') ++i;
+    if (i > b) tok[n++] = std::string_view(s + b, i - b);
   }
   // "21-Aug-2002" style
-  if (toks.size() >= 1 && std::count(toks[0].begin(), toks[0].end(), '-') == 2 && toks[0][0] != '-') {
-    std::string_view t = toks[0];
+  if (n >= 1 && std::count(tok[0].begin(), tok[0].end(), '-') == 2 && tok[0][0] != '-') {
+    std::string_view t = tok[0];
     auto a = t.find('-'), b = t.rfind('-');
-    std::vector<std::string_view> parts{t.substr(0, a), t.substr(a + 1, b - a - 1), t.substr(b + 1)};
-    toks.erase(toks.begin());
-    toks.insert(toks.begin(), parts.begin(), parts.end());
+    std::move_backward(tok + 1, tok + n, tok + n + 2);
+    tok[0] = t.substr(0, a);
+    tok[1] = t.substr(a + 1, b - a - 1);
+    tok[2] = t.substr(b + 1);
+    n += 2;
   }
+  const std::span<const std::string_view> toks(tok, n);
   int day = -1, month = 0, year = -1, hh = -1, mm = 0, ss = 0, zone = 0;
   bool have_zone = false;
   for (std::string_view t : toks) {
@@ -529,7 +558,8 @@ std::string format_iso8601(std::chrono::sys_seconds t) {
 
 std::vector<std::string> parse_message_id_list(std::string_view raw) {
   std::vector<std::string> out;
-  std::string u = unfold_raw(raw);
+  std::string buf;
+  const std::string_view u = unfold_raw(raw, buf);
   detail::lexer lx{u};
   for (;;) {
     lx.skip_cfws();
@@ -663,7 +693,8 @@ void read_params(detail::lexer& lx, std::vector<mime_parameter>& out) {
 }  // namespace
 
 mime_field parse_content_type(std::string_view raw) {
-  std::string u = unfold_raw(raw);
+  std::string buf;
+  const std::string_view u = unfold_raw(raw, buf);
   mime_field f;
   detail::lexer lx{u};
   lx.skip_cfws();
@@ -684,7 +715,8 @@ mime_field parse_content_type(std::string_view raw) {
 }
 
 mime_field parse_content_disposition(std::string_view raw) {
-  std::string u = unfold_raw(raw);
+  std::string buf;
+  const std::string_view u = unfold_raw(raw, buf);
   mime_field f;
   detail::lexer lx{u};
   lx.skip_cfws();
@@ -697,7 +729,8 @@ mime_field parse_content_disposition(std::string_view raw) {
 
 received_field parse_received(std::string_view raw) {
   received_field r;
-  std::string u = unfold_raw(raw);
+  std::string buf;
+  const std::string_view u = unfold_raw(raw, buf);
   std::string_view s = u;
   if (auto semi = s.rfind(';'); semi != std::string_view::npos) {
     r.date = parse_date(s.substr(semi + 1));

@@ -309,6 +309,8 @@ summary summarize(const parsed_message& m, std::size_t snippet_chars) {
     if (html == no_index && m.parts()[i].sub_type() == "html") html = i;
   });
   snippet_builder sb{{}, 0, snippet_chars};
+  // One allocation for an ASCII snippet, not one per doubling.
+  if (plain != no_index || html != no_index) sb.out.reserve(snippet_chars);
   if (plain != no_index) {
     // Only as much of the part as the snippet needs (a 9 KB body: ~1 KB decoded, not 9).
     decode_text_until(m, plain, [&](std::string_view t) { sb.add(t); }, [&] { return sb.full(); });

@@ -80,6 +80,11 @@ TEST(dates, rfc5322_and_obsolete) {
   EXPECT_EQ(iso("not a date"), "null");
   EXPECT_EQ(iso("31 Feb 2002 10:00:00 +0000"), "null");
   EXPECT_EQ(iso(""), "null");
+  // Past the parser's inline room (128 bytes, 24 tokens): the same answers.
+  std::string many = "21-Aug-2002 11:46:03 +0000";
+  for (int i = 0; i < 40; ++i) many += " x";
+  EXPECT_EQ(iso(many), "2002-08-21T11:46:03Z");
+  EXPECT_EQ(iso("1 Jan 2000 12:00:00 +0000 (" + std::string(300, 'c') + ")"), "2000-01-01T12:00:00Z");
 }
 
 TEST(message_ids, single_and_lists) {

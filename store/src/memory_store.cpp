@@ -12,10 +12,65 @@ namespace inlet::store {
 
 // A stored message with what the store keeps beside it. Immutable once published, like
 // stored_message (tags and read flag aside).
+//
+// What only a search reads (the folded header fields, the search text when a builder
+// computes it) is built by the first search that needs it, not by put: the receive path
+// does not pay for it, a store that is never searched never builds it. Two readers may
+// build the same piece at once (under the shared lock); one wins the pointer, the other
+// frees its copy. The built bytes count against max_bytes from then on (lazy_bytes_).
 struct memory_store::record : stored_message {
-  search::prepared_fields fields;      // folded header fields for search
   std::vector<std::string> mailboxes;  // normalised distinct recipients, for unlinking
-  std::size_t base_bytes = 0;          // footprint without the tags
+  std::size_t base_bytes = 0;          // footprint without the tags and the lazy parts
+  search_text_builder builder = nullptr;
+  mutable std::atomic<const search::prepared_fields*> fields{nullptr};
+  mutable std::atomic<const std::string*> text{nullptr};  // only with a builder
+
+  record() = default;
+  record(const record&) = delete;
+  record& operator=(const record&) = delete;
+  ~record() {
+    delete fields.load(std::memory_order_relaxed);
+    delete text.load(std::memory_order_relaxed);
+  }
+  // Heap bytes of the lazy parts built so far (exclusive lock: none is being built).
+  std::size_t lazy_bytes() const noexcept {
+    std::size_t n = 0;
+    if (auto* f = fields.load(std::memory_order_acquire)) n += sizeof(*f) + f->bytes();
+    if (auto* t = text.load(std::memory_order_acquire)) n += sizeof(*t) + t->capacity();
+    return n;
+  }
+};
+
+// A record as search::matches reads it: each lazy part built on first use.
+class memory_store::lazy_source final : public search::match_source {
+ public:
+  lazy_source(const record& r, std::atomic<std::uint64_t>& bytes) : r_(r), bytes_(bytes) {}
+  const search::prepared_fields& fields() const override {
+    return *get(r_.fields, [&] { return new search::prepared_fields(r_); });
+  }
+  std::string_view text() const override {
+    if (!r_.builder) return r_.summary.search_text;
+    return *get(r_.text, [&] { return new std::string(r_.builder(r_.summary, r_.raw)); });
+  }
+
+ private:
+  template <class T, class Make>
+  const T* get(std::atomic<const T*>& slot, Make make) const {
+    if (const T* p = slot.load(std::memory_order_acquire)) return p;
+    const T* fresh = make();
+    const T* expected = nullptr;
+    if (!slot.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) {
+      delete fresh;
+      return expected;
+    }
+    bytes_.fetch_add(bytes_of(*fresh), std::memory_order_relaxed);
+    return fresh;
+  }
+  static std::size_t bytes_of(const search::prepared_fields& f) { return sizeof(f) + f.bytes(); }
+  static std::size_t bytes_of(const std::string& t) { return sizeof(t) + t.capacity(); }
+
+  const record& r_;
+  std::atomic<std::uint64_t>& bytes_;
 };
 
 namespace {
@@ -25,6 +80,12 @@ namespace {
 constexpr std::size_t max_event_ids = 1000;
 
 // The distinct normalised mailboxes of one message, in rcpt order.
+// One empty tag list shared by every untagged record (most are): no allocation per put.
+const std::shared_ptr<const std::vector<std::string>>& no_tags() {
+  static const auto empty = std::make_shared<const std::vector<std::string>>();
+  return empty;
+}
+
 std::vector<std::string> mailboxes_of(const envelope& e) {
   std::vector<std::string> out;
   out.reserve(e.rcpt_to.size());
@@ -167,7 +228,8 @@ std::size_t memory_store::footprint_of(const stored_message& m) {
 }
 
 void memory_store::put(new_message msg, put_handler done) {
-  // Build the record, its folded search fields and index keys before taking the lock.
+  // Build the record and its index keys before taking the lock (what only searches read
+  // is built by the first search that needs it).
   auto rec = std::make_shared<record>();
   rec->created = msg.created.value_or(std::chrono::system_clock::now());
   rec->envelope = std::move(msg.envelope);
@@ -175,10 +237,10 @@ void memory_store::put(new_message msg, put_handler done) {
   rec->size = msg.raw.size();
   rec->raw = std::move(msg.raw);
   rec->has_raw = true;
-  rec->fields = search::prepared_fields(*rec);
+  rec->builder = msg.build_search_text;
   rec->mailboxes = mailboxes_of(rec->envelope);
   rec->id = make_message_id();
-  rec->base_bytes = footprint_of(*rec) + rec->fields.bytes();
+  rec->base_bytes = footprint_of(*rec);
   auto tags = distinct_tags(std::move(msg.tags));
   const std::size_t bytes = rec->base_bytes + tag_bytes(tags);
   if (bytes > cfg_.max_bytes || cfg_.max_messages == 0) {
@@ -197,9 +259,11 @@ void memory_store::put(new_message msg, put_handler done) {
     rec->seq = next_seq_++;
     tags = canonical_tags_locked(std::move(tags));
     count_tags_locked(tags, true);
-    rec->set_tags(std::make_shared<const std::vector<std::string>>(std::move(tags)));
+    rec->set_tags(tags.empty() ? no_tags()
+                               : std::make_shared<const std::vector<std::string>>(std::move(tags)));
     while (!order_.empty() &&
-           (order_.size() >= cfg_.max_messages || stats_.bytes + bytes > cfg_.max_bytes)) {
+           (order_.size() >= cfg_.max_messages ||
+            stats_.bytes + lazy_bytes_.load(std::memory_order_relaxed) + bytes > cfg_.max_bytes)) {
       victims.push_back(evict_oldest_locked());
     }
     published = rec;  // from here on the record is read-only (tags and flag aside)
@@ -249,6 +313,7 @@ void memory_store::unlink_locked(const record& r) {
   count_tags_locked(*r.tags(), false);
   --stats_.messages;
   stats_.bytes -= r.base_bytes + tag_bytes(*r.tags());
+  lazy_bytes_.fetch_sub(r.lazy_bytes(), std::memory_order_relaxed);
   if (unread) unread_.fetch_sub(1, std::memory_order_relaxed);
 }
 
@@ -268,6 +333,7 @@ void memory_store::remove_locked(const std::vector<record_ptr>& victims) {
     for (const auto& r : victims) {
       count_tags_locked(*r->tags(), false);
       stats_.bytes -= r->base_bytes + tag_bytes(*r->tags());
+      lazy_bytes_.fetch_sub(r->lazy_bytes(), std::memory_order_relaxed);
     }
     order_.clear();
     by_id_.clear();
@@ -310,6 +376,7 @@ void memory_store::remove_locked(const std::vector<record_ptr>& victims) {
     count_tags_locked(*r->tags(), false);
     --stats_.messages;
     stats_.bytes -= r->base_bytes + tag_bytes(*r->tags());
+    lazy_bytes_.fetch_sub(r->lazy_bytes(), std::memory_order_relaxed);
     if (!r->is_read()) unread_.fetch_sub(1, std::memory_order_relaxed);
   }
   stats_.deleted_total += victims.size();
@@ -342,7 +409,7 @@ std::vector<memory_store::record_ptr> memory_store::resolve_locked(const selecti
     return out;
   }
   for (const auto& r : *sc.order)
-    if (search::matches(*q, *r, r->fields)) out.push_back(r);
+    if (search::matches(*q, *r, lazy_source(*r, lazy_bytes_))) out.push_back(r);
   return out;
 }
 
@@ -392,11 +459,14 @@ void memory_store::do_list(list_request req, handler<void(std::error_code, page)
           if (i >= 8) __builtin_prefetch(order[i - 8].get());
           if (i >= 4) {
             const record& ahead = *order[i - 4];
-            __builtin_prefetch(ahead.summary.search_text.data());
-            __builtin_prefetch(ahead.fields.get(search::field::subject).data());
+            // Acquire: the pointed-to object may have just been built by another search.
+            const std::string* t = ahead.text.load(std::memory_order_acquire);
+            __builtin_prefetch(t ? t->data() : ahead.summary.search_text.data());
+            if (auto* f = ahead.fields.load(std::memory_order_acquire))
+              __builtin_prefetch(f->get(search::field::subject).data());
           }
           const record& r = *order[i];
-          if (!search::matches(req.query, r, r.fields)) continue;
+          if (!search::matches(req.query, r, lazy_source(r, lazy_bytes_))) continue;
           if (p.matched >= req.start && p.messages.size() < req.limit)
             p.messages.push_back(order[i]);
           ++p.matched;
@@ -621,6 +691,7 @@ void memory_store::do_delete_tag(std::string tag, handler<void(std::error_code, 
 store_stats memory_store::stats() const {
   std::shared_lock lk(mutex_);
   store_stats s = stats_;
+  s.bytes += lazy_bytes_.load(std::memory_order_relaxed);
   s.unread = unread_.load(std::memory_order_relaxed);
   return s;
 }

@@ -420,7 +420,7 @@ bool folded_equals(std::string_view a, std::string_view b_folded) {
   return tmp == b_folded;
 }
 
-bool eval(const term& t, const stored_message& m, const prepared_fields& f) {
+bool eval(const term& t, const stored_message& m, const match_source& src) {
   switch (t.what) {
     case kind::is_read:
       return m.is_read();
@@ -445,16 +445,16 @@ bool eval(const term& t, const stored_message& m, const prepared_fields& f) {
   }
   switch (t.where) {
     case field::text:
-      return contains(m.summary.search_text, t.value);
+      return contains(src.text(), t.value);
     case field::message_id:
-      return f.get(field::message_id) == t.value;
+      return src.fields().get(field::message_id) == t.value;
     case field::tag: {
       auto tags = m.tags();
       return std::any_of(tags->begin(), tags->end(),
                          [&](const std::string& tag) { return folded_equals(tag, t.value); });
     }
     default:
-      return contains(f.get(t.where), t.value);
+      return contains(src.fields().get(t.where), t.value);
   }
 }
 
@@ -605,14 +605,38 @@ bool matches(const query& q, const stored_message& m) {
   return matches(q, m, prepared_fields(m));
 }
 
+namespace {
+// Prepared fields and the summary's own search text.
+class summary_source final : public match_source {
+ public:
+  summary_source(const stored_message& m, const prepared_fields& f) : m_(m), f_(f) {}
+  const prepared_fields& fields() const override { return f_; }
+  std::string_view text() const override { return m_.summary.search_text; }
+
+ private:
+  const stored_message& m_;
+  const prepared_fields& f_;
+};
+}  // namespace
+
 bool matches(const query& q, const stored_message& m, const prepared_fields& f) {
+  return matches(q, m, summary_source(m, f));
+}
+
+bool matches(const query& q, const stored_message& m, const match_source& src) {
   for (int pass = 0; pass <= 2; ++pass) {
     for (const auto& t : q.terms) {
       if (cost(t) != pass) continue;
-      if (eval(t, m, f) == t.negated) return false;
+      if (eval(t, m, src) == t.negated) return false;
     }
   }
   return true;
+}
+
+void complete_search_text(new_message& m) {
+  if (!m.build_search_text) return;
+  m.summary.search_text = m.build_search_text(m.summary, m.raw);
+  m.build_search_text = nullptr;
 }
 
 namespace {

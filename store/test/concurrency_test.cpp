@@ -2,15 +2,24 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "inlet/store/memory_store.hpp"
+#include "inlet/store/search.hpp"
 #include "sync_ops.hpp"
 
 namespace st = inlet::store;
 using namespace inlet::store::test;
+
+namespace {
+// The search text left to the store: two searchers race to build it for the same records.
+std::string text_of_raw(const st::summary& s, std::string_view raw) {
+  return st::search::build_search_text(s, raw, 8192);
+}
+}  // namespace
 
 TEST(MemoryStoreConcurrency, WritersReadersDeleters) {
   constexpr int writers = 4, per_writer = 2000;
@@ -30,6 +39,7 @@ TEST(MemoryStoreConcurrency, WritersReadersDeleters) {
         m.envelope.rcpt_to = {"box" + std::to_string(i % 7) + "@x"};
         m.summary.subject = std::to_string(w) + ":" + std::to_string(i);
         m.raw = std::string(50 + i % 200, 'a' + static_cast<char>(w));
+        if (i % 2) m.build_search_text = &text_of_raw;
         s.put(std::move(m), [&](std::error_code ec, st::message_ptr p) {
           if (ec || !p) bad.fetch_add(1);
         });
@@ -88,8 +98,25 @@ TEST(MemoryStoreConcurrency, WritersReadersDeleters) {
       if (list_tags_sync(s).value.size() > 3) bad.fetch_add(1);
     }
   });
+  auto text_searcher = [&] {  // free text: builds the deferred texts, racing the other one
+    st::search::query q;
+    if (st::search::parse("bbbbbbbbbb", "", q)) bad.fetch_add(1);
+    while (!stop.load()) {
+      st::list_request r(0, 20);
+      r.query = q;
+      auto p = list_sync(s, std::move(r)).value;
+      for (auto& m : p.messages)
+        if (m->raw.empty() || m->raw[0] != 'b') bad.fetch_add(1);
+      // Room for the writers: the shared lock prefers readers, and two more spinning
+      // readers can starve them for seconds on a loaded machine.
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  };
+  std::thread t1(text_searcher), t2(text_searcher);
   for (auto& t : threads) t.join();
   stop.store(true);
+  t1.join();
+  t2.join();
   searcher.join();
   r1.join();
   r2.join();

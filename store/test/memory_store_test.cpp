@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -199,6 +200,41 @@ TEST(MemoryStore, SearchWithPagingCountsEveryMatch) {
 TEST(MemoryStore, SearchTable) {
   st::memory_store s;
   run_search_table(s);
+}
+
+TEST(MemoryStore, SearchTableWithTheTextLeftToTheStore) {
+  st::memory_store s;
+  run_search_table(s, st::test::search_text_mode::deferred);
+}
+
+namespace {
+std::atomic<int> builds{0};
+std::string counted_text(const st::summary& s, std::string_view raw) {
+  builds.fetch_add(1);
+  return st::search::build_search_text(s, raw, 8192);
+}
+}  // namespace
+
+TEST(MemoryStore, DeferredSearchTextIsBuiltOnceByTheFirstSearchThatNeedsIt) {
+  builds = 0;
+  st::memory_store s;
+  for (int i = 0; i < 3; ++i) {
+    auto m = make(i == 1 ? "Lorem Ipsum" : "dolor sit", {"a@x"}, "s" + std::to_string(i));
+    m.build_search_text = &counted_text;
+    put(s, std::move(m));
+  }
+  const auto bytes = s.stats().bytes;
+  EXPECT_EQ(builds.load(), 0);  // not on put
+  EXPECT_EQ(subjects(search(s, "subject:s1")), (std::vector<std::string>{"s1"}));
+  EXPECT_EQ(builds.load(), 0);        // header fields only
+  EXPECT_GT(s.stats().bytes, bytes);  // the folded fields now count
+  EXPECT_EQ(subjects(search(s, "ipsum")), (std::vector<std::string>{"s1"}));
+  EXPECT_EQ(builds.load(), 3);
+  EXPECT_EQ(subjects(search(s, "dolor")), (std::vector<std::string>{"s2", "s0"}));
+  EXPECT_EQ(builds.load(), 3);  // kept
+  EXPECT_EQ(get(s, list(s, 0, 1).messages[0]->id)->summary.search_text, "");
+  remove_sync(s, st::selection::everything());
+  EXPECT_EQ(s.stats().bytes, 0u);  // the built parts are given back too
 }
 
 TEST(MemoryStore, EvictsOldestByCount) {

@@ -181,6 +181,21 @@ class TwoInstances(unittest.TestCase):
         self.assertEqual(out.returncode, 0, out.stderr)
         self.check(self.b, "via curl", raw, ["frank@example.com"])
 
+    def test_body_words_are_searchable_through_the_other_instance(self):
+        # The search text (subject, addresses, the decoded body) is built by the store at
+        # insert from the raw bytes: a word only in the quoted-printable body must be found.
+        raw = (b"From: Hal <hal@example.org>\r\nSubject: searchable\r\nMIME-Version: 1.0\r\n"
+               b"Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n"
+               b"the word zyzzyv=\r\nalent only here, and caf=C3=A9\r\n")
+        with smtplib.SMTP("127.0.0.1", self.b.smtp_port, timeout=DEADLINE) as s:
+            s.sendmail("hal@example.org", ["ivy@example.com"], raw)
+        m = self.find(self.a, "searchable")
+        for q in ("zyzzyvalent", "caf%C3%A9"):
+            found = self.a.json(f"/api/v1/search?query={q}")["messages"]
+            self.assertEqual([x["ID"] for x in found], [m["ID"]], q)
+        self.assertEqual(self.a.json("/api/v1/search?query=zyzzyv")["messages_count"], 1)
+        self.assertEqual(self.a.json("/api/v1/search?query=nowhere-in-it")["messages_count"], 0)
+
     def test_read_flag_and_delete_cross_instances(self):
         raw = b"Subject: to delete\r\n\r\nbye\r\n"
         with smtplib.SMTP("127.0.0.1", self.a.smtp_port, timeout=DEADLINE) as s:

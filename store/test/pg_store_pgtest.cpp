@@ -595,6 +595,13 @@ TEST_F(PgStore, PassesTheSharedSearchTable) {
   inlet::store::test::run_search_table(s);
 }
 
+TEST_F(PgStore, PassesTheSearchTableWithTheTextLeftToTheStore) {
+  // put() builds the search text with the message's builder before the row is written.
+  st::pg_store s(pgtest::config(3));
+  ASSERT_TRUE(s.wait_ready(20s));
+  inlet::store::test::run_search_table(s, inlet::store::test::search_text_mode::deferred);
+}
+
 TEST_F(PgStore, EventsReachEveryInstance) {
   auto cfg = pgtest::config(3);
   st::pg_store a(cfg), b(cfg);

@@ -338,11 +338,28 @@ inline std::vector<search_case> search_cases() {
   };
 }
 
+/// How the fixture hands its search text to the store.
+enum class search_text_mode {
+  given,     ///< summary.search_text filled by the caller
+  deferred,  ///< left empty, with a new_message::build_search_text for the store to call
+};
+
+/// The fixture's builder: the same text build_search_text gives from the summary and the
+/// fixture's body words (kept in the snippet).
+inline std::string fixture_search_text(const summary& s, std::string_view) {
+  return search::build_search_text(s, s.snippet, 8192);
+}
+
 /// Puts the fixture; returns label -> ID.
-inline std::map<std::string, std::string> load_search_fixture(store& s) {
+inline std::map<std::string, std::string> load_search_fixture(
+    store& s, search_text_mode mode = search_text_mode::given) {
   std::map<std::string, std::string> ids;
   std::vector<std::string> read_ids;
   for (auto& f : search_fixture()) {
+    if (mode == search_text_mode::deferred) {
+      f.msg.summary.search_text.clear();
+      f.msg.build_search_text = &fixture_search_text;
+    }
     std::error_code ec;
     auto m = s.put_sync(std::move(f.msg), ec);
     EXPECT_FALSE(ec) << f.label << ": " << ec.message();
@@ -357,8 +374,8 @@ inline std::map<std::string, std::string> load_search_fixture(store& s) {
 }
 
 /// Runs every case of the table against `s` (empty on entry).
-inline void run_search_table(store& s) {
-  auto ids = load_search_fixture(s);
+inline void run_search_table(store& s, search_text_mode mode = search_text_mode::given) {
+  auto ids = load_search_fixture(s, mode);
   std::map<std::string, std::string> label_of;
   for (const auto& [label, id] : ids) label_of[id] = label;
   for (const auto& c : search_cases()) {

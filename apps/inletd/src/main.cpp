@@ -267,7 +267,12 @@ int main(int argc, char** argv) {
   inlet::http::server_config hc;
   hc.address = opt.http.host;
   hc.port = opt.http.port;
-  hc.threads = 1;
+  hc.threads = 0;  // one per core: a client fetching large messages holds up no one else
+  hc.max_connections = opt.http_max_connections;
+  hc.api.allowed_hosts = opt.allowed_hosts;
+  hc.api.public_mode = opt.public_mode;
+  hc.api.rate_limit = opt.api_rate_limit >= 0 ? opt.api_rate_limit : opt.public_mode ? 10.0 : 0.0;
+  hc.api.rate_burst = opt.api_rate_burst;
   hc.api.extra_metrics = [&pipe, &filter, &store_metrics](std::string& out) {
     inletd::append_metrics(pipe, filter.get(), out);
     if (store_metrics) store_metrics(out);

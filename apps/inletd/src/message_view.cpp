@@ -10,6 +10,7 @@
 #include <inlet/mime/message.hpp>
 #include <inlet/store/search.hpp>
 #include <inlet/store/tags.hpp>
+#include <optional>
 
 #include "filter_stage.hpp"
 #include "pipeline.hpp"
@@ -107,6 +108,27 @@ void decode_text_bounded(const mm::parsed_message& m, std::uint32_t p, std::size
   bound(out, limit);
 }
 
+// The first `limit` bytes of a text part whose bytes are its UTF-8 text already (no
+// transfer encoding, an ASCII or UTF-8 charset), cut at a character boundary, as a view
+// into the input; nullopt when the part needs decoding.
+std::optional<std::string_view> identity_text(const mm::parsed_message& m, std::uint32_t p,
+                                              std::size_t limit, std::string& scratch) {
+  const mm::part& pt = m.parts()[p];
+  using te = mm::transfer_encoding;
+  if (pt.encoding != te::seven_bit && pt.encoding != te::eight_bit && pt.encoding != te::binary)
+    return std::nullopt;
+  if (auto cs = mm::charset(m, p); cs && !mm::canonical_charset(*cs).empty()) return std::nullopt;
+  // One byte past the limit, to see whether the cut falls inside a character.
+  const mm::span s{pt.body.begin, std::min(pt.body.end, pt.body.begin + limit + 1)};
+  std::string_view v = m.view(s, scratch);
+  if (v.size() > limit) {
+    std::size_t k = limit;
+    while (k > 0 && (static_cast<unsigned char>(v[k]) & 0xC0) == 0x80) --k;
+    v = v.substr(0, k);
+  }
+  return v;
+}
+
 // Whether p lies inside an attached message (message/rfc822 below the root).
 bool below_message(const mm::parsed_message& m, std::uint32_t p) {
   const auto& parts = m.parts();
@@ -126,18 +148,20 @@ void analyze(const mm::parsed_message& m, const std::vector<std::string>& rcpt_t
              inlet::filter::scan* scan) {
   mm::summary s = mm::summarize(m);
   if (!s.from.empty()) {
-    auto from = to_addresses(std::move(s.from));
-    out.from = std::move(from.front());
+    mm::mailbox& f = s.from.front();
+    bound(f.name, max_field_bytes);
+    bound(f.address, max_field_bytes);
+    out.from = {std::move(f.name), std::move(f.address)};
   }
   out.to = to_addresses(std::move(s.to));
   out.cc = to_addresses(std::move(s.cc));
   out.bcc = to_addresses(std::move(s.bcc));
   out.reply_to = to_addresses(std::move(s.reply_to));
   add_envelope_bcc(out, rcpt_to);
-  out.subject = s.subject.value_or("");
+  if (s.subject) out.subject = std::move(*s.subject);
   bound(out.subject, max_subject_bytes);
   if (s.date) out.date = st::time_point(*s.date);
-  out.message_id = s.message_id.value_or("");
+  if (s.message_id) out.message_id = std::move(*s.message_id);
   bound(out.message_id, max_field_bytes);
   out.snippet = std::move(s.snippet);
   // Attachments as the API lists them (inlet::http::list_parts): not the parts inside an
@@ -162,21 +186,37 @@ void analyze(const mm::parsed_message& m, const std::vector<std::string>& rcpt_t
     bound(name, max_field_bytes);
     out.attachments.push_back({std::move(name), std::string(pt.content_type()), pt.body.size()});
   }
-  // The search text: the first text/plain part, else the first text/html part as words.
+  if (scan) inlet::filter::scan_parsed(*scan, m);
+}
+
+std::string search_text_of(const st::summary& s, std::string_view raw) {
+  // Its own parser: a store may call this on a thread whose thread_parser() result is
+  // still in use.
+  thread_local mm::parser parser;
+  const mm::parsed_message& m = parser.parse(raw);
+  // The first text/plain part, else the first text/html part as words.
   std::uint32_t plain = mm::no_index, html = mm::no_index;
   mm::for_each_text_part(m, [&](std::uint32_t i) {
     if (plain == mm::no_index && m.parts()[i].sub_type() == "plain") plain = i;
     if (html == mm::no_index && m.parts()[i].sub_type() == "html") html = i;
   });
-  std::string body;
+  std::string body, scratch;
+  std::string_view text;
   if (plain != mm::no_index) {
-    decode_text_bounded(m, plain, search_text_bytes, body);
+    if (auto v = identity_text(m, plain, search_text_bytes, scratch)) {
+      text = *v;
+    } else {
+      decode_text_bounded(m, plain, search_text_bytes, body);
+      text = body;
+    }
   } else if (html != mm::no_index) {
     decode_text_bounded(m, html, search_body_bytes, body);
     body = inlet::http::html_to_text(body);
+    text = body;
   }
-  out.search_text = st::search::build_search_text(out, body, search_text_bytes);
-  if (scan) inlet::filter::scan_parsed(*scan, m);
+  std::string out = st::search::build_search_text(s, text, search_text_bytes);
+  parser.reset();  // no views into `raw` left behind
+  return out;
 }
 
 void message_tags(const mm::parsed_message& m, const st::summary& s, const tag_options& o,

@@ -24,12 +24,20 @@ class filter_stage;
 inlet::mime::parser& thread_parser();
 
 /// From one parse: fills `out` (addresses, Subject, Date, Message-ID, snippet,
-/// attachments without inline parts, the inline part count, the search text; envelope
-/// recipients no To/Cc/Bcc header names become Bcc), every list and string bounded; and,
-/// when `scan` is given, feeds it the decoded unstructured headers and every
-/// non-attachment text/* part as UTF-8.
+/// attachments without inline parts, the inline part count; envelope recipients no
+/// To/Cc/Bcc header names become Bcc), every list and string bounded; and, when `scan` is
+/// given, feeds it the decoded unstructured headers and every non-attachment text/* part
+/// as UTF-8. Not the search text: see search_text_of.
 void analyze(const inlet::mime::parsed_message& m, const std::vector<std::string>& rcpt_to,
              inlet::store::summary& out, inlet::filter::scan* scan);
+
+/// summary.search_text of a received message (a store::search_text_builder, which the
+/// pipeline hands the store instead of the text): subject, names and addresses, the first
+/// 8 KiB of the first text/plain part (else of the first text/html part, as text),
+/// attachment names; folded, whitespace collapsed, at most 8 KiB. Parses `raw` again
+/// (its own per-thread parser); a plain or HTML part without transfer encoding in ASCII
+/// or UTF-8 is read in place. Thread-safe.
+std::string search_text_of(const inlet::store::summary& s, std::string_view raw);
 
 /// Which of Mailpit's automatic tags apply (--tags-disable, --tags-title-case).
 struct tag_options {

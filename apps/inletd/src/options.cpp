@@ -1,7 +1,6 @@
 #include "options.hpp"
 
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -463,6 +462,27 @@ std::optional<int> parse_options(int argc, char** argv, options& o) {
   app.add_option("--api-cors", o.api_cors,
                  "Mailpit: Access-Control-Allow-Origin for the API (CORS)")
       ->envname("MP_API_CORS");
+  // The HTTP server's own defences (no Mailpit equivalent).
+  app.add_option("--allowed-host", o.allowed_hosts,
+                 "HTTP: a Host name the API answers to besides loopback names, IP literals and "
+                 "the --listen address (repeatable; '.example.com': any name under it; '*': "
+                 "any); others get 403");
+  app.add_flag("--public", o.public_mode,
+               "HTTP: disposable-inbox mode: only mailbox-scoped reads (a mailbox's list, a "
+               "message by ID), API requests rate-limited per client");
+  app.add_option("--api-rate-limit", o.api_rate_limit,
+                 "HTTP: API requests per second per client IP (429 past it); default 0 (off), "
+                 "10 with --public")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--api-rate-burst", o.api_rate_burst,
+                 "HTTP: requests a client may make at once before --api-rate-limit applies "
+                 "(default: twice the rate, at least 10)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--http-max-connections", o.http_max_connections,
+                 "HTTP: connections at once; past it the longest-waiting idle one is closed, "
+                 "or 503")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_flag("--block-remote-css-and-fonts", o.block_remote_css_and_fonts,
                "Mailpit: /view/{ID}.html loads no remote stylesheets or fonts")
       ->envname("MP_BLOCK_REMOTE_CSS_AND_FONTS");

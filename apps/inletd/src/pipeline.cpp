@@ -33,11 +33,11 @@ void pipeline::tag(const inlet::mime::parsed_message& parse, st::new_message& ms
     message_tags(parse, msg.summary, opts_.tags, msg.tags);
 }
 
-st::envelope to_store_envelope(const sm::envelope& e) {
+st::envelope to_store_envelope(sm::envelope e) {
   st::envelope out;
-  out.helo = e.helo;
-  out.mail_from = e.mail_from;
-  out.rcpt_to = e.rcpt_to;
+  out.helo = std::move(e.helo);
+  out.mail_from = std::move(e.mail_from);
+  out.rcpt_to = std::move(e.rcpt_to);
   out.remote = e.remote_address.find(':') != std::string::npos
                    ? "[" + e.remote_address + "]:" + std::to_string(e.remote_port)
                    : e.remote_address + ":" + std::to_string(e.remote_port);
@@ -58,13 +58,14 @@ void pipeline::deliver(sm::received_message&& m, sm::delivery_callback done) {
   if (filter_) scan.emplace(filter_->registry().make_scan());
 
   st::new_message msg;
+  msg.build_search_text = &search_text_of;  // the store builds it when a search needs it
   // --parse streaming: the driver parsed the body while it arrived; that parse
   // views the body's fragments, so it is analyzed before the body is flattened
   // and dropped. The filter scan runs here too, on the decoded parts (see
   // docs/configuration.md, --parse).
   const inlet::mime::parsed_message* streamed = streamed_parse(m);
   if (store_) {
-    msg.envelope = to_store_envelope(m.envelope);
+    msg.envelope = to_store_envelope(std::move(m.envelope));  // m's is not read again
     if (streamed) {
       analyze(*streamed, msg.envelope.rcpt_to, msg.summary, scan ? &*scan : nullptr);
       tag(*streamed, msg);
@@ -142,6 +143,7 @@ void pipeline::submit(inlet::http::submission in,
   msg.envelope = std::move(in.envelope);
   msg.raw = std::move(in.raw);
   msg.tags = std::move(in.tags);
+  msg.build_search_text = &search_text_of;
   const auto& parse = thread_parser().parse(msg.raw);
   analyze(parse, msg.envelope.rcpt_to, msg.summary, scan ? &*scan : nullptr);
   tag(parse, msg);

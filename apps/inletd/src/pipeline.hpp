@@ -60,7 +60,7 @@ class pipeline {
   pipeline_counters counters_;
 };
 
-/// Envelope as the store keeps it.
-inlet::store::envelope to_store_envelope(const inlet::smtp::envelope& e);
+/// Envelope as the store keeps it (moves the strings out of `e`).
+inlet::store::envelope to_store_envelope(inlet::smtp::envelope e);
 
 }  // namespace inletd

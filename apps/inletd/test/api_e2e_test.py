@@ -504,7 +504,7 @@ class OperationsTest(ApiTest, SchemaChecked):
             s.close()
         # Server-Sent Events for clients that ask for them.
         c = socket.create_connection(("127.0.0.1", self.srv.http_port), timeout=DEADLINE)
-        c.sendall(b"GET /api/events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+        c.sendall(b"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
         data = c.recv(4096)
         self.send(plain("over sse", "x"))
         end = time.monotonic() + DEADLINE
@@ -513,6 +513,52 @@ class OperationsTest(ApiTest, SchemaChecked):
         c.close()
         self.assertIn(b"text/event-stream", data)
         self.assertIn(b"event: new\ndata: {\"Type\":\"new\"", data)
+
+
+class HttpDefenceTest(unittest.TestCase):
+    """Address lists, the Host header, public mode and the rate limit, end to end."""
+
+    def raw_get(self, srv, path, host):
+        with socket.create_connection(("127.0.0.1", srv.http_port), timeout=DEADLINE) as s:
+            s.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        return int(head.split()[1]), head.decode(errors="replace"), body
+
+    def test_address_lists_host_header_public_mode(self):
+        srv = Inletd("--allowed-host", "mail.test.example")
+        try:
+            to = ",\r\n ".join(f"u{i}@inbox.test.example" for i in range(80000))
+            msg = f"From: a@sender.example\r\nTo: {to}\r\nSubject: many\r\n\r\nbody\r\n"
+            for _ in range(3):
+                with smtplib.SMTP("127.0.0.1", srv.smtp_port, timeout=DEADLINE) as c:
+                    c.sendmail("a@sender.example", ["u1@inbox.test.example"], msg)
+            wait_for(lambda: json.loads(srv.get("/api/v1/messages")[2])["total"] == 3 or None, "messages")
+            code, _, body = self.raw_get(srv, "/api/v1/messages?limit=1000", "localhost")
+            self.assertEqual(code, 200)
+            self.assertLess(len(body), 256 * 1024)  # each summary keeps the first addresses
+            for m in json.loads(body)["messages"]:
+                self.assertLessEqual(len(m["To"]), 100)
+            self.assertEqual(self.raw_get(srv, "/api/v1/messages", "rebound.example")[0], 403)
+            self.assertEqual(self.raw_get(srv, "/api/v1/messages", "mail.test.example:8025")[0], 200)
+        finally:
+            srv.stop()
+        pub = Inletd("--public", "--api-rate-limit", "1", "--api-rate-burst", "4")
+        try:
+            with smtplib.SMTP("127.0.0.1", pub.smtp_port, timeout=DEADLINE) as c:
+                c.sendmail("a@sender.example", ["me@inbox.test.example"], plain("mine", "x", to="me@inbox.test.example"))
+            self.assertEqual(self.raw_get(pub, "/api/v1/messages", "localhost")[0], 403)
+            box = "/api/v1/mailbox/me@inbox.test.example"
+            listing = wait_for(lambda: (lambda r: r if r[0] == 200 and json.loads(r[2])["count"] == 1 else None)(
+                self.raw_get(pub, box, "localhost")), "mailbox")
+            self.assertEqual(json.loads(listing[2])["messages"][0]["Subject"], "mine")
+            refused = [r for r in (self.raw_get(pub, box, "localhost") for _ in range(8)) if r[0] == 429]
+            self.assertTrue(refused)  # 4 at once, then one a second
+            self.assertIn("Retry-After:", refused[0][1])
+        finally:
+            pub.stop()
 
 
 def scoped_environ(**env):

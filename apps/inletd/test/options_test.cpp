@@ -413,3 +413,21 @@ TEST(MailpitOptions, RelayConfigFile) {
   ASSERT_TRUE(rc.has_value());
   EXPECT_EQ(*rc, 2);
 }
+
+TEST(InletdOptions, HttpDefenceFlags) {
+  inletd::options o;
+  EXPECT_EQ(o.api_rate_limit, -1);
+  EXPECT_FALSE(o.public_mode);
+  EXPECT_FALSE(
+      parse({"--allowed-host", "mail.example", "--allowed-host", ".corp.example", "--public",
+             "--api-rate-limit", "2.5", "--api-rate-burst", "7", "--http-max-connections", "100"},
+            o)
+          .has_value());
+  EXPECT_EQ(o.allowed_hosts, (std::vector<std::string>{"mail.example", ".corp.example"}));
+  EXPECT_TRUE(o.public_mode);
+  EXPECT_DOUBLE_EQ(o.api_rate_limit, 2.5);
+  EXPECT_DOUBLE_EQ(o.api_rate_burst, 7);
+  EXPECT_EQ(o.http_max_connections, 100u);
+  inletd::options bad;
+  EXPECT_TRUE(parse({"--api-rate-limit", "-1"}, bad).has_value());
+}

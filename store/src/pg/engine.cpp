@@ -8,6 +8,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <cstdio>
+#include <inlet/store/search.hpp>
 #include <random>
 
 #include "ids.hpp"
@@ -220,6 +221,8 @@ void engine::rebuild_map() {
 // ---- write path ------------------------------------------------------------------
 
 void engine::put(new_message msg, put_handler done) {
+  // The row carries the search text: build it now when the caller left it to the store.
+  search::complete_search_text(msg);
   auto now = std::chrono::system_clock::now();
   std::int64_t us =
       std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();

@@ -40,6 +40,16 @@ namespace inlet::http {
 using request = boost::beast::http::request<boost::beast::http::string_body>;
 using response = boost::beast::http::response<boost::beast::http::string_body>;
 
+/// Who sent a request, as the server saw the connection. Not an aggregate (see the g++ 12
+/// note at store::list_request): it is passed inside co_await expressions.
+struct client_info {
+  client_info() noexcept {}
+  explicit client_info(std::string key_) : key(std::move(key_)) {}
+  /// What rate limits count by: the IPv4 address, or the /64 prefix of an IPv6 address.
+  /// Empty: unknown (in-process callers, tests); never rate-limited.
+  std::string key;
+};
+
 /// Appends Prometheus text-format lines to /metrics (the application's own counters).
 using metrics_hook = std::function<void(std::string& out)>;
 
@@ -112,6 +122,23 @@ struct api_config {
   thumbnail_config thumbnails;
   bool block_remote_css_and_fonts = false;
   std::size_t workers = 2;  ///< threads for blocking work (thumbnails, link check, relay)
+
+  /// Host header names accepted besides loopback names (localhost, *.localhost), IP
+  /// literals and the listen address: a page whose DNS name was rebound to this server
+  /// must not read or delete mail. "*" accepts any; ".example.com" any name under it.
+  std::vector<std::string> allowed_hosts;
+  /// Disposable-inbox deployments: only mailbox-scoped reads (a mailbox's list, a message
+  /// and its parts by ID, the page); no global listing or search, no changes but the read
+  /// flag a message gets when opened, no admin operations (docs/api.md, "Public mode").
+  bool public_mode = false;
+  /// API requests per second per client (client_info::key), with bursts of `rate_burst`;
+  /// past it 429 with Retry-After. 0: no limit. The page's own files are not counted.
+  double rate_limit = 0;
+  double rate_burst = 0;  ///< 0: max(10, 2 x rate_limit)
+  /// A listing's JSON stops adding messages once it holds this many bytes (at least one
+  /// message is always given; `count` says how many were). With the store's bounded
+  /// summaries a page is far below it; it bounds what a request can make the server build.
+  std::size_t max_list_bytes = 8u << 20;
 };
 
 class api {
@@ -122,9 +149,15 @@ class api {
   api& operator=(const api&) = delete;
 
   /// Answers one request. Never throws; unknown paths 404, wrong methods 405, malformed
-  /// input 400, missing credentials 401, each with a JSON body {"Error": "..."}; a store
-  /// that fails 503.
-  boost::asio::awaitable<response> handle(request req) const;
+  /// input 400, missing credentials 401, a Host header naming another server or a route
+  /// closed in public mode 403, over the rate limit 429, each with a JSON body
+  /// {"Error": "..."}; a store that fails 503.
+  boost::asio::awaitable<response> handle(request req, client_info client = client_info()) const;
+
+  /// The checks made before routing: the Host header, public mode, the rate limit and
+  /// basic auth. A refusal to send, or nullopt when the request may proceed. handle()
+  /// calls it; the server calls it before it upgrades an events request.
+  std::optional<response> screen(const request& req, const client_info& client) const;
 
   /// True for `GET /api/events` (under the webroot), which the server answers with a
   /// websocket or an event stream instead of calling handle().

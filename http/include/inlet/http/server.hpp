@@ -32,18 +32,33 @@ namespace inlet::http {
 
 struct server_config {
   std::string address = "127.0.0.1";
-  std::uint16_t port = 8025;                       ///< 0: any free port
-  std::size_t threads = 1;                         ///< own I/O threads (when `io` is null)
-  boost::asio::io_context* io = nullptr;           ///< run on the caller's io_context instead
-  std::size_t header_limit = 16 * 1024;            ///< bytes of request line + headers (431 above)
-  std::size_t body_limit = 1024 * 1024;            ///< request body bytes (413 above)
-  std::chrono::milliseconds read_timeout{30000};   ///< per request, header to body end
+  std::uint16_t port = 8025;              ///< 0: any free port
+  std::size_t threads = 0;                ///< own I/O threads (when `io` is null); 0: one per core
+  boost::asio::io_context* io = nullptr;  ///< run on the caller's io_context instead
+  std::size_t header_limit = 16 * 1024;   ///< bytes of request line + headers (431 above)
+  std::size_t body_limit = 1024 * 1024;   ///< request body bytes (413 above)
+  /// Timeouts. Past half of max_connections each shrinks with the free slots left (to
+  /// 5 % of its value, never under min_timeout), as Postfix's stress mode does.
+  std::chrono::milliseconds read_timeout{30000};   ///< first request, header to body end
   std::chrono::milliseconds idle_timeout{60000};   ///< keep-alive wait for the next request
-  std::chrono::milliseconds write_timeout{30000};  ///< per response / per event write
+  std::chrono::milliseconds write_timeout{30000};  ///< per piece of a response without progress
+  std::chrono::milliseconds min_timeout{1000};
   std::size_t max_requests_per_connection = 1000;  ///< then "Connection: close"
-  std::size_t max_connections = 4096;              ///< beyond: accept and close at once
-  std::size_t event_queue_limit = 1024;            ///< events queued per slow client, then dropped
-  std::chrono::milliseconds event_ping{15000};     ///< SSE comment to keep proxies open
+  /// Connections at once. When a new one arrives at the cap, the connection that has been
+  /// waiting the longest for its client (for a request, or on an event stream) is closed
+  /// to make room; when none waits (all are being answered), the new one gets 503 with a
+  /// JSON body and is closed.
+  std::size_t max_connections = 4096;
+  /// An event-stream client is dropped (it reconnects: EventSource, Mailpit's UI) when the
+  /// events it has not taken yet exceed this many bytes, or when the oldest of them is
+  /// older than event_max_lag (a write that makes no progress for that long counts).
+  /// Events are serialised once and shared by every client.
+  std::size_t event_max_behind_bytes = 4u << 20;
+  std::chrono::milliseconds event_max_lag{30000};
+  std::chrono::milliseconds event_ping{15000};  ///< SSE comment / websocket ping interval
+  /// Freed memory is given back to the system (malloc_trim) once this many connections
+  /// have closed and at most a quarter of the slots are in use. 0: never.
+  std::size_t trim_after_closed = 256;
   api_config api;
 };
 

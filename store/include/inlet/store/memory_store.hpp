@@ -2,8 +2,10 @@
 //
 // Bounds: at most `max_messages` messages and `max_bytes` bytes, where a message's bytes
 // are its raw bytes plus what the store keeps beside them (summary, envelope, tags, the
-// folded search fields and a fixed per-record overhead; see footprint in the .cpp). A put
-// that would exceed either bound evicts the oldest messages first. A single message whose
+// folded search fields and search text once a search built them, and a fixed per-record
+// overhead; see footprint in the .cpp). A put that would exceed either bound evicts the
+// oldest messages first; what searches build may take the store past max_bytes until the
+// next put evicts. A single message whose
 // bytes exceed max_bytes is refused with errc::too_large. Tags added later may take the
 // store past max_bytes until the next put evicts.
 //
@@ -88,7 +90,8 @@ class memory_store final : public store {
   void do_delete_tag(std::string tag, handler<void(std::error_code, std::size_t)> h) override;
 
  private:
-  struct record;  // stored_message + folded search fields + index keys (memory_store.cpp)
+  struct record;      // stored_message + folded search fields + index keys (memory_store.cpp)
+  class lazy_source;  // a record's search parts, built on first use
   using record_ptr = std::shared_ptr<const record>;
   using order_index = std::deque<record_ptr>;  // oldest at front, sorted by seq
   struct string_hash {
@@ -138,6 +141,9 @@ class memory_store final : public store {
   std::map<std::string, tag_info, std::less<>> tags_;  // keyed by the folded tag
   store_stats stats_;                                  // all but `unread`, under mutex_
   mutable std::atomic<std::uint64_t> unread_{0};       // held and not read
+  // Bytes of the search parts built after put (record::lazy_bytes), changed by searches
+  // under the shared lock; part of stats().bytes and of the max_bytes bound.
+  mutable std::atomic<std::uint64_t> lazy_bytes_{0};
 
   mutable std::mutex observers_mutex_;
   std::uint64_t next_observer_ = 1;

@@ -107,15 +107,35 @@ class prepared_fields {
   std::array<std::uint32_t, 8> end_{};  // end offset of field i in buf_ (index by field)
 };
 
+/// What matches() reads of a message beside the record: its folded header fields and its
+/// search text, each asked for only when a term needs it (the memory store builds them
+/// at the first search that does, and keeps them).
+class match_source {
+ public:
+  virtual const prepared_fields& fields() const = 0;
+  virtual std::string_view text() const = 0;
+
+ protected:
+  ~match_source() = default;
+};
+
 /// True when `m` satisfies every term of `q` (the reference semantics). Folds m's fields
-/// on every call; a store that searches often passes them prepared.
+/// on every call; a store that searches often passes them prepared. The first two read
+/// the free text from m.summary.search_text.
 bool matches(const query& q, const stored_message& m);
 bool matches(const query& q, const stored_message& m, const prepared_fields& f);
+bool matches(const query& q, const stored_message& m, const match_source& src);
 
 /// Builds summary.search_text as the pipeline and the send API do: subject, the names and
 /// addresses of every address field, `body_text` (the decoded text, or the HTML as text),
 /// the attachment file names; folded, whitespace collapsed, at most `limit` bytes (cut at
 /// a character boundary).
 std::string build_search_text(const summary& s, std::string_view body_text, std::size_t limit);
+
+/// For a store that writes the search text at insert (PostgreSQL): when `m` names a
+/// builder, fills m.summary.search_text with it from m.summary and m.raw, and clears the
+/// builder. Costs about a MIME parse and a pass over the first 8 KiB of text: call it
+/// on a writer thread, not on the thread that received the message.
+void complete_search_text(new_message& m);
 
 }  // namespace inlet::store::search
