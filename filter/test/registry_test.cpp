@@ -156,6 +156,45 @@ TEST_F(FilterRegistry, WatchReloadsOnReplaceAndKeepsOldOnBadFile) {
   r.stop_watching();
 }
 
+// A file rewritten in place, as a shell loop does it (truncate, then append a
+// line per open/write/close): every close is an IN_CLOSE_WRITE of a file that
+// is only partly written. The watcher must install the finished list only,
+// never the empty or partial ones in between (the appends come 20 ms apart,
+// well inside the settle time given to watch()).
+TEST_F(FilterRegistry, WatchNeverInstallsAListReadMidWrite) {
+  f::filter_registry r(path_);
+  write("old\n");
+  ASSERT_TRUE(r.reload().ok);
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<f::reload_status> seen;
+  r.on_reload([&](const f::reload_status& st) {
+    std::lock_guard lock(mu);
+    seen.push_back(st);
+    cv.notify_all();
+  });
+  ASSERT_FALSE(r.watch(std::chrono::milliseconds(1000)));
+  const std::vector<std::string> lines{"alpha", "beta", "gamma", "delta", "epsilon"};
+  {
+    std::ofstream truncate(path_, std::ios::binary | std::ios::trunc);
+  }
+  for (const auto& l : lines) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::ofstream o(path_, std::ios::binary | std::ios::app);
+    o << l << "\n";
+  }
+  std::unique_lock lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] {
+    return !seen.empty() && seen.back().ok && seen.back().terms == lines.size();
+  }));
+  for (const auto& st : seen) {
+    EXPECT_TRUE(st.ok);
+    EXPECT_EQ(st.terms, lines.size()) << "a list read mid-write was installed";
+  }
+  lock.unlock();
+  EXPECT_EQ(scan_text(r, "old alpha epsilon"), (std::set<std::string>{"alpha", "epsilon"}));
+}
+
 // Scanner threads run while the main thread swaps two lists; every verdict must be
 // consistent with exactly one of them. Run under TSan (label tsan).
 TEST_F(FilterRegistry, ConcurrentScansDuringReloads) {

@@ -14,6 +14,8 @@ conn_policy conn_policy::from(const server_config& cfg, const std::atomic<bool>*
   p.data_timeout = cfg.data_timeout;
   p.message_timeout = cfg.message_timeout;
   p.shutdown_grace = cfg.shutdown_grace;
+  p.pressure_timeout = cfg.pressure_timeout;
+  p.min_data_rate = cfg.min_data_rate;
   p.reads_per_event = std::max(1u, cfg.reads_per_event);
   p.read_buffer_size = cfg.read_buffer_size;
   p.max_command_line = cfg.session.max_command_line;
@@ -162,15 +164,36 @@ buffer::streambuf::mutable_buffers_type connection::read_buffers() {
   return io().in.prepare(session_.in_body());
 }
 
-clock::time_point connection::deadline() const noexcept {
+// Computed when asked, so that a change of slot pressure or an eviction
+// reaches a wait that is already pending (the driver re-arms it).
+clock::time_point connection::deadline(bool under_pressure) const noexcept {
   if (op_ == act::deliver || op_ == act::close) return clock::time_point::max();
-  if (stop_seen_ && !forced_) return std::min(op_deadline_, force_at_);
-  return op_deadline_;
+  clock::time_point d = under_pressure ? op_deadline_.pressed : op_deadline_.normal;
+  if ((op_ == act::read || op_ == act::wait) && !forced_ && evicted()) d = clock::time_point::min();
+  if (stop_seen_ && !forced_) d = std::min(d, force_at_);
+  return d;
 }
 
-action connection::make(act kind, clock::time_point deadline, bool idle) {
+connection::limit connection::after(clock::time_point base,
+                                    clock::duration timeout) const noexcept {
+  return {base + timeout, base + std::min(timeout, p_.pressure_timeout)};
+}
+
+// Also tells the admission slot what the connection is doing: busy, or
+// waiting for its client since when (the smaller, the slower).
+action connection::make(act kind, limit deadline, bool idle) {
   op_ = kind;
   op_deadline_ = deadline;
+  if (slot_ != nullptr) {
+    if (kind == act::read || kind == act::wait) {
+      clock::time_point since = session_.in_body() ? body_progress_ : cmd_since_;
+      slot_->progress.store(since.time_since_epoch().count(), std::memory_order_relaxed);
+      slot_->state.store(idle ? slot::phase::idle : slot::phase::waiting,
+                         std::memory_order_relaxed);
+    } else {
+      slot_->state.store(slot::phase::busy, std::memory_order_relaxed);
+    }
+  }
   return action{kind, this->deadline(), idle};
 }
 
@@ -183,7 +206,8 @@ action connection::close(errc why) {
 action connection::start(clock::time_point now) {
   if (p_.stopping != nullptr && p_.stopping->load(std::memory_order_relaxed)) on_stop(now);
   session_.start();
-  cmd_deadline_ = now + p_.greeting_timeout;
+  cmd_since_ = now;
+  greeting_phase_ = true;
   return advance(now);
 }
 
@@ -195,7 +219,13 @@ action connection::advance(clock::time_point now) {
     if (!stop_seen_ && p_.stopping != nullptr && p_.stopping->load(std::memory_order_relaxed))
       on_stop(now);
     std::string_view view = s.in.view();
+    const bool commands = !session_.in_body();
     step st = session_.consume(view);
+    // Bytes taken without a line end and without a reply: the session is
+    // discarding an over-long command line (a BDAT chunk is answered).
+    if (st.consumed > 0)
+      line_open_ = commands && st.kind == step_kind::need_more && view[st.consumed - 1] != '\n' &&
+                   session_.output().empty();
     if (st.kind == step_kind::body_data) s.body.add(st.data, session_.body_size());  // no copy
     bool again = s.in.consumed(view, st.consumed, st.kind == step_kind::need_more);
     switch (st.kind) {
@@ -206,7 +236,7 @@ action connection::advance(clock::time_point now) {
         continue;
       case step_kind::message_complete:
         s.msg = s.body.complete(session_.take_envelope(), session_.body_size());
-        body_deadline_ = clock::time_point::max();
+        body_start_ = clock::time_point::max();
         return make(act::deliver, clock::time_point::max());
       case step_kind::start_tls:
         return flush(then::handshake, now);
@@ -230,7 +260,8 @@ action connection::flush(then next, clock::time_point now) {
   std::string& wbuf = io().wbuf;
   session_.take_output(wbuf);  // a stop may queue a 421 while this is written
   if (tls_ && tls_->write(wbuf) != tls_engine::status::ok) return close(errc::tls_failed);
-  return make(act::write, now + (forced_ ? p_.last_word_timeout : p_.command_timeout));
+  if (forced_ || evicted()) return make(act::write, now + p_.last_word_timeout);  // the last word
+  return make(act::write, after(now, p_.command_timeout));
 }
 
 action connection::on_written(clock::time_point now) {
@@ -242,7 +273,7 @@ action connection::on_written(clock::time_point now) {
       io().in.clear();  // RFC 3207 4.2: discard whatever was pipelined after STARTTLS
       tls_ = std::make_unique<tls_engine>(*p_.tls);
       handshaking_ = true;
-      cmd_deadline_ = now + p_.command_timeout;  // the whole handshake's
+      cmd_since_ = now;  // the whole handshake has the command timeout
       return handshake(now);
     case then::handshake_more:
       return handshake(now);
@@ -256,16 +287,24 @@ action connection::on_written(clock::time_point now) {
 }
 
 // The deadline of the next read. A command line must arrive whole within
-// command_timeout (bytes trickled in do not extend it); a body read within
-// data_timeout, the whole body within message_timeout.
-clock::time_point connection::input_deadline(clock::time_point now) {
+// command_timeout (bytes trickled in do not extend it). A body must keep up
+// min_data_rate (on_read moves body_progress_ by what each read brought, at
+// that rate, up to now) and may fall behind by data_timeout; the whole body
+// has message_timeout. Under pressure the command and data timeouts are at
+// most pressure_timeout.
+connection::limit connection::input_deadline(clock::time_point now) {
   if (session_.in_body()) {
-    if (body_deadline_ == clock::time_point::max()) body_deadline_ = now + p_.message_timeout;
-    return std::min(now + p_.data_timeout, body_deadline_);
+    if (body_start_ == clock::time_point::max()) body_start_ = body_progress_ = now;
+    limit l = after(body_progress_, p_.data_timeout);
+    clock::time_point whole = body_start_ + p_.message_timeout;
+    return {std::min(l.normal, whole), std::min(l.pressed, whole)};
   }
-  body_deadline_ = clock::time_point::max();
-  if ((!io_ || io_->in.empty()) && !first_read_) cmd_deadline_ = now + p_.command_timeout;
-  return cmd_deadline_;
+  body_start_ = clock::time_point::max();
+  if ((!io_ || io_->in.empty()) && !first_read_ && !line_open_) {
+    cmd_since_ = now;
+    greeting_phase_ = false;
+  }
+  return after(cmd_since_, greeting_phase_ ? p_.greeting_timeout : p_.command_timeout);
 }
 
 // Everything sent so far is handled and answered: read more. Plain TCP reads
@@ -273,7 +312,14 @@ clock::time_point connection::input_deadline(clock::time_point now) {
 // inside a body); otherwise it waits for readability, holding nothing when
 // nothing is pending (idle).
 action connection::need_input(clock::time_point now) {
-  clock::time_point dl = input_deadline(now);
+  limit dl = input_deadline(now);
+  op_ = act::wait;
+  op_deadline_ = dl;
+  if (now >= deadline()) {  // passed already (a body below the rate, pressure, eviction, the grace)
+    would_block_ = false;
+    expire(now);
+    return advance(now);
+  }
   bool waited_last = std::exchange(would_block_, false);
   if (!waited_last) {
     if (reads_left_ > 0) {
@@ -283,10 +329,6 @@ action connection::need_input(clock::time_point now) {
     if (session_.in_body()) return make(act::read, dl);
   }
   reads_left_ = p_.reads_per_event - 1;
-  if (now >= (stop_seen_ && !forced_ ? std::min(dl, force_at_) : dl)) {
-    expire(now);
-    return advance(now);
-  }
   bool in_message = session_.in_body() || (io_ && io_->body.holding());
   if (io_) io_->in.release_for_wait(in_message);
   bool idle = !in_message && (!io_ || io_->in.empty()) && session_.output().empty();
@@ -306,6 +348,15 @@ void connection::go_idle() noexcept {
 action connection::on_read(std::size_t n, clock::time_point now) {
   first_read_ = false;
   if (std::exchange(extra_read_, false)) --reads_left_;
+  if (session_.in_body() && body_start_ != clock::time_point::max()) {
+    if (p_.min_data_rate == 0) {
+      body_progress_ = now;
+    } else {
+      auto credit = std::chrono::duration_cast<clock::duration>(std::chrono::nanoseconds(
+          static_cast<std::uint64_t>(n) * 1'000'000'000ull / p_.min_data_rate));
+      body_progress_ = std::min(now, body_progress_ + credit);
+    }
+  }
   if (!tls_) {
     io().in.commit(n);
     return advance(now);
@@ -323,14 +374,15 @@ action connection::handshake(clock::time_point now) {
   if (st == tls_engine::status::ok) {
     handshaking_ = false;
     session_.tls_started();
-    cmd_deadline_ = now + p_.command_timeout;
+    cmd_since_ = now;
+    greeting_phase_ = false;
   }
   if (!tls_->output().empty()) {
     after_write_ = st == tls_engine::status::ok ? then::decrypt : then::handshake_more;
-    return make(act::write, cmd_deadline_);
+    return make(act::write, after(cmd_since_, p_.command_timeout));
   }
   if (st == tls_engine::status::ok) return decrypt(now);
-  return make(act::wait, cmd_deadline_);
+  return make(act::wait, after(cmd_since_, p_.command_timeout));
 }
 
 // Decrypts every record the ciphertext read so far completes into the
@@ -369,7 +421,8 @@ action connection::on_delivered(const delivery_result& r, clock::time_point now)
     session_.shutdown_now();
   }
   session_.delivery_done(r);
-  cmd_deadline_ = now + p_.command_timeout;
+  cmd_since_ = now;
+  greeting_phase_ = false;
   return advance(now);
 }
 
@@ -377,13 +430,15 @@ void connection::expire(clock::time_point now) {
   if (grace_over(now)) {
     forced_ = true;
     session_.shutdown_now();  // 421 4.3.2; the message being received is dropped
+  } else if (evicted()) {
+    session_.evict();  // 421 4.7.0; the slot is another client's now
   } else {
     session_.timeout();  // 421 4.4.2
   }
 }
 
 action connection::on_interrupted(clock::time_point now) {
-  if (handshaking_) return close(errc::timeout);
+  if (handshaking_) return close(evicted() ? errc::evicted : errc::timeout);
   switch (op_) {
     case act::read:
     case act::wait:

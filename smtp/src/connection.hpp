@@ -26,6 +26,15 @@
 // connection as on_stop(), which says whether the pending wait must be
 // cancelled; deadline() then gives the wait's new deadline.
 //
+// Slot pressure (admission.hpp) reaches a connection as a flag it reads
+// whenever it needs a deadline: under pressure the greeting, command, data
+// and reply-write timeouts are cut to pressure_timeout, for waits already
+// pending too (deadline() is computed from when the wait began). A body must
+// also keep up min_data_rate: each read advances its deadline by what it
+// brought, at that rate, never past now + data_timeout. An evicted connection
+// (its slot given to another client) answers 421 4.7.0 and closes at its next
+// wait: deadline() says "now" once the slot is marked.
+//
 // Time is a parameter (`now`), never read from a clock here: tests drive a
 // connection with scripted bytes and a fake clock (connection_test.cpp).
 //
@@ -46,6 +55,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "admission.hpp"
 #include "driver_buffer.hpp"
 #include "tls.hpp"
 
@@ -70,6 +80,12 @@ struct conn_policy {
   clock::duration shutdown_grace{std::chrono::seconds(30)};
   /// After the grace: how long the 421 may take to be written before close.
   clock::duration last_word_timeout{std::chrono::seconds(2)};
+  /// Under slot pressure: the greeting, command, data and write timeouts are
+  /// at most this.
+  clock::duration pressure_timeout{std::chrono::seconds(10)};
+  /// Body octets per second that keep a body's deadline where it is; 0: every
+  /// body read restarts data_timeout.
+  std::size_t min_data_rate = 500;
   unsigned reads_per_event = 1;
   std::size_t read_buffer_size = 64 * 1024;
   std::size_t max_command_line = 512;
@@ -81,6 +97,8 @@ struct conn_policy {
   /// The server's stop flag, polled between steps (a connection accepted as
   /// the stop begins may miss on_stop()). Null: never stops by itself.
   const std::atomic<bool>* stopping = nullptr;
+  /// The server's slot pressure flag (admission.hpp). Null: never.
+  const std::atomic<bool>* pressure = nullptr;
 
   static conn_policy from(const server_config& cfg, const std::atomic<bool>* stopping);
   /// Sets `tls` and the shared session configs (STARTTLS offered with a context).
@@ -153,6 +171,9 @@ class connection {
   void set_remote(std::string address, std::uint16_t port) {
     session_.set_remote(std::move(address), port);
   }
+  /// The admission slot this connection keeps current (progress, state) and
+  /// whose eviction it obeys. Null (tests, the process model's children): none.
+  void set_slot(slot* s) noexcept { slot_ = s; }
 
   /// The greeting (or 421 4.3.2 when the server is already stopping).
   action start(clock::time_point now);
@@ -182,8 +203,11 @@ class connection {
   std::string_view output() const noexcept;
   received_message take_message();
 
-  /// The pending action's deadline (max when it has none).
-  clock::time_point deadline() const noexcept;
+  /// The pending action's deadline (max when it has none), under the slot
+  /// pressure of now, or as it is with and without pressure (a driver that
+  /// keeps both needs no word from the connection when the pressure flips).
+  clock::time_point deadline() const noexcept { return deadline(pressured()); }
+  clock::time_point deadline(bool under_pressure) const noexcept;
   act pending() const noexcept { return op_; }
   std::error_code close_reason() const noexcept {
     return reason_ == errc::ok ? std::error_code{} : make_error_code(reason_);
@@ -202,9 +226,22 @@ class connection {
   action need_input(clock::time_point now);
   action flush(then next, clock::time_point now);
   action close(errc why);
-  action make(act kind, clock::time_point deadline, bool idle = false);
-  clock::time_point input_deadline(clock::time_point now);
-  void expire(clock::time_point now);  // a read deadline passed: timeout or the end of the grace
+  // A deadline as it is, and as it is under slot pressure.
+  struct limit {
+    clock::time_point normal, pressed;
+  };
+  limit after(clock::time_point base, clock::duration timeout) const noexcept;
+  bool pressured() const noexcept {
+    return p_.pressure != nullptr && p_.pressure->load(std::memory_order_relaxed);
+  }
+  bool evicted() const noexcept { return slot_ != nullptr && slot_->is_evicted(); }
+  action make(act kind, limit deadline, bool idle = false);
+  action make(act kind, clock::time_point deadline) {
+    return make(kind, limit{deadline, deadline});
+  }
+  limit input_deadline(clock::time_point now);
+  void expire(
+      clock::time_point now);  // a read deadline passed: timeout, eviction or the grace's end
   bool grace_over(clock::time_point now) const noexcept {
     return stop_seen_ && !forced_ && now >= force_at_;
   }
@@ -219,10 +256,17 @@ class connection {
 
   std::unique_ptr<tls_engine> tls_;  // after STARTTLS
 
+  slot* slot_ = nullptr;
+
   errc reason_ = errc::ok;
-  clock::time_point op_deadline_ = clock::time_point::max();
-  clock::time_point cmd_deadline_{};  // the next command's (or the TLS handshake's) deadline
-  clock::time_point body_deadline_ = clock::time_point::max();
+  limit op_deadline_{clock::time_point::max(), clock::time_point::max()};
+  // The next command (or the TLS handshake) is waited for since cmd_since_:
+  // a line must arrive whole within the greeting (first) or command timeout.
+  clock::time_point cmd_since_{};
+  bool greeting_phase_ = true;
+  // In a body: since when, and its credit (min_data_rate) time.
+  clock::time_point body_start_ = clock::time_point::max();
+  clock::time_point body_progress_{};
   clock::time_point force_at_ = clock::time_point::max();  // end of the shutdown grace
 
   unsigned reads_left_ = 0;  // extra reads before waiting (reads_per_event)
@@ -230,6 +274,10 @@ class connection {
   then after_write_ = then::input;
   bool handshaking_ = false;
   bool first_read_ = true;
+  // The last input consumed did not end a line: a partial line the session
+  // discards (over max_command_line) leaves the input empty but is still
+  // the same command, on the same deadline.
+  bool line_open_ = false;
   bool would_block_ = false;  // the last read found nothing: wait next
   bool extra_read_ = false;   // the pending read is one of reads_per_event's
   bool stop_seen_ = false;

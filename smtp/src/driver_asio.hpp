@@ -39,25 +39,42 @@ using boost::system::error_code;
 //
 // Ownership: a shared_ptr held by whatever waits for it (dispatcher, readiness
 // handler); the registry holds a weak_ptr. Touched only on its strand, except
-// `deadline`, which the reaper reads from its own strand.
-struct asio_conn {
+// the two deadlines, which the reaper reads from its own strand, and the
+// admission slot it is (admission.hpp), whose wake() posts a cancel to the
+// strand. The pending wait's deadline is kept as it is with and without slot
+// pressure, so a flip of the pressure needs no work per connection: the
+// reaper reads the one that applies.
+struct asio_conn : std::enable_shared_from_this<asio_conn>, slot {
   static constexpr clock::rep no_deadline = std::numeric_limits<clock::rep>::max();
   asio_conn(tcp::socket s, const conn_policy& p, std::shared_ptr<const session_config> cfg)
-      : sock(std::move(s)), conn(p, std::move(cfg)) {}
+      : sock(std::move(s)), conn(p, std::move(cfg)) {
+    conn.set_slot(this);
+  }
+  ~asio_conn() override { leave(); }
+  void wake() noexcept override;
   tcp::socket sock;
 
   connection conn;
-  std::atomic<clock::rep> deadline{no_deadline};  // of the pending wait (steady_clock ticks)
+  // The pending wait's deadline (steady_clock ticks), without and with pressure.
+  std::atomic<clock::rep> deadline{no_deadline}, deadline_pressed{no_deadline};
   bool armed = false;  // a wait, write or handshake the reaper may cancel is pending
 
-  void arm(clock::time_point t) noexcept {
-    deadline.store(t == clock::time_point::max() ? no_deadline : t.time_since_epoch().count(),
-                   std::memory_order_relaxed);
+  /// The pending action's deadlines, for the reaper.
+  void arm() noexcept {
+    auto rep = [](clock::time_point t) {
+      return t == clock::time_point::max() ? no_deadline : t.time_since_epoch().count();
+    };
+    deadline.store(rep(conn.deadline(false)), std::memory_order_relaxed);
+    deadline_pressed.store(rep(conn.deadline(true)), std::memory_order_relaxed);
     armed = true;
   }
   void disarm() noexcept {
     deadline.store(no_deadline, std::memory_order_relaxed);
+    deadline_pressed.store(no_deadline, std::memory_order_relaxed);
     armed = false;
+  }
+  clock::rep deadline_now(bool under_pressure) const noexcept {
+    return (under_pressure ? deadline_pressed : deadline).load(std::memory_order_relaxed);
   }
 };
 
@@ -134,8 +151,13 @@ class asio_server : public model_driver {
 
   deliver_fn hook_;
   conn_policy policy_;
-  admission adm_;
   driver_counters cnt_;
+  admission adm_;
+  memory_keeper memory_;  // the reaper's
+  // The reaper's place in conns_ when a tick had more expirations than it
+  // posts at once (reap_batch); the next tick, 10 ms later, goes on from it.
+  std::list<std::weak_ptr<asio_conn>>::iterator reap_at_;
+  bool reap_more_ = false;
   std::unique_ptr<tls_context> tls_;  // STARTTLS, when a certificate is configured
   std::vector<std::unique_ptr<asio::io_context>> ctxs_;
   std::vector<std::thread> threads_;
@@ -151,8 +173,8 @@ class asio_server : public model_driver {
 };
 
 template <class Resume>
-void asio_server::wait_readable(std::shared_ptr<asio_conn> c, const action& a, Resume resume) {
-  c->arm(a.deadline);
+void asio_server::wait_readable(std::shared_ptr<asio_conn> c, const action&, Resume resume) {
+  c->arm();
   tcp::socket& sock = c->sock;
   sock.async_wait(tcp::socket::wait_read,
                   [c = std::move(c), resume = std::move(resume)](error_code ec) mutable {

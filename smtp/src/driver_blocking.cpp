@@ -225,7 +225,9 @@ blocking_server::blocking_server(const server_config& cfg, deliver_fn d,
     : cfg_(cfg),
       hook_(std::move(d)),
       policy_(conn_policy::from(cfg_, conn_stop != nullptr ? conn_stop : &stopping_)),
-      adm_(cfg.max_connections, cfg.max_connections_per_ip) {}
+      adm_(admission_limits::from(cfg)) {
+  policy_.pressure = &adm_.pressure_flag();
+}
 
 std::error_code blocking_server::prepare() {
   if (auto ec = tls_context::load(cfg_.tls_cert, cfg_.tls_key, tls_)) return ec;
@@ -234,10 +236,11 @@ std::error_code blocking_server::prepare() {
 }
 
 void blocking_server::serve(const blocking_listeners::accepted& a, const std::atomic<bool>& stop,
-                            driver_counters& cnt) {
+                            driver_counters& cnt, slot* s) {
   {
     connection conn(policy_, policy_.session(a.lmtp));
     conn.set_remote(a.ip, a.port);
+    conn.set_slot(s);
     run_blocking(a.fd, conn, stop, [this, &cnt](received_message&& m) {
       return deliver_sync(hook_, cnt, std::move(m));
     });
@@ -247,9 +250,9 @@ void blocking_server::serve(const blocking_listeners::accepted& a, const std::at
 }
 
 bool admit_blocking(const blocking_listeners::accepted& a, const server_config& cfg, admission& adm,
-                    driver_counters& cnt, bool stopping) {
+                    driver_counters& cnt, bool stopping, slot& s) {
   cnt.accepted.fetch_add(1, std::memory_order_relaxed);
-  if (stopping || !adm.admit(a.ip)) {
+  if (stopping || !admitted(adm.admit(s, a.ip))) {
     cnt.refused.fetch_add(1, std::memory_order_relaxed);
     std::string r = stopping ? shutting_down_reply(cfg) : refusal_reply(cfg);
     ::send(a.fd, r.data(), r.size(), MSG_NOSIGNAL | MSG_DONTWAIT);

@@ -61,10 +61,11 @@ class blocking_listeners {
   std::atomic<bool> stopped_{false};
 };
 
-/// Counts the connection and checks the limits; past them (or while
-/// stopping) answers 421 on `fd` and closes it, returning false.
+/// Counts the connection and admits `s` for it (which may evict the slowest
+/// connection); past the limits (or while stopping) answers 421 on `fd` and
+/// closes it, returning false.
 bool admit_blocking(const blocking_listeners::accepted& a, const server_config& cfg, admission& adm,
-                    driver_counters& cnt, bool stopping);
+                    driver_counters& cnt, bool stopping, slot& s);
 
 /// What the thread and process drivers share: the config, the deliver hook,
 /// the connection policy, the limits, STARTTLS, the listeners and the accept
@@ -79,9 +80,10 @@ class blocking_server : public model_driver {
   /// Loads the STARTTLS context and binds the listeners.
   std::error_code prepare();
   /// Runs the connection of `a` on the calling thread to its end, then
-  /// closes the socket. Deliveries are counted in `cnt`.
+  /// closes the socket. Deliveries are counted in `cnt`; the connection keeps
+  /// `s` (its admission slot, or null) current.
   void serve(const blocking_listeners::accepted& a, const std::atomic<bool>& stop,
-             driver_counters& cnt);
+             driver_counters& cnt, slot* s);
 
   const server_config cfg_;
   deliver_fn hook_;

@@ -1,7 +1,11 @@
 // Shared bookkeeping of the drivers in their own files. See driver_common.hpp.
 #include "driver_common.hpp"
 
+#include <malloc.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <inlet/buffer/pool.hpp>
 #include <optional>
 
 namespace inlet::smtp::detail {
@@ -18,13 +22,15 @@ delivery_result hook_failed() {
                          {}};
 }
 
-server_stats stats_of(const driver_counters& c, std::size_t active) {
+server_stats stats_of(const driver_counters& c, const admission& adm) {
   server_stats s;
   s.connections_accepted = c.accepted.load();
   s.connections_refused = c.refused.load();
+  s.connections_evicted = adm.evicted();
+  s.under_pressure = adm.under_pressure();
   s.messages_delivered = c.delivered.load();
   s.messages_rejected = c.rejected.load();
-  s.active_connections = active;
+  s.active_connections = adm.active();
   return s;
 }
 
@@ -61,39 +67,31 @@ delivery_result deliver_sync(const deliver_fn& hook, driver_counters& c, receive
   return std::move(*w->res);
 }
 
-bool admission::admit(const std::string& ip) {
-  std::lock_guard lk(mu_);
-  if (active_ >= max_) return false;
-  auto& n = per_ip_[ip];
-  if (n >= max_ip_) {
-    if (n == 0) per_ip_.erase(ip);
+// Memory is freed as connections close, so the release waits until the
+// count stops falling: trimming half way through would leave the second
+// half's memory (and refill the pool's spare list) until the next wave.
+bool memory_keeper::tick(std::size_t active, clock::time_point now) {
+  if (!enabled_) return false;
+  peak_ = std::max(peak_, active);
+  bool falling = active < last_active_;
+  last_active_ = active;
+  if (peak_ < active + min_wave || active > peak_ / 2) {
+    low_since_ = clock::time_point::max();
     return false;
   }
-  ++n;
-  ++active_;
+  if (low_since_ == clock::time_point::max()) low_since_ = now;
+  if (falling && now - low_since_ < std::chrono::seconds(5)) return false;
+  peak_ = active;
+  low_since_ = clock::time_point::max();
+  release_memory();
   return true;
 }
 
-void admission::release(const std::string& ip) {
-  std::lock_guard lk(mu_);
-  auto it = per_ip_.find(ip);
-  if (it != per_ip_.end() && --it->second == 0) per_ip_.erase(it);
-  if (--active_ == 0) idle_.notify_all();
-}
-
-std::size_t admission::active() const {
-  std::lock_guard lk(mu_);
-  return active_;
-}
-
-bool admission::wait_idle_until(clock::time_point deadline) {
-  std::unique_lock lk(mu_);
-  return idle_.wait_until(lk, deadline, [&] { return active_ == 0; });
-}
-
-void admission::wait_idle() {
-  std::unique_lock lk(mu_);
-  idle_.wait(lk, [&] { return active_ == 0; });
+void release_memory() noexcept {
+  for (std::size_t size : {buffer::pool::min_fragment_size, buffer::pool::default_fragment_size,
+                           buffer::pool::max_fragment_size})
+    buffer::pool::get(size).trim();
+  ::malloc_trim(0);
 }
 
 std::string refusal_reply(const server_config& cfg) {

@@ -19,6 +19,8 @@
 #include <system_error>
 #include <vector>
 
+#include "admission.hpp"
+
 namespace inlet::smtp::detail {
 
 using clock = std::chrono::steady_clock;
@@ -42,15 +44,17 @@ std::unique_ptr<model_driver> make_stackful_driver(const server_config& cfg, del
 std::unique_ptr<model_driver> make_thread_driver(const server_config& cfg, deliver_fn deliver);
 std::unique_ptr<model_driver> make_process_driver(const server_config& cfg, deliver_fn deliver);
 
-/// Counters of a server. Only lock-free atomics and no pointers, so the
+/// Counters and the pressure flag of a server. Only lock-free atomics and no pointers, so the
 /// process model can place one in memory shared with its children.
 struct driver_counters {
   std::atomic<std::uint64_t> accepted{0}, refused{0}, delivered{0}, rejected{0}, queue_seq{0};
+  std::atomic<bool> pressure{false};  ///< admission's slot pressure flag (read by connections)
 };
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+static_assert(std::atomic<bool>::is_always_lock_free);
 
-/// The stats of a driver with counters `c` and `active` open connections.
-server_stats stats_of(const driver_counters& c, std::size_t active);
+/// The stats of a driver with counters `c` and its admission.
+server_stats stats_of(const driver_counters& c, const admission& adm);
 
 /// Without a deliver hook a message is accepted and dropped (a sink), with a
 /// queue id from `c.queue_seq`.
@@ -62,25 +66,28 @@ void count(driver_counters& c, const delivery_result& r);
 /// Calls the hook and blocks until its callback ran (blocking models).
 delivery_result deliver_sync(const deliver_fn& hook, driver_counters& c, received_message&& msg);
 
-/// Total and per-client-IP connection limits. Thread-safe.
-class admission {
+/// Gives freed memory back to the system after a wave of connections: once
+/// the open count has fallen to half its peak since the last release (the
+/// peak at least min_wave above it) and stopped falling (or 5 s later), the
+/// buffer pool's spare fragments are freed and malloc_trim(0) returns free
+/// heap pages. Called from one thread (the reaper, the accept loop) about
+/// once a second with the open count; cheap when nothing happens.
+class memory_keeper {
  public:
-  admission(std::size_t max_total, std::size_t max_per_ip) : max_(max_total), max_ip_(max_per_ip) {}
-  bool admit(const std::string& ip);
-  void release(const std::string& ip);
-  std::size_t active() const;
-  /// Blocks until no connection is active (true) or `deadline` passed (false).
-  bool wait_idle_until(clock::time_point deadline);
-  /// Blocks until no connection is active.
-  void wait_idle();
+  explicit memory_keeper(bool enabled) : enabled_(enabled) {}
+  /// True when it released memory now.
+  bool tick(std::size_t active, clock::time_point now);
+  static constexpr std::size_t min_wave = 256;
 
  private:
-  mutable std::mutex mu_;
-  std::condition_variable idle_;
-  std::map<std::string, std::size_t> per_ip_;
-  std::size_t active_ = 0;
-  std::size_t max_, max_ip_;
+  bool enabled_;
+  std::size_t peak_ = 0;
+  std::size_t last_active_ = 0;
+  clock::time_point low_since_ = clock::time_point::max();  // the wave was over from then
 };
+
+/// Frees the buffer pools' spare fragments and trims malloc's free pages.
+void release_memory() noexcept;
 
 std::string refusal_reply(const server_config& cfg);        ///< 421 4.7.0 too many connections
 std::string shutting_down_reply(const server_config& cfg);  ///< 421 4.3.2

@@ -45,7 +45,7 @@ asio::awaitable<void> coro_driver::run(std::shared_ptr<asio_conn> c, std::option
                         [this](auto conn, action next) { resume(std::move(conn), next); });
           co_return;
         }
-        c->arm(a.deadline);
+        c->arm();
         auto [ec] = co_await c->sock.async_wait(tcp::socket::wait_read, tok);
         a = after_wait(*c, ec);
         break;

@@ -59,6 +59,7 @@
 
 #include <cerrno>
 #include <map>
+#include <memory>
 #include <thread>
 
 #include "driver_blocking.hpp"
@@ -94,8 +95,11 @@ class process_driver final : public blocking_server {
   void reap();
   void drain_children();
 
-  driver_counters* shared_ = nullptr;      // MAP_SHARED page
-  std::map<pid_t, std::string> children_;  // the accept thread's own
+  driver_counters* shared_ = nullptr;  // MAP_SHARED page
+  // The accept thread's own. A child's slot is never evictable (the parent
+  // cannot reach into the child); the child sees the pressure flag, which
+  // lives in the shared page.
+  std::map<pid_t, std::unique_ptr<slot>> children_;
 };
 
 std::error_code process_driver::start() {
@@ -103,6 +107,8 @@ std::error_code process_driver::start() {
                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (page == MAP_FAILED) return {errno, std::system_category()};
   shared_ = new (page) driver_counters;
+  adm_.use_pressure_flag(&shared_->pressure);
+  policy_.pressure = &shared_->pressure;
   if (auto ec = prepare()) return ec;
   acceptor_ = std::thread([this] {
     sigset_t term;
@@ -117,16 +123,17 @@ std::error_code process_driver::start() {
 
 void process_driver::take(const blocking_listeners::accepted& a) {
   if (adm_.active() >= cfg_.max_connections) reap();  // a slot may have just freed
-  if (!admit_blocking(a, cfg_, adm_, *shared_, stopping_.load())) return;
+  auto s = std::make_unique<slot>();
+  if (!admit_blocking(a, cfg_, adm_, *shared_, stopping_.load(), *s)) return;
   pid_t pid = ::fork();
   if (pid == 0) child_main(a);
   ::close(a.fd);  // the child has its own copy
   if (pid < 0) {
     shared_->refused.fetch_add(1, std::memory_order_relaxed);
-    adm_.release(a.ip);
+    adm_.release(*s);
     return;
   }
-  children_.emplace(pid, a.ip);
+  children_.emplace(pid, std::move(s));
 }
 
 void process_driver::child_main(const blocking_listeners::accepted& a) {
@@ -146,7 +153,7 @@ void process_driver::child_main(const blocking_listeners::accepted& a) {
   sigemptyset(&unblock);
   sigaddset(&unblock, SIGTERM);
   ::sigprocmask(SIG_UNBLOCK, &unblock, nullptr);
-  serve(a, child_stopping, *shared_);
+  serve(a, child_stopping, *shared_, nullptr);
   ::_exit(0);  // no atexit handlers, no destructors of the parent's objects
 }
 
@@ -155,7 +162,7 @@ void process_driver::reap() {
     int status = 0;
     pid_t r = ::waitpid(it->first, &status, WNOHANG);
     if (r == it->first || (r < 0 && errno == ECHILD)) {
-      adm_.release(it->second);
+      adm_.release(*it->second);
       it = children_.erase(it);
     } else {
       ++it;
@@ -166,14 +173,14 @@ void process_driver::reap() {
 // After stop: SIGTERM every child, reap them all; SIGKILL what is left 5 s
 // after the grace period (each child enforces the grace itself).
 void process_driver::drain_children() {
-  for (auto& [pid, ip] : children_) ::kill(pid, SIGTERM);
+  for (auto& [pid, s] : children_) ::kill(pid, SIGTERM);
   auto kill_at = clock::now() + cfg_.shutdown_grace + std::chrono::seconds(5);
   bool killed = false;
   while (!children_.empty()) {
     reap();
     if (children_.empty()) break;
     if (!killed && clock::now() >= kill_at) {
-      for (auto& [pid, ip] : children_) ::kill(pid, SIGKILL);
+      for (auto& [pid, s] : children_) ::kill(pid, SIGKILL);
       killed = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -202,7 +209,7 @@ process_driver::~process_driver() {
 
 server_stats process_driver::stats() const {
   if (!shared_) return {};
-  return stats_of(*shared_, adm_.active());
+  return stats_of(*shared_, adm_);
 }
 
 }  // namespace

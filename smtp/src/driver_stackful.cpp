@@ -52,7 +52,7 @@ void stackful_driver::run(const std::shared_ptr<asio_conn>& c, asio::yield_conte
         a = read_now(*c);
         break;
       case act::wait:  // the fiber stays: that is the model
-        c->arm(a.deadline);
+        c->arm();
         c->sock.async_wait(tcp::socket::wait_read, y[ec]);
         a = after_wait(*c, ec);
         break;

@@ -17,7 +17,8 @@ class thread_driver final : public blocking_server {
   std::error_code start() override {
     if (auto ec = prepare()) return ec;
     acceptor_ = std::thread([this] {
-      listeners_.run({}, [this](blocking_listeners::accepted a) { take(std::move(a)); });
+      listeners_.run([this] { memory_.tick(adm_.active(), clock::now()); },
+                     [this](blocking_listeners::accepted a) { take(std::move(a)); });
     });
     return {};
   }
@@ -29,23 +30,29 @@ class thread_driver final : public blocking_server {
     if (acceptor_.joinable()) acceptor_.join();
     adm_.wait_idle();
   }
-  server_stats stats() const override { return stats_of(cnt_, adm_.active()); }
+  server_stats stats() const override { return stats_of(cnt_, adm_); }
 
  private:
+  // The slot lives with the connection's thread; an eviction reaches it at
+  // the thread's next poll tick (the connection's deadline() becomes now).
   void take(blocking_listeners::accepted a) {
-    if (!admit_blocking(a, cfg_, adm_, cnt_, stopping_.load())) return;
+    auto s = std::make_unique<slot>();
+    if (!admit_blocking(a, cfg_, adm_, cnt_, stopping_.load(), *s)) return;
     try {
-      std::thread([this, a] {
-        serve(a, stopping_, cnt_);
-        adm_.release(a.ip);  // last touch of *this: wait() may return right after
+      std::thread([this, a, s = s.get()] {
+        serve(a, stopping_, cnt_, s);
+        adm_.release(*s);  // last touch of *this: wait() may return right after
+        delete s;
       }).detach();
+      s.release();
     } catch (const std::system_error&) {
       ::close(a.fd);
-      adm_.release(a.ip);
+      adm_.release(*s);
     }
   }
 
   driver_counters cnt_;
+  memory_keeper memory_{cfg_.release_memory};  // the accept thread's
 };
 
 }  // namespace

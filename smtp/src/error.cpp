@@ -20,6 +20,8 @@ class category final : public std::error_category {
       case errc::tls_failed: return "TLS handshake failed";
       case errc::bad_config: return "bad configuration";
       case errc::too_many_auth_failures: return "too many failed authentication attempts";
+      case errc::evicted:
+        return "closed to make room for another client";
     }
     return "unknown inlet.smtp error";
   }

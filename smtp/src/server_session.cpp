@@ -196,6 +196,11 @@ void server_session::shutdown_now() {
   close_with(421, "4.3.2", cfg_->hostname + " Service shutting down", errc::shutting_down);
 }
 
+void server_session::evict() {
+  close_with(421, "4.7.0", cfg_->hostname + " Error: too many connections, closing a slow one",
+             errc::evicted);
+}
+
 void server_session::tls_started() {
   if (state_ != state::tls_wait) return;
   tls_ = true;
@@ -309,7 +314,11 @@ void server_session::dispatch(std::string_view line) {
   if (iequals(verb, "BDAT") && cfg_->chunking) return cmd_bdat(arg);
   if (iequals(verb, "RSET")) return cmd_rset(arg);
   if (iequals(verb, "NOOP")) return reply(250, "2.0.0", "Ok");
-  if (iequals(verb, "STARTTLS") && cfg_->starttls) return cmd_starttls(arg);
+  if (iequals(verb, "STARTTLS")) {
+    // RFC 3207: not offered (no certificate) is not temporary, so 502, not 454.
+    if (!cfg_->starttls) return error_reply(502, "5.5.1", "Error: STARTTLS not available");
+    return cmd_starttls(arg);
+  }
   if (iequals(verb, "AUTH") && cfg_->auth && !cfg_->lmtp) return cmd_auth(arg);
   if (iequals(verb, "VRFY")) {
     if (trim(arg).empty()) return error_reply(501, "5.5.4", "Syntax: VRFY address");

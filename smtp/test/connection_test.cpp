@@ -293,9 +293,52 @@ TEST(Connection, TrickledCommandKeepsItsDeadline) {
   EXPECT_TRUE(h.closed);
 }
 
-// Inside a body each read has data_timeout, the whole body message_timeout.
-TEST(Connection, BodyReadsHaveDataTimeoutAndTheBodyMessageTimeout) {
+// A command line past max_command_line is discarded as it comes, so the
+// input is empty between reads; it is still one line on one deadline (each
+// read of it used to start the command timeout again: 1000 octets a second
+// held a slot for ever).
+TEST(Connection, AnOverlongCommandKeepsItsDeadline) {
   harness h;
+  h.start();
+  h.send(ehlo);
+  auto t1 = h.now;
+  for (int i = 1; i <= 59; ++i) {
+    h.at(t1 + std::chrono::seconds(i));
+    h.send(std::string(1000, 'x'));
+    ASSERT_FALSE(h.closed) << i;
+  }
+  EXPECT_EQ(h.c.deadline(), t1 + 60s);
+  h.at(t1 + 60s);
+  EXPECT_THAT(h.out, EndsWith("421 4.4.2 mx.test Error: timeout exceeded\r\n"));
+  EXPECT_TRUE(h.closed);
+}
+
+// The line's end starts the next command's timeout as usual; a binary BDAT
+// chunk that does not end a line does not count as an open command line.
+TEST(Connection, AfterAnOverlongLineAndAChunkTheTimeoutStartsAgain) {
+  harness h;
+  h.start();
+  h.send(ehlo);
+  auto t1 = h.now;
+  h.at(t1 + 10s);
+  h.send(std::string(1000, 'x'));
+  h.at(t1 + 20s);
+  h.send("\r\n");
+  EXPECT_THAT(h.out, EndsWith("500 5.5.6 Error: line too long\r\n"));
+  EXPECT_EQ(h.c.deadline(), t1 + 80s);
+  h.at(t1 + 30s);
+  h.send("MAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nBDAT 3\r\nabc");
+  EXPECT_THAT(h.out, EndsWith("250 2.0.0 3 octets received\r\n"));
+  EXPECT_EQ(h.c.deadline(), t1 + 90s);
+  EXPECT_FALSE(h.closed);
+}
+
+// Inside a body each read has data_timeout, the whole body message_timeout
+// (min_data_rate 0: any read restarts data_timeout).
+TEST(Connection, BodyReadsHaveDataTimeoutAndTheBodyMessageTimeout) {
+  conn_policy p = test_policy();
+  p.min_data_rate = 0;
+  harness h(p);
   h.start();
   h.send(ehlo + envelope_cmds);
   auto t_body = h.now;
@@ -308,6 +351,125 @@ TEST(Connection, BodyReadsHaveDataTimeoutAndTheBodyMessageTimeout) {
   h.at(t_body + 100s);
   EXPECT_THAT(h.out, EndsWith("421 4.4.2 mx.test Error: timeout exceeded\r\n"));
   EXPECT_TRUE(h.closed);
+  EXPECT_TRUE(h.messages.empty());
+}
+
+// A body must keep up min_data_rate: each read moves its deadline on by what
+// it brought, at that rate, so a body trickled slower runs out of time after
+// about data_timeout, however its bytes are spread.
+TEST(Connection, ATrickledBodyRunsOutOfTimeBelowTheMinimumRate) {
+  conn_policy p = test_policy();  // data 20 s, message 100 s
+  p.min_data_rate = 100;          // octets/s
+  harness h(p);
+  h.start();
+  h.send(ehlo + envelope_cmds);
+  const auto t = h.now;
+  EXPECT_EQ(h.c.deadline(), t + 20s);
+  int reads = 0;
+  for (int i = 1; t + i * 2s < h.c.deadline(); ++i) {  // 10 octets every 2 s: 5 octets/s
+    h.at(t + i * 2s);
+    h.send("123456789\n");
+    ++reads;
+    EXPECT_EQ(h.c.deadline(), t + 20s + reads * 100ms) << reads;  // 10 octets buy 100 ms
+  }
+  EXPECT_EQ(reads, 10);
+  h.at(h.c.deadline());
+  EXPECT_THAT(h.out, EndsWith("421 4.4.2 mx.test Error: timeout exceeded\r\n"));
+  EXPECT_TRUE(h.closed);
+  EXPECT_TRUE(h.messages.empty());
+
+  // At the rate or faster the deadline stays data_timeout ahead, until the
+  // whole body's message_timeout.
+  harness fast(p);
+  fast.start();
+  fast.send(ehlo + envelope_cmds);
+  const auto f = fast.now;
+  const std::string chunk = std::string(998, 'x') + "\r\n";  // 1000 octets every 5 s
+  for (int i = 1; i < 20; ++i) {
+    fast.at(f + i * 5s);
+    fast.send(chunk);
+    EXPECT_EQ(fast.c.deadline(), std::min(fast.now + 20s, f + 100s)) << i;
+  }
+  fast.at(f + 100s);
+  EXPECT_TRUE(fast.closed);
+}
+
+// Under slot pressure the command and data timeouts are at most
+// pressure_timeout, for a wait already pending too (counted from when it
+// began), and they are what they were once the pressure ends.
+TEST(Connection, PressureShortensTheTimeoutsOfPendingWaits) {
+  std::atomic<bool> pressure{false};
+  conn_policy p = test_policy();  // greeting 30 s, command 60 s, data 20 s
+  p.pressure_timeout = 5s;
+  p.pressure = &pressure;
+  harness h(p);
+  h.start();
+  EXPECT_EQ(h.c.deadline(), h.now + 30s);
+  pressure = true;
+  EXPECT_EQ(h.c.deadline(), h.now + 5s);
+  pressure = false;
+  h.send(ehlo);
+  const auto t = h.now;
+  EXPECT_EQ(h.c.deadline(), t + 60s);
+  h.at(t + 3s);
+  pressure = true;
+  EXPECT_EQ(h.c.deadline(), t + 5s);
+  pressure = false;
+  EXPECT_EQ(h.c.deadline(), t + 60s);
+  h.at(t + 4s);
+  h.send(envelope_cmds);  // in a body: data 20 s, under pressure 5 s
+  EXPECT_EQ(h.c.deadline(), h.now + 20s);
+  pressure = true;
+  EXPECT_EQ(h.c.deadline(), h.now + 5s);
+  h.at(h.now + 5s);
+  EXPECT_THAT(h.out, EndsWith("421 4.4.2 mx.test Error: timeout exceeded\r\n"));
+  EXPECT_TRUE(h.closed);
+}
+
+// The connection tells its admission slot what it does: waiting for a command
+// with nothing held (idle), inside a line or a body (waiting), or busy; and
+// since when it waits (its progress: a partial line does not move it).
+TEST(Connection, KeepsItsSlotCurrent) {
+  using phase = smtp::detail::slot::phase;
+  smtp::detail::slot s;
+  harness h;
+  h.c.set_slot(&s);
+  h.hold_delivery = true;
+  auto rep = [](steady::time_point t) { return t.time_since_epoch().count(); };
+  h.start();
+  EXPECT_EQ(s.state.load(), phase::idle);
+  EXPECT_EQ(s.progress.load(), rep(h.now));
+  h.at(h.now + 1s);
+  h.send(ehlo);
+  const auto t = h.now;
+  EXPECT_EQ(s.state.load(), phase::idle);
+  EXPECT_EQ(s.progress.load(), rep(t));
+  h.at(t + 2s);
+  h.send("MAIL FR");
+  EXPECT_EQ(s.state.load(), phase::waiting);
+  EXPECT_EQ(s.progress.load(), rep(t));
+  h.send("OM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nDATA\r\nbody\r\n.\r\n");
+  EXPECT_EQ(h.a.kind, act::deliver);
+  EXPECT_EQ(s.state.load(), phase::busy);
+}
+
+// A connection whose slot was given to another client answers 421 4.7.0 at
+// its next wait, inside a body too (the message is dropped), and closes.
+TEST(Connection, AnEvictedConnectionAnswers421AndCloses) {
+  smtp::detail::slot s;
+  harness h;
+  h.c.set_slot(&s);
+  h.start();
+  h.send(ehlo + envelope_cmds + "part of a body\r\n");
+  ASSERT_EQ(h.a.kind, act::wait);
+  EXPECT_EQ(s.state.load(), smtp::detail::slot::phase::waiting);
+  s.evicted = true;
+  EXPECT_EQ(h.c.deadline(), steady::time_point::min());  // the driver cancels the wait
+  h.at(h.now);
+  EXPECT_THAT(h.out,
+              EndsWith("421 4.7.0 mx.test Error: too many connections, closing a slow one\r\n"));
+  EXPECT_TRUE(h.closed);
+  EXPECT_EQ(h.c.close_reason(), smtp::errc::evicted);
   EXPECT_TRUE(h.messages.empty());
 }
 

@@ -694,6 +694,122 @@ TEST_P(server_test, body_memory_follows_the_bytes_sent_however_split) {
   ::munmap(page, sizeof(figures));
 }
 
+// Slot exhaustion by trickling clients: hostile clients from a few addresses
+// open connections and dribble a command line. Once slots are scarce
+// (pressure), an address at its share is refused while others are served;
+// when every slot is taken anyway (clients from yet more addresses), a new
+// client within its share takes the slot of the slowest connection, which is
+// told 421 4.7.0 (not in the process model: its connections live in children
+// the parent cannot reach). Timeouts are an hour here, so that only
+// admission defends. Before slot pressure existed, the good client got 421.
+TEST_P(server_test, trickling_clients_cannot_take_every_slot) {
+  smtp::server_config cfg;
+  cfg.max_connections = 12;
+  cfg.max_connections_per_ip = 100;
+  cfg.max_connections_per_subnet = 0;
+  cfg.pressure_percent = 75;  // from 9 open connections
+  cfg.pressure_per_ip = 3;
+  cfg.pressure_per_subnet = 100;
+  cfg.greeting_timeout = cfg.command_timeout = cfg.pressure_timeout = std::chrono::hours(1);
+  start(cfg);
+  std::vector<std::unique_ptr<client>> hostile;
+  int refused = 0;
+  auto trickle_from = [&](const std::string& ip) {
+    auto c = std::make_unique<client>(port, ip.c_str());
+    std::string r = c->replies(1);
+    if (r.starts_with("421 4.7.0")) {
+      ++refused;
+      return;
+    }
+    ASSERT_TRUE(r.starts_with("220 ")) << r;
+    c->send("E");  // a command line that never ends
+    hostile.push_back(std::move(c));
+  };
+  for (int round = 0; round < 5; ++round)  // three addresses, five tries each, in turn
+    for (const char* ip : {"127.0.1.1", "127.0.2.1", "127.0.3.1"}) trickle_from(ip);
+  EXPECT_EQ(hostile.size(), 9u);
+  EXPECT_EQ(refused, 6);
+  EXPECT_TRUE(srv->stats().under_pressure);
+  auto serve_good_client = [&] {
+    for (int attempt = 0; attempt < 50; ++attempt) {  // an eviction takes a moment to land
+      client good(port, "127.0.0.1");
+      if (!good.replies(1).starts_with("220 ")) {
+        std::this_thread::sleep_for(50ms);
+        continue;
+      }
+      good.send(txn + "good\r\n.\r\nQUIT\r\n");
+      return good.replies(6).find("250 2.0.0 Ok: queued") != std::string::npos;
+    }
+    return false;
+  };
+  EXPECT_TRUE(serve_good_client());
+  if (GetParam() == smtp::io_model::process) return;
+  // The good client's slot is released once its thread or handler has seen
+  // the close: until then a fourth hostile address would evict already.
+  for (int i = 0; i < 200 && srv->stats().active_connections > 9; ++i)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(srv->stats().active_connections, 9u);
+  for (int i = 0; i < 3; ++i) trickle_from("127.0.4.1");  // every slot taken now
+  ASSERT_EQ(hostile.size(), 12u);
+  EXPECT_TRUE(serve_good_client());
+  int told = 0;
+  for (int i = 0; i < 100 && told == 0; ++i) {  // the victim's 421 is on its way: at most 5 s
+    for (auto& c : hostile)
+      if (c->replies_now() ==
+          "421 4.7.0 mx.test Error: too many connections, closing a slow one\r\n")
+        ++told;
+    if (told == 0) std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_EQ(told, 1);
+  EXPECT_GE(srv->stats().connections_evicted, 1u);
+  EXPECT_EQ(box.size(), 2u);
+}
+
+// Under slot pressure an idle connection's command timeout and a trickled
+// body's data timeout are cut to pressure_timeout, also for waits that were
+// pending before the pressure began.
+TEST_P(server_test, pressure_shortens_the_timeouts) {
+  smtp::server_config cfg;
+  cfg.max_connections = 4;
+  cfg.pressure_percent = 50;  // from 2 open connections until none is left
+  cfg.greeting_timeout = cfg.command_timeout = cfg.data_timeout = std::chrono::hours(1);
+  cfg.pressure_timeout = 300ms;
+  start(cfg);
+  client idle(port);
+  idle.send("EHLO i\r\n");
+  EXPECT_THAT(idle.replies(2), HasSubstr("250 "));
+  EXPECT_FALSE(srv->stats().under_pressure);
+  client in_body(port);  // the pressure begins
+  in_body.send(txn + "a line\r\n");
+  EXPECT_THAT(in_body.replies(5), HasSubstr("354 "));
+  EXPECT_EQ(idle.replies(1), "421 4.4.2 mx.test Error: timeout exceeded\r\n");
+  EXPECT_EQ(in_body.replies(1), "421 4.4.2 mx.test Error: timeout exceeded\r\n");
+  EXPECT_TRUE(idle.closed_by_peer());
+  EXPECT_TRUE(in_body.closed_by_peer());
+  EXPECT_EQ(box.size(), 0u);
+}
+
+// A body trickled below min_data_rate runs out of time after about
+// data_timeout, although every read comes well within it.
+TEST_P(server_test, a_body_below_the_minimum_rate_times_out) {
+  smtp::server_config cfg;
+  cfg.data_timeout = 400ms;
+  cfg.min_data_rate = 500;
+  start(cfg);
+  client c(port);
+  c.no_delay();
+  c.send(txn);
+  EXPECT_THAT(c.replies(5), HasSubstr("354 "));
+  std::string r;
+  for (int i = 0; i < 100 && r.empty(); ++i) {  // 1 octet every 50 ms, for at most 5 s
+    c.send("x");
+    std::this_thread::sleep_for(50ms);
+    r = c.replies_now();
+  }
+  EXPECT_EQ(r, "421 4.4.2 mx.test Error: timeout exceeded\r\n");
+  EXPECT_EQ(box.size(), 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(models, server_test,
                          ::testing::Values(smtp::io_model::coro, smtp::io_model::async_1n,
                                            smtp::io_model::async_nn, smtp::io_model::async_n2n,

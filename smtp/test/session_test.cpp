@@ -558,6 +558,20 @@ TEST(session, starttls_discards_pipelined_input) {
   EXPECT_EQ(v[v.size() - 2], "503 5.5.1 Error: TLS already active");
 }
 
+// RFC 3207: without a certificate STARTTLS is not offered; asking for it is
+// "502 command not implemented" (permanent), and the session goes on in clear.
+TEST(session, starttls_without_tls_configured_is_502) {
+  auto cfg = cfg_default();
+  ASSERT_FALSE(cfg.starttls);
+  auto r = run_all_splits(cfg, ehlo + "STARTTLS\r\nMAIL FROM:<a@x.test>\r\n");
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("STARTTLS\r\n")));
+  auto v = replies(r.output);
+  ASSERT_GE(v.size(), 4u);
+  EXPECT_EQ(v[v.size() - 3], "502 5.5.1 Error: STARTTLS not available");
+  EXPECT_EQ(v[v.size() - 2], "250 2.1.0 Ok");
+  EXPECT_FALSE(r.closed);
+}
+
 TEST(session, starttls_session_discards_until_tls_started) {
   auto cfg = cfg_default();
   cfg.starttls = true;

@@ -19,8 +19,16 @@ namespace inlet::smtp::test {
 // Blocking client with bounded waits (every read gives up after 10 s).
 class client {
  public:
-  explicit client(std::uint16_t port) {
+  /// `source`: the local address to connect from (any 127.x.y.z works on
+  /// Linux loopback), or null for the default.
+  explicit client(std::uint16_t port, const char* source = nullptr) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (source != nullptr) {
+      sockaddr_in l{};
+      l.sin_family = AF_INET;
+      ::inet_pton(AF_INET, source, &l.sin_addr);
+      if (::bind(fd_, reinterpret_cast<sockaddr*>(&l), sizeof l) != 0) return;
+    }
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(port);
@@ -63,6 +71,24 @@ class client {
         got += line;
         if (line.size() >= 4 && line[3] == ' ') ++finals;
       }
+    }
+    return got;
+  }
+  // The complete reply lines that have arrived by now (no waiting).
+  std::string replies_now() {
+    std::string got;
+    for (;;) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 0) <= 0) break;
+      char buf[4096];
+      ssize_t k = ::recv(fd_, buf, sizeof buf, 0);
+      if (k <= 0) break;
+      buf_.append(buf, static_cast<std::size_t>(k));
+    }
+    std::size_t e;
+    while ((e = buf_.find("\r\n")) != std::string::npos) {
+      got += buf_.substr(0, e + 2);
+      buf_.erase(0, e + 2);
     }
     return got;
   }

@@ -49,6 +49,16 @@ inlet::smtp::server_config smtp_config(const inletd::options& o) {
   if (o.parse == "streaming") c.body_observer = inletd::parse_observer::make;
   c.max_connections = o.max_connections;
   c.max_connections_per_ip = o.max_connections_per_ip;
+  c.max_connections_per_subnet = o.max_connections_per_subnet;
+  c.subnet_prefix_v4 = o.subnet_prefix_v4;
+  c.subnet_prefix_v6 = o.subnet_prefix_v6;
+  c.pressure_percent = o.pressure_at;
+  c.pressure_per_ip = o.pressure_per_ip;
+  c.pressure_per_subnet = o.pressure_per_subnet;
+  c.pressure_timeout = std::chrono::seconds(o.pressure_timeout_seconds);
+  c.min_data_rate = o.min_data_rate;
+  c.evict_when_full = !o.no_evict;
+  c.release_memory = !o.no_release_memory;
   c.command_timeout = std::chrono::seconds(o.timeout_seconds);
   c.greeting_timeout = std::chrono::seconds(o.timeout_seconds);
   c.tls_cert = o.tls_cert;

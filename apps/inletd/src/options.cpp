@@ -369,6 +369,43 @@ std::optional<int> parse_options(int argc, char** argv, options& o) {
                  "SMTP connections per client IP")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--max-connections-per-subnet", o.max_connections_per_subnet,
+                 "SMTP connections per client subnet (see --subnet-prefix-v4/-v6); 0 = no limit")
+      ->capture_default_str();
+  app.add_option("--subnet-prefix-v4", o.subnet_prefix_v4,
+                 "bits of an IPv4 address that make its subnet")
+      ->capture_default_str()
+      ->check(CLI::Range(0u, 32u));
+  app.add_option("--subnet-prefix-v6", o.subnet_prefix_v6,
+                 "bits of an IPv6 address that make its subnet")
+      ->capture_default_str()
+      ->check(CLI::Range(0u, 128u));
+  app.add_option("--pressure-at", o.pressure_at,
+                 "SMTP slot pressure from this percent of --max-connections (0 = never): shorter "
+                 "timeouts, per-IP and per-subnet shares")
+      ->capture_default_str()
+      ->check(CLI::Range(0u, 100u));
+  app.add_option("--pressure-per-ip", o.pressure_per_ip,
+                 "under slot pressure: connections per client IP")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--pressure-per-subnet", o.pressure_per_subnet,
+                 "under slot pressure: connections per client subnet")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--pressure-timeout", o.pressure_timeout_seconds,
+                 "under slot pressure: greeting, command, data and write timeout, seconds")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--min-data-rate", o.min_data_rate,
+                 "octets/s a message body must keep up (a slower body times out); 0 = off")
+      ->capture_default_str();
+  app.add_flag("--no-evict", o.no_evict,
+               "when every SMTP slot is taken, refuse new clients instead of closing the slowest "
+               "connection");
+  app.add_flag(
+      "--no-release-memory", o.no_release_memory,
+      "keep freed memory after a wave of connections instead of returning it (malloc_trim)");
   app.add_option("--timeout", o.timeout_seconds, "SMTP command timeout, seconds (RFC 5321 4.5.3.2)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

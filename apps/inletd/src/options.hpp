@@ -49,6 +49,16 @@ struct options {
       "after";  ///< "after" (parse the complete message) or "streaming" (while receiving)
   std::size_t max_connections = 10000;
   std::size_t max_connections_per_ip = 1000;
+  std::size_t max_connections_per_subnet = 2500;  ///< 0 = no limit
+  unsigned subnet_prefix_v4 = 24;
+  unsigned subnet_prefix_v6 = 64;
+  unsigned pressure_at = 75;  ///< percent of max_connections; 0 = never
+  std::size_t pressure_per_ip = 50;
+  std::size_t pressure_per_subnet = 200;
+  unsigned pressure_timeout_seconds = 10;
+  std::size_t min_data_rate = 500;  ///< body octets/s; 0 = off
+  bool no_evict = false;
+  bool no_release_memory = false;
   std::size_t max_command_line = 512;
   std::size_t max_line_length = 1000;  ///< body text line limit incl. CRLF; 0 = off
   unsigned shutdown_grace_seconds = 30;

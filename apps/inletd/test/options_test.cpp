@@ -52,6 +52,35 @@ TEST(Options, DefaultsAreMailpitPorts) {
   EXPECT_FALSE(o.lmtp.has_value());
 }
 
+TEST(Options, SlotPressureFlags) {
+  inletd::options d;
+  EXPECT_FALSE(parse({}, d).has_value());
+  EXPECT_EQ(d.max_connections_per_subnet, 2500u);
+  EXPECT_EQ(d.pressure_at, 75u);
+  EXPECT_EQ(d.min_data_rate, 500u);
+  EXPECT_FALSE(d.no_evict);
+  inletd::options o;
+  EXPECT_FALSE(parse({"--max-connections-per-subnet", "0", "--subnet-prefix-v4", "16",
+                      "--subnet-prefix-v6", "48", "--pressure-at", "60", "--pressure-per-ip", "7",
+                      "--pressure-per-subnet", "30", "--pressure-timeout", "5", "--min-data-rate",
+                      "0", "--no-evict", "--no-release-memory"},
+                     o)
+                   .has_value());
+  EXPECT_EQ(o.max_connections_per_subnet, 0u);
+  EXPECT_EQ(o.subnet_prefix_v4, 16u);
+  EXPECT_EQ(o.subnet_prefix_v6, 48u);
+  EXPECT_EQ(o.pressure_at, 60u);
+  EXPECT_EQ(o.pressure_per_ip, 7u);
+  EXPECT_EQ(o.pressure_per_subnet, 30u);
+  EXPECT_EQ(o.pressure_timeout_seconds, 5u);
+  EXPECT_EQ(o.min_data_rate, 0u);
+  EXPECT_TRUE(o.no_evict);
+  EXPECT_TRUE(o.no_release_memory);
+  inletd::options bad;
+  EXPECT_TRUE(parse({"--subnet-prefix-v4", "33"}, bad).has_value());
+  EXPECT_TRUE(parse({"--pressure-at", "101"}, bad).has_value());
+}
+
 TEST(Options, FlagsFillTheStruct) {
   inletd::options o;
   EXPECT_FALSE(parse({"--smtp",

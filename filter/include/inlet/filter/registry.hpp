@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -54,15 +55,21 @@ class filter_registry {
   void on_reload(std::function<void(const reload_status&)> cb);
 
   /// Starts a thread that watches the file's directory with inotify and reloads when
-  /// the file is closed after writing or replaced by a rename. Idempotent.
-  std::error_code watch();
+  /// the file is closed after writing or replaced by a rename. A reload waits until
+  /// the file has been quiet (no write, close or rename) for `settle`, then reads it
+  /// twice `settle / 4` apart and installs it only when both reads agree and nothing
+  /// happened in between; otherwise it waits again. So a file rewritten in place
+  /// (truncated, then written in several opens) is never installed half-written.
+  /// Idempotent (a second call keeps the first settle time).
+  std::error_code watch(std::chrono::milliseconds settle = std::chrono::milliseconds(200));
   /// Stops the watcher thread (joins it). Idempotent.
   void stop_watching() noexcept;
 
   const std::filesystem::path& path() const noexcept { return path_; }
 
  private:
-  void watch_loop(int inotify_fd, int stop_fd);
+  void watch_loop(int inotify_fd, int stop_fd, std::chrono::milliseconds settle);
+  reload_status install(result<term_list> terms);
 
   std::filesystem::path path_;
   filter_options opts_;

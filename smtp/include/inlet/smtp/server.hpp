@@ -59,8 +59,38 @@ struct server_config {
   /// is closed, so a client stalled inside DATA cannot hold wait() for
   /// data_timeout.
   std::chrono::milliseconds shutdown_grace{std::chrono::seconds(30)};
-  std::size_t max_connections = 10000;  ///< 421 4.7.0 past it
-  std::size_t max_connections_per_ip = 1000;
+  /// Every slot taken: a client within its shares takes the slot of the
+  /// slowest connection (evict_when_full), else 421 4.7.0.
+  std::size_t max_connections = 10000;
+  std::size_t max_connections_per_ip = 1000;  ///< 421 4.7.0 past it
+  /// Connections from one subnet (the address masked to subnet_prefix_v4 /
+  /// subnet_prefix_v6 bits); 421 4.7.0 past it. 0 = no limit.
+  std::size_t max_connections_per_subnet = 2500;
+  unsigned subnet_prefix_v4 = 24;
+  unsigned subnet_prefix_v6 = 64;
+  /// Slot pressure begins when this share (percent) of max_connections is open
+  /// and ends below four fifths of it; 0 = never. Under pressure a client whose
+  /// IP or subnet already has pressure_per_ip / pressure_per_subnet
+  /// connections is refused, and the greeting, command, data and reply-write
+  /// timeouts are cut to pressure_timeout (Postfix's stress mode).
+  unsigned pressure_percent = 75;
+  std::size_t pressure_per_ip = 50;
+  std::size_t pressure_per_subnet = 200;
+  std::chrono::milliseconds pressure_timeout{std::chrono::seconds(10)};
+  /// Octets per second a body must keep up (DATA and BDAT): each read
+  /// advances the body's deadline by its size / min_data_rate, never past
+  /// now + data_timeout, so a trickled body runs out of time however it
+  /// spreads its bytes (a command line already has to arrive whole within
+  /// its timeout). 0 = every read restarts data_timeout.
+  std::size_t min_data_rate = 500;
+  /// When every slot is taken, a new client within its shares takes the slot
+  /// of the slowest connection waiting for its client (over-share groups
+  /// first); that one gets 421 4.7.0 and is closed. Not in the process model.
+  bool evict_when_full = true;
+  /// After a wave of connections ends (the open count falls to half its
+  /// peak, the peak at least 256 above), give freed memory back to the
+  /// system: the buffer pool's spare fragments and malloc_trim(0). Process-wide.
+  bool release_memory = true;
   std::size_t read_buffer_size = 64 * 1024;
   /// Async models: `false` (default) reads into the zero-copy segmented
   /// buffer; `true` reads into a per-connection std::string and copies each
@@ -78,6 +108,8 @@ struct server_config {
 struct server_stats {
   std::uint64_t connections_accepted = 0;
   std::uint64_t connections_refused = 0;  ///< over a connection limit
+  std::uint64_t connections_evicted = 0;  ///< closed to make room (evict_when_full)
+  bool under_pressure = false;            ///< slot pressure now (pressure_percent)
   std::uint64_t messages_delivered = 0;   ///< deliver hook answered 2xx
   std::uint64_t messages_rejected = 0;    ///< deliver hook answered 4xx/5xx
   std::uint64_t active_connections = 0;

@@ -164,6 +164,11 @@ class server_session {
   /// consume() returns close.
   void shutdown();
 
+  /// The server needs this connection's slot for another client: queues
+  /// 421 4.7.0 whatever the state (a message being received is dropped); the
+  /// next consume() returns close.
+  void evict();
+
   /// The shutdown grace period ran out: queues 421 4.3.2 whatever the state
   /// (a message being received is dropped) and the next consume() returns
   /// close. While delivering, the driver must still call delivery_done() or
