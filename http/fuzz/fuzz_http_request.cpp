@@ -70,6 +70,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   switch (res.result_int()) {
     case 200:
     case 400:
+    case 403:  // a Host header that does not name this server
     case 404:
     case 405:
     case 500:

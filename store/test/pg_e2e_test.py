@@ -80,7 +80,7 @@ class Events(threading.Thread):
 
     def run(self):
         with socket.create_connection(("127.0.0.1", self.inletd.http_port), timeout=DEADLINE * 2) as s:
-            s.sendall(b"GET /api/events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+            s.sendall(b"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
             self.ready.set()
             buf = b""
             while True:
