@@ -431,7 +431,7 @@ int multi_client_run(const std::string& dsn, int n, int round, double scale, int
   return 0;
 }
 
-// ---- OZO's table (seed 001): connection per request, pool, 1..64 connections --------------
+// ---- OZO's table: connection per request, pool, 1..64 connections --------------
 void ozo_table(const std::string& dsn, int rounds, double scale, const std::string& json_path) {
   asio::io_context io;
   std::map<std::string, std::vector<sample>> res;

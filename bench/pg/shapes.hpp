@@ -1,4 +1,4 @@
-// Benchmark shapes shared by every client program (OZO seed 001 and asyncpg's shapes).
+// Benchmark shapes shared by every client program (OZO's and asyncpg's shapes).
 #pragma once
 #include <cstdint>
 #include <string>

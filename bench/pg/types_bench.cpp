@@ -10,7 +10,7 @@
 //                std::vector<std::tuple<int64, string, vector<attach>>> vs walk every
 //                field's bytes (the raw read). Decode-only, the result fetched once.
 //   attach10_e2e the same query end to end (fetch + decode vs fetch + walk).
-//   pg_type      seed 001's pg_type query: by name into a described struct vs raw.
+//   pg_type      OZO's pg_type query: by name into a described struct vs raw.
 //   builder      "... = "_SQL + uid + " ... ANY("_SQL + mids + ")"_SQL built and bound
 //                vs pg::sql(text, uid, mids) bound (no server).
 #include <boost/describe/class.hpp>

@@ -1,4 +1,4 @@
-// The database's types as the program's types, in the order of seed 001's talk: an OID
+// The database's types as the program's types, in the order of OZO's talk on them: an OID
 // map for a composite, the _SQL builder, a typed request into tuples with an array of
 // composites, the raw result, rows by name, the query repository and a transaction.
 //   pg_example_types "postgresql://postgres@127.0.0.1:5432/postgres"

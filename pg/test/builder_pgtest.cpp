@@ -1,4 +1,4 @@
-// The _SQL builder against a server: seed 001's query and insert, with an array of
+// The _SQL builder against a server: OZO's example query and insert, with an array of
 // composites as a parameter and as a column, the built query stored and run again.
 #include <boost/describe/class.hpp>
 #include <functional>
