@@ -19,8 +19,11 @@ namespace bh = boost::beast::http;
 namespace json = boost::json;
 namespace st = inlet::store;
 
+// The io_context outlives every call: a worker of the api's pool may still be waking it up
+// just after the handler it posted has run and io.run() has returned.
 inline response run(const api& a, request r) {
-  boost::asio::io_context io;
+  static boost::asio::io_context io;
+  io.restart();
   auto f = boost::asio::co_spawn(io, a.handle(std::move(r)), boost::asio::use_future);
   io.run();
   return f.get();
