@@ -73,6 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 403:  // a Host header that does not name this server
     case 404:
     case 405:
+    case 308:  // the page's path without its trailing slash ("/mail" -> "/mail/")
     case 500:
       break;
     default:
