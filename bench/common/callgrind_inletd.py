@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -96,12 +97,15 @@ def main():
     ap.add_argument("--show", default="", help="regex: also print (and keep in the JSON) every function "
                     "matching it, inclusive and exclusive instructions per message")
     ap.add_argument("--json")
+    ap.add_argument("--keep", help="copy the larger run's callgrind file here (callgrind_annotate --tree=caller it)")
     a = ap.parse_args()
     a.inletd = os.path.join(a.bin_dir, "inletd")
     a.inlet_load = os.path.join(a.bin_dir, "inlet-load")
     n1, n2 = [int(x) for x in a.counts.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         f1, f2 = one_run(a, n1, tmp), one_run(a, n2, tmp)
+        if a.keep:
+            shutil.copy(f2, a.keep)
         t1, inc1 = annotate(f1, True)
         t2, inc2 = annotate(f2, True)
         _, exc1 = annotate(f1, False)

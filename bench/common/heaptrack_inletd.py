@@ -14,6 +14,7 @@ import json
 import os
 import re
 import signal
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -83,13 +84,17 @@ def main():
     ap.add_argument("--load-args", default="")
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--json")
+    ap.add_argument("--keep", help="copy the larger run's heaptrack file here (heaptrack_print it for call stacks)")
     a = ap.parse_args()
     a.inletd = os.path.join(a.bin_dir, "inletd")
     a.inlet_load = os.path.join(a.bin_dir, "inlet-load")
     n1, n2 = [int(x) for x in a.counts.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         t1, p1 = calls(one_run(a, n1, tmp))
-        t2, p2 = calls(one_run(a, n2, tmp))
+        f2 = one_run(a, n2, tmp)
+        t2, p2 = calls(f2)
+        if a.keep:
+            shutil.copy(f2, a.keep)
     per_msg = (t2 - t1) / (n2 - n1)
     rows = sorted(((k, (v - p1.get(k, 0)) / (n2 - n1)) for k, v in p2.items()), key=lambda kv: -kv[1])
     rows = [(k, v) for k, v in rows if v >= 0.05]

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
+#include <string>
 #include <string_view>
 
 namespace inlet::mime::detail {
@@ -125,5 +127,11 @@ struct param_reader {
     }
   }
 };
+
+// The charset parameter of a raw Content-Type value, lower case, when the parameters are
+// plain (no RFC 2231 charset* sections, no encoded word, ASCII): then `out` is set (nullopt
+// when there is none) and true returned, with nothing allocated for the usual labels.
+// False: the caller parses the field fully.
+bool simple_charset_param(std::string_view raw, std::optional<std::string>& out);
 
 }  // namespace inlet::mime::detail

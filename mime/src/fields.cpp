@@ -419,9 +419,59 @@ int scan_hms(std::string_view t, int& a, int& b, int& c) noexcept {
   return 3;
 }
 
+// The form nearly every agent writes, "[Ddd, ]D[D] Mon YYYY HH:MM:SS +ZZZZ" with single
+// spaces and nothing else, read in place; false when the field is anything else (then the
+// general reader below decides). Same result as the general reader on what it accepts.
+bool canonical_date(std::string_view raw, std::optional<std::chrono::sys_seconds>& out) {
+  std::string_view s = detail::trim(raw);
+  auto digit = [&](std::size_t i) { return i < s.size() && s[i] >= '0' && s[i] <= '9'; };
+  auto num = [&](std::size_t i, std::size_t n) {
+    int v = 0;
+    for (std::size_t k = 0; k < n; ++k) v = v * 10 + (s[i + k] - '0');
+    return v;
+  };
+  std::size_t i = 0;
+  if (s.size() > 5 && s[3] == ',' && s[4] == ' ') {
+    static constexpr std::string_view days[] = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
+    if (std::none_of(std::begin(days), std::end(days), [&](std::string_view d) { return iequals(s.substr(0, 3), d); }))
+      return false;
+    i = 5;
+  }
+  const std::size_t dn = digit(i) && digit(i + 1) ? 2 : digit(i) ? 1 : 0;
+  if (dn == 0) return false;
+  const int day = num(i, dn);
+  i += dn;
+  // " Mon YYYY HH:MM:SS +ZZZZ": 24 bytes, exactly
+  if (s.size() - i != 24 || s[i] != ' ' || s[i + 4] != ' ' || s[i + 9] != ' ' || s[i + 12] != ':' ||
+      s[i + 15] != ':' || s[i + 18] != ' ' || (s[i + 19] != '+' && s[i + 19] != '-'))
+    return false;
+  const std::string_view mon = s.substr(i + 1, 3);
+  const int month = month_of(mon);
+  if (month == 0 || !std::all_of(mon.begin(), mon.end(), [](char c) { return (c | 0x20) >= 'a' && (c | 0x20) <= 'z'; }))
+    return false;
+  for (std::size_t k : {5, 6, 7, 8, 10, 11, 13, 14, 16, 17, 20, 21, 22, 23})
+    if (!digit(i + k)) return false;
+  const int year = num(i + 5, 4), hh = num(i + 10, 2), mm = num(i + 13, 2);
+  int ss = num(i + 16, 2);
+  const int zv = num(i + 20, 4);
+  if (day < 1 || day > 31 || hh > 23 || mm > 59 || ss > 60) return false;
+  if (ss == 60) ss = 59;
+  const int zone = (s[i + 19] == '-' ? -1 : 1) * ((zv / 100) * 60 + zv % 100);
+  using namespace std::chrono;
+  year_month_day ymd{std::chrono::year{year}, std::chrono::month{static_cast<unsigned>(month)},
+                     std::chrono::day{static_cast<unsigned>(day)}};
+  if (!ymd.ok()) {
+    out.reset();
+  } else {
+    out = sys_seconds{sys_days{ymd}} + hours{hh} + minutes{mm} + seconds{ss} - minutes{zone};
+  }
+  return true;
+}
+
 }  // namespace
 
 std::optional<std::chrono::sys_seconds> parse_date(std::string_view raw) {
+  if (std::optional<std::chrono::sys_seconds> d; canonical_date(raw, d)) return d;
   // Strip comments, split on whitespace and commas. A comment becomes one space and
   // every other byte one byte, so the result is never longer than `raw`: a date fits on
   // the stack (a longer field, always malformed, goes to the heap).
@@ -556,8 +606,10 @@ std::string format_iso8601(std::chrono::sys_seconds t) {
 
 // ---- message ids ---------------------------------------------------------------------
 
-std::vector<std::string> parse_message_id_list(std::string_view raw) {
-  std::vector<std::string> out;
+namespace {
+// Calls f(id) for each message id of the field, in order, until f returns false.
+template <class F>
+void for_each_message_id(std::string_view raw, F&& f) {
   std::string buf;
   const std::string_view u = unfold_raw(raw, buf);
   detail::lexer lx{u};
@@ -566,18 +618,41 @@ std::vector<std::string> parse_message_id_list(std::string_view raw) {
     if (lx.at_end()) break;
     if (lx.peek() == '<') {
       std::size_t e = u.find('>', lx.i);
-      std::string id;
-      for (std::size_t k = lx.i + 1; k < (e == std::string::npos ? u.size() : e); ++k)
-        if (!is_ws(u[k])) id.push_back(u[k]);
-      if (!id.empty()) out.push_back(valid_utf8(id));
+      const std::size_t end = e == std::string::npos ? u.size() : e;
+      // Most ids carry no whitespace: checked from the view, copied once.
+      std::string_view inside = u.substr(lx.i + 1, end - (lx.i + 1));
       lx.i = e == std::string::npos ? u.size() : e + 1;
+      bool go = true;
+      if (std::none_of(inside.begin(), inside.end(), [](char c) { return is_ws(c); })) {
+        if (!inside.empty()) go = f(valid_utf8(inside));
+      } else {
+        std::string id;
+        for (char c : inside)
+          if (!is_ws(c)) id.push_back(c);
+        if (!id.empty()) go = f(valid_utf8(id));
+      }
+      if (!go) return;
     } else {
       std::size_t b = lx.i;
-      while (!lx.at_end() && !is_ws(lx.peek()) && lx.peek() != '<' && lx.peek() != '(' && lx.peek() != ',') ++lx.i;
-      if (lx.i > b) out.push_back(valid_utf8(u.substr(b, lx.i - b)));
-      else ++lx.i;
+      while (!lx.at_end() && !is_ws(lx.peek()) && lx.peek() != '<' && lx.peek() != '(' &&
+             lx.peek() != ',')
+        ++lx.i;
+      if (lx.i > b) {
+        if (!f(valid_utf8(u.substr(b, lx.i - b)))) return;
+      } else {
+        ++lx.i;
+      }
     }
   }
+}
+}  // namespace
+
+std::vector<std::string> parse_message_id_list(std::string_view raw) {
+  std::vector<std::string> out;
+  for_each_message_id(raw, [&](std::string&& id) {
+    out.push_back(std::move(id));
+    return true;
+  });
   return out;
 }
 
@@ -589,9 +664,12 @@ std::optional<std::string> parse_message_id(std::string_view raw) {
     if (id.empty()) return std::nullopt;
     return valid_utf8(id);
   }
-  auto ids = parse_message_id_list(raw);
-  if (ids.empty()) return std::nullopt;
-  return ids.front();
+  std::optional<std::string> first;  // the first id alone: no list built
+  for_each_message_id(raw, [&](std::string&& id) {
+    first = std::move(id);
+    return false;
+  });
+  return first;
 }
 
 // ---- Content-Type / Content-Disposition ------------------------------------------------
@@ -691,6 +769,42 @@ void read_params(detail::lexer& lx, std::vector<mime_parameter>& out) {
 }
 
 }  // namespace
+
+bool detail::simple_charset_param(std::string_view raw, std::optional<std::string>& out) {
+  std::string buf;
+  const std::string_view u = unfold_raw(raw, buf);
+  detail::lexer lx{u};
+  // Positioned as parse_content_type leaves it before the parameters.
+  lx.skip_cfws();
+  std::string_view type = lx.token();
+  lx.skip_cfws();
+  bool typed = false;
+  if (!type.empty() && lx.eat('/')) {
+    lx.skip_cfws();
+    typed = !lx.token().empty();
+  }
+  if (!typed) lx.skip_past(';');
+  detail::param_reader pr{lx};
+  std::string_view name, value, found;
+  bool quoted = false, have = false;
+  while (pr.next(name, value, quoted)) {
+    if (name.size() < 7 || !iequals(name.substr(0, 7), "charset")) continue;
+    if (name.size() != 7) return false;  // charset*, charset*0...: sections to join
+    if (have) continue;                  // the first one counts, as in read_params
+    if (quoted && value.find('\\') != std::string_view::npos) return false;
+    have = true;
+    found = value;
+  }
+  out.reset();
+  if (!have) return true;
+  if (found.find("=?") != std::string_view::npos) return false;
+  for (char c : found)
+    if (static_cast<unsigned char>(c) >= 0x80) return false;
+  std::string v;
+  for (char c : detail::trim(found)) v.push_back(to_lower(c));
+  out = std::move(v);
+  return true;
+}
 
 mime_field parse_content_type(std::string_view raw) {
   std::string buf;

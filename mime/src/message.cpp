@@ -3,6 +3,7 @@
 #include "ascii.hpp"
 
 #include <algorithm>
+#include <memory>
 
 namespace inlet::mime {
 
@@ -49,6 +50,11 @@ std::optional<mime_field> field(const parsed_message& m, std::uint32_t p, std::s
 }  // namespace
 
 std::optional<std::string> charset(const parsed_message& m, std::uint32_t p) {
+  if (const header_field* h = m.find(p, "content-type")) {
+    std::string scratch;
+    std::optional<std::string> simple;
+    if (detail::simple_charset_param(m.view(h->value, scratch), simple)) return simple;
+  }
   auto f = field(m, p, "content-type", true);
   if (!f) return std::nullopt;
   const mime_parameter* cs = f->find("charset");
@@ -92,8 +98,23 @@ bool is_attachment(const parsed_message& m, std::uint32_t p) {
   const part& pt = m.parts()[p];
   if (pt.kind != part_kind::leaf) return false;
   if (pt.main_type() != "text") return true;
-  if (auto d = disposition(m, p); d && *d == "attachment") return true;
-  return filename(m, p).has_value();
+  // disposition() and filename() in one pass over the part's header fields.
+  const header_field* cd = nullptr;
+  const header_field* ct = nullptr;
+  std::string scratch;
+  for (std::uint32_t i = pt.first_header; i < pt.first_header + pt.header_count; ++i) {
+    const header_field& h = m.headers()[i];
+    if (h.name.size() == 19 && !cd && iequals(m.view(h.name, scratch), "content-disposition"))
+      cd = &h;
+    else if (h.name.size() == 12 && !ct && iequals(m.view(h.name, scratch), "content-type"))
+      ct = &h;
+  }
+  if (cd) {
+    const mime_field d = parse_content_disposition(m.view(cd->value, scratch));
+    if (d.value == "attachment") return true;
+    if (may_name(m, cd) && d.find("filename")) return true;
+  }
+  return ct && may_name(m, ct) && parse_content_type(m.view(ct->value, scratch)).find("name");
 }
 
 errc decode_body(const parsed_message& m, std::uint32_t p, text_sink sink) {
@@ -147,33 +168,49 @@ std::size_t decoded_size(const parsed_message& m, std::uint32_t p) {
 
 namespace {
 
-// Appends text with whitespace collapsed; stops at `limit` code points.
+// Appends text with whitespace collapsed; stops at `limit` code points. Bytes go to a
+// buffer sized for the worst case (4 bytes a code point), on the stack for the usual
+// limits, and the snippet is one exact-size string at the end: no growth, no per-word
+// append calls.
 struct snippet_builder {
-  std::string out;
+  explicit snippet_builder(std::size_t limit) : limit(limit) {
+    const std::size_t cap = 4 * limit + 4;
+    if (cap > sizeof local) {
+      heap.reset(new char[cap]);
+      begin = heap.get();
+    }
+    p = begin;
+    end = begin + cap;
+  }
+  char local[1024];
+  std::unique_ptr<char[]> heap;
+  char* begin = local;
+  char* p;
+  char* end;
   std::size_t chars = 0, limit;
   bool space = false;
   bool full() const { return chars >= limit; }
+  static bool printable(char c) { return c > ' ' && c < 0x7F; }
   void add(std::string_view s) {
-    std::size_t i = 0;
-    while (i < s.size()) {
-      const char c = s[i];
-      if (c > ' ' && c < 0x7F) {  // a run of printable ASCII goes in whole
+    const char* i = s.data();
+    const char* const e = i + s.size();
+    while (i < e) {
+      if (printable(*i)) {  // a run of printable ASCII goes in whole
         if (full()) return;
         if (space) {
-          out.push_back(' ');
+          *p++ = ' ';
           ++chars;
           space = false;
           if (full()) return;
         }
-        std::size_t j = i + 1;
-        const std::size_t room = limit - chars;
-        while (j < s.size() && j - i < room && s[j] > ' ' && s[j] < 0x7F) ++j;
-        out.append(s.data() + i, j - i);
-        chars += j - i;
-        i = j;
+        const char* const stop =
+            i + std::min<std::size_t>(static_cast<std::size_t>(e - i), limit - chars);
+        char* const from = p;
+        while (i < stop && printable(*i)) *p++ = *i++;
+        chars += static_cast<std::size_t>(p - from);
         continue;
       }
-      if (!add_one(c)) return;
+      if (!add_one(*i)) return;
       ++i;
     }
   }
@@ -182,27 +219,30 @@ struct snippet_builder {
     const bool cont = (static_cast<unsigned char>(c) & 0xC0) == 0x80;
     if (!cont && full()) return false;
     if (detail::is_ws(c) || c == '\f' || c == '\v') {
-      space = !out.empty();
+      space = p != begin;
       return true;
     }
+    if (end - p < 2) return false;  // only a stream of stray continuation bytes gets here
     if (space) {
-      out.push_back(' ');
+      *p++ = ' ';
       ++chars;
       space = false;
       if (full()) return false;
     }
-    out.push_back(c);
+    *p++ = c;
     if (!cont) ++chars;
     return true;
   }
-  void finish() {  // drop a cut UTF-8 sequence
-    std::size_t k = out.size();
-    while (k > 0 && (static_cast<unsigned char>(out[k - 1]) & 0xC0) == 0x80) --k;
-    if (k > 0 && static_cast<unsigned char>(out[k - 1]) >= 0xC0) {
-      unsigned char lead = static_cast<unsigned char>(out[k - 1]);
+  std::string finish() {  // drops a cut UTF-8 sequence
+    std::size_t n = static_cast<std::size_t>(p - begin);
+    std::size_t k = n;
+    while (k > 0 && (static_cast<unsigned char>(begin[k - 1]) & 0xC0) == 0x80) --k;
+    if (k > 0 && static_cast<unsigned char>(begin[k - 1]) >= 0xC0) {
+      unsigned char lead = static_cast<unsigned char>(begin[k - 1]);
       std::size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
-      if (out.size() - (k - 1) < need) out.resize(k - 1);
+      if (n - (k - 1) < need) n = k - 1;
     }
+    return std::string(begin, n);
   }
 };
 
@@ -291,26 +331,44 @@ std::string html_to_text(std::string_view h) {
 summary summarize(const parsed_message& m, std::size_t snippet_chars) {
   summary s;
   std::string scratch;
-  auto addrs = [&](std::string_view name, std::vector<mailbox>& out) {
-    if (const header_field* h = m.find(name)) out = parse_address_list(m.view(h->value, scratch));
+  // The fields the summary reads, found in one pass over the root's header (the first
+  // of each name counts, as with find()).
+  enum slot : unsigned { from, to, cc, bcc, reply_to, subject, date, message_id, slots };
+  static constexpr std::string_view names[slots] = {"from",     "to",      "cc",   "bcc",
+                                                    "reply-to", "subject", "date", "message-id"};
+  const header_field* found[slots] = {};
+  if (!m.parts().empty()) {
+    const part& root = m.parts().front();
+    for (std::uint32_t i = root.first_header; i < root.first_header + root.header_count; ++i) {
+      const header_field& h = m.headers()[i];
+      const std::size_t n = h.name.size();
+      if (n < 2 || n > 10) continue;
+      std::string_view name = m.view(h.name, scratch);
+      for (unsigned k = 0; k < slots; ++k)
+        if (!found[k] && names[k].size() == n && detail::iequals(name, names[k])) {
+          found[k] = &h;
+          break;
+        }
+    }
+  }
+  auto addrs = [&](slot k, std::vector<mailbox>& out) {
+    if (found[k]) out = parse_address_list(m.view(found[k]->value, scratch));
   };
-  addrs("from", s.from);
-  addrs("to", s.to);
-  addrs("cc", s.cc);
-  addrs("bcc", s.bcc);
-  addrs("reply-to", s.reply_to);
-  s.subject = header_text(m, 0, "subject");
-  if (const header_field* h = m.find("date")) s.date = parse_date(m.view(h->value, scratch));
-  if (const header_field* h = m.find("message-id")) s.message_id = parse_message_id(m.view(h->value, scratch));
+  addrs(from, s.from);
+  addrs(to, s.to);
+  addrs(cc, s.cc);
+  addrs(bcc, s.bcc);
+  addrs(reply_to, s.reply_to);
+  if (found[subject]) s.subject = header_value(m, *found[subject]);
+  if (found[date]) s.date = parse_date(m.view(found[date]->value, scratch));
+  if (found[message_id]) s.message_id = parse_message_id(m.view(found[message_id]->value, scratch));
 
   std::uint32_t plain = no_index, html = no_index;
   for_each_text_part(m, [&](std::uint32_t i) {
     if (plain == no_index && m.parts()[i].sub_type() == "plain") plain = i;
     if (html == no_index && m.parts()[i].sub_type() == "html") html = i;
   });
-  snippet_builder sb{{}, 0, snippet_chars};
-  // One allocation for an ASCII snippet, not one per doubling.
-  if (plain != no_index || html != no_index) sb.out.reserve(snippet_chars);
+  snippet_builder sb(snippet_chars);
   if (plain != no_index) {
     // Only as much of the part as the snippet needs (a 9 KB body: ~1 KB decoded, not 9).
     decode_text_until(m, plain, [&](std::string_view t) { sb.add(t); }, [&] { return sb.full(); });
@@ -321,8 +379,7 @@ summary summarize(const parsed_message& m, std::size_t snippet_chars) {
     });
     sb.add(html_to_text(h));
   }
-  sb.finish();
-  s.snippet = std::move(sb.out);
+  s.snippet = sb.finish();
 
   for (std::uint32_t i = 0; i < m.parts().size(); ++i) {
     if (!is_attachment(m, i)) continue;

@@ -138,6 +138,25 @@ TEST(mime_fields, content_type_and_rfc2231) {
   EXPECT_EQ(f.find("size")->value, "42");
 }
 
+// The canonical form is read by a shortcut; a trailing comment sends the same date through
+// the general reader. Both must agree, on valid and on impossible dates.
+TEST(dates, canonical_form_agrees_with_general_reader) {
+  for (std::string_view d :
+       {"Thu, 01 Jan 2026 00:00:00 +0000", "Fri, 21 Nov 1997 09:55:06 -0600", "1 Jul 2003 10:52:37 +0200",
+        "sun, 9 feb 1969 23:32:54 -0330", "Sat, 31 Dec 2005 23:59:60 +0000", "Mon, 31 Feb 2005 10:00:00 +0000",
+        "Tue, 29 Feb 2000 10:00:00 +1400", "Wed, 00 Jan 2000 10:00:00 +0000", "Thu, 15 Mar 2001 24:00:00 +0000",
+        "Jan, 01 Feb 2026 00:00:00 +0000", "Thu, 01 Xyz 2026 00:00:00 +0000", "Thu, 01 Jan 2026 00:00:00 +9999"}) {
+    const std::string general = std::string(d) + " (c)";
+    auto a = parse_date(d), b = parse_date(general);
+    EXPECT_EQ(a.has_value(), b.has_value()) << d;
+    if (a && b) {
+      EXPECT_EQ(*a, *b) << d;
+    }
+  }
+  EXPECT_EQ(format_iso8601(*parse_date("Thu, 01 Jan 2026 01:02:03 -0130")), "2026-01-01T02:32:03Z");
+  EXPECT_FALSE(parse_date("Mon, 31 Feb 2005 10:00:00 +0000"));
+}
+
 TEST(received, clauses_and_date) {
   received_field r = parse_received(
       "from mail.example.org (mail.example.org [192.0.2.1])\r\n\tby mx.example.com (Postfix) with ESMTPS id 4ABC\r\n"

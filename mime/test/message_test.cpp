@@ -55,6 +55,24 @@ TEST(summary, nested_text_and_attachments) {
   });
 }
 
+// charset(): plain parameters take a shortcut; RFC 2231 sections must still be joined.
+TEST(summary, charset_parameter_forms) {
+  auto cs = [](std::string_view ct) {
+    const std::string raw = "Content-Type: " + std::string(ct) + "\r\n\r\nbody\r\n";
+    parsed_message m = parse(std::string_view(raw));
+    return charset(m, 0);
+  };
+  EXPECT_EQ(cs("text/plain; charset=\"UTF-8\""), "utf-8");
+  EXPECT_EQ(cs("text/plain; format=flowed; Charset = ISO-8859-1 ; delsp=yes"), "iso-8859-1");
+  EXPECT_EQ(cs("text/plain; charset=us-ascii; charset=koi8-r"), "us-ascii");
+  EXPECT_EQ(cs("text/plain; charset=us-ascii; charset*1=x"), "us-asciix");
+  EXPECT_EQ(cs("text/plain; charset*=us-ascii'en'koi8-r"), "koi8-r");
+  EXPECT_EQ(cs("text/plain; charset=\"ut\\f-8\""), "utf-8");
+  EXPECT_EQ(cs("text/plain; charset="), "");
+  EXPECT_EQ(cs("text/plain; format=flowed"), std::nullopt);
+  EXPECT_EQ(cs("text/plain;\r\n charset=utf-8"), "utf-8");
+}
+
 TEST(summary, html_only_snippet_and_koi8) {
   parsed_message m = parse(
       "Content-Type: text/html; charset=utf-8\r\n\r\n<html><head><style>p{x}</style></head>"

@@ -74,6 +74,7 @@ class chunked_view {
   std::string_view view(span s, std::string& scratch) const {
     s.end = std::min(s.end, size_);
     if (s.empty()) return {};
+    if (pieces_.size() == 1) return pieces_[0].substr(s.begin, s.size());  // flat input
     std::size_t i = piece_of(s.begin);
     std::size_t rel = s.begin - starts_[i];
     if (rel + s.size() <= pieces_[i].size()) return pieces_[i].substr(rel, s.size());
