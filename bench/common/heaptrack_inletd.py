@@ -68,6 +68,7 @@ def calls(path):
         m = re.match(r"^(\d+) calls to allocation functions with .* from$", line)
         if m and i + 1 < len(lines):
             name = lines[i + 1].strip()
+            name = re.sub(r"^0x[0-9a-f]+$", "(unresolved frame)", name)  # ASLR: the address differs per run
             per[name] = per.get(name, 0) + int(m.group(1))
     return total, per
 

@@ -433,7 +433,8 @@ bool canonical_date(std::string_view raw, std::optional<std::chrono::sys_seconds
   std::size_t i = 0;
   if (s.size() > 5 && s[3] == ',' && s[4] == ' ') {
     static constexpr std::string_view days[] = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
-    if (std::none_of(std::begin(days), std::end(days), [&](std::string_view d) { return iequals(s.substr(0, 3), d); }))
+    if (std::none_of(std::begin(days), std::end(days),
+                     [&](std::string_view d) { return iequals(s.substr(0, 3), d); }))
       return false;
     i = 5;
   }
@@ -447,7 +448,8 @@ bool canonical_date(std::string_view raw, std::optional<std::chrono::sys_seconds
     return false;
   const std::string_view mon = s.substr(i + 1, 3);
   const int month = month_of(mon);
-  if (month == 0 || !std::all_of(mon.begin(), mon.end(), [](char c) { return (c | 0x20) >= 'a' && (c | 0x20) <= 'z'; }))
+  if (month == 0 || !std::all_of(mon.begin(), mon.end(),
+                                 [](char c) { return (c | 0x20) >= 'a' && (c | 0x20) <= 'z'; }))
     return false;
   for (std::size_t k : {5, 6, 7, 8, 10, 11, 13, 14, 16, 17, 20, 21, 22, 23})
     if (!digit(i + k)) return false;

@@ -103,8 +103,8 @@ void body_collector::abort() noexcept {
 // instead of a malloc and free per idle period (connections of a thread are
 // busy at the same time under load: one block would rarely be free).
 struct connection::io_state {
-  io_state(const conn_policy& p, std::string* flat)
-      : in(p.read_buffer_size, p.max_command_line, flat), body(p.observer, in) {}
+  io_state(const conn_policy& p, std::string* flat);
+  ~io_state();
   static void* operator new(std::size_t n);
   static void operator delete(void* p) noexcept;
   driver_input in;
@@ -123,7 +123,39 @@ struct io_block_cache {
   }
 };
 thread_local io_block_cache io_cache;
+
+// The reply strings (the session's queue, the one being written) follow the same
+// rule: an idle connection gives their capacity back to its thread, a waking one
+// takes it, so replies do not grow a new string every message.
+struct reply_buffer_cache {
+  static constexpr int capacity = 32;
+  static constexpr std::size_t first_capacity = 256;  // a pipelined batch's replies
+  static constexpr std::size_t max_kept = 4096;
+  std::string bufs[capacity];
+  int n = 0;
+  std::string take() {
+    if (n > 0) return std::move(bufs[--n]);
+    std::string s;
+    s.reserve(first_capacity);
+    return s;
+  }
+  void give(std::string&& s) noexcept {
+    if (n == capacity || s.capacity() < first_capacity || s.capacity() > max_kept) return;
+    s.clear();
+    bufs[n++] = std::move(s);
+  }
+};
+thread_local reply_buffer_cache reply_cache;
 }  // namespace
+
+connection::io_state::io_state(const conn_policy& p, std::string* flat)
+    : in(p.read_buffer_size, p.max_command_line, flat),
+      body(p.observer, in),
+      wbuf(reply_cache.take()) {}
+
+connection::io_state::~io_state() {
+  reply_cache.give(std::move(wbuf));
+}
 
 void* connection::io_state::operator new(std::size_t n) {
   if (io_cache.n > 0) return io_cache.blocks[--io_cache.n];  // n is always sizeof(io_state)
@@ -155,6 +187,11 @@ connection::io_state& connection::io() {
   if (!io_) {
     if (p_.flat_receive_buffer && !flat_storage_) flat_storage_ = std::make_unique<std::string>();
     io_ = std::make_unique<io_state>(p_, flat_storage_.get());
+    if (session_.output().empty()) {  // the session's reply queue from the thread's cache
+      std::string b = reply_cache.take();
+      session_.take_output(b);
+      reply_cache.give(std::move(b));
+    }
   }
   return *io_;
 }
@@ -343,6 +380,7 @@ void connection::go_idle() noexcept {
   io_.reset();
   std::string none;
   session_.take_output(none);  // the session's reply buffer too
+  reply_cache.give(std::move(none));
 }
 
 action connection::on_read(std::size_t n, clock::time_point now) {

@@ -154,7 +154,8 @@ envelope server_session::take_envelope() {
   return e;
 }
 
-void server_session::reply(int code, std::string_view enhanced, std::string_view text) {
+void server_session::reply(int code, std::string_view enhanced, std::string_view text,
+                           std::string_view more) {
   char num[4] = {char('0' + code / 100), char('0' + code / 10 % 10), char('0' + code % 10), ' '};
   out_.append(num, 4);
   if (!enhanced.empty()) {
@@ -162,6 +163,7 @@ void server_session::reply(int code, std::string_view enhanced, std::string_view
     out_ += ' ';
   }
   out_ += text;
+  out_ += more;
   out_ += "\r\n";
 }
 
@@ -641,10 +643,10 @@ void server_session::delivery_done(const delivery_result& r) {
     return;
   }
   auto one = [this](const delivery_status& st, std::string_view prefix) {
-    std::string text(prefix);
-    if (!st.text.empty()) text += st.text;
-    else text += st.ok() ? "Ok" : "Error";
-    reply(st.code, st.enhanced, text);
+    reply(st.code, st.enhanced, prefix,
+          !st.text.empty() ? std::string_view(st.text)
+          : st.ok()        ? "Ok"
+                           : "Error");
   };
   if (cfg_->lmtp) {
     const auto& rcpts = env_.rcpt_to.empty() ? lmtp_rcpts_ : env_.rcpt_to;

@@ -232,7 +232,8 @@ class server_session {
   void finish_body();
   void count_text_lines(std::string_view content);
   void reset_transaction();
-  void reply(int code, std::string_view enhanced, std::string_view text);
+  void reply(int code, std::string_view enhanced, std::string_view text,
+             std::string_view more = {});
   void error_reply(int code, std::string_view enhanced, std::string_view text);
   void close_with(int code, std::string_view enhanced, std::string_view text, errc why);
   bool domain_accepted(std::string_view domain) const;
