@@ -8,8 +8,103 @@
 #include <cstring>
 #include <optional>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define INLET_SMTP_DATA_SCAN_AVX2 1
+#include <immintrin.h>
+#endif
+
 namespace inlet::smtp {
 namespace {
+
+#ifdef INLET_SMTP_DATA_SCAN_AVX2
+// The DATA scan 64 bytes a step: bit masks of LF, CR and '.' give, for a whole
+// block at once, the data lines' ends (CRLF), the bare LFs, and the line that
+// ends the scan (CRLF followed by '.', or by the end of the input), instead of
+// one memchr and one round of checks per line; a block whose LFs all have a CR
+// before and no '.' after them (most) needs only its first and last LF. Line
+// length is checked on the first LF of a block only: with limit >= 64 no line
+// that starts and ends in one block can exceed it. Returns where the caller's
+// byte loop goes on (the first unscanned byte, never the end: the byte after a
+// block is read); `stop` is the index of the LF ending the scan, or npos.
+__attribute__((target("avx2"), always_inline)) inline std::uint64_t movemask64(
+    __m256i lo, __m256i hi) noexcept {
+  return static_cast<std::uint32_t>(_mm256_movemask_epi8(lo)) |
+         std::uint64_t{static_cast<std::uint32_t>(_mm256_movemask_epi8(hi))} << 32;
+}
+
+__attribute__((target("avx2"), always_inline)) inline __m256i load32(const char* p) noexcept {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+// The LFs of the 32 bytes at p (given as `lfs`) with a '.' after them or no CR
+// before them: those that may end the scan or are bare.
+__attribute__((target("avx2"), always_inline)) inline __m256i odd_lfs(const char* p,
+                                                                      __m256i lfs) noexcept {
+  const __m256i dot_next = _mm256_cmpeq_epi8(load32(p + 1), _mm256_set1_epi8('.'));
+  const __m256i no_cr_prev = _mm256_xor_si256(
+      _mm256_cmpeq_epi8(load32(p - 1), _mm256_set1_epi8('\r')), _mm256_set1_epi8(-1));
+  return _mm256_and_si256(lfs, _mm256_or_si256(dot_next, no_cr_prev));
+}
+
+__attribute__((target("avx2"))) std::size_t scan_data_blocks(
+    const char* base, std::size_t pos, std::size_t size, bool cr_before, std::size_t limit,
+    std::size_t& line_len_io, std::size_t& line_start_io, bool& long_line_io, bool& bare_lf,
+    std::size_t& stop) noexcept {
+  // Locals, not the references: stores through a char* could alias them.
+  std::size_t line_len = line_len_io, line_start = line_start_io;
+  bool long_line = false;
+  auto done = [&](std::size_t at) {
+    line_len_io = line_len;
+    line_start_io = line_start;
+    long_line_io = long_line;
+    return at;
+  };
+  const __m256i lf_v = _mm256_set1_epi8('\n'), cr_v = _mm256_set1_epi8('\r'),
+                dot_v = _mm256_set1_epi8('.');
+  stop = std::string_view::npos;
+  // One byte past the block is read (the byte after its last LF).
+  for (; pos + 65 <= size; pos += 64) {
+    const __m256i a = load32(base + pos), b = load32(base + pos + 32);
+    const __m256i lfa = _mm256_cmpeq_epi8(a, lf_v), lfb = _mm256_cmpeq_epi8(b, lf_v);
+    const std::uint64_t lf = movemask64(lfa, lfb);
+    if (lf == 0) continue;
+    if (pos > 0) {
+      // The usual block: every LF has a CR before it and no '.' after it. Then
+      // only the line lengths need a look.
+      if (movemask64(odd_lfs(base + pos, lfa), odd_lfs(base + pos + 32, lfb)) == 0) {
+        const std::size_t first = static_cast<std::size_t>(__builtin_ctzll(lf));
+        if (limit && line_len + (pos + first + 1 - line_start) > limit) long_line = true;
+        line_len = 0;
+        line_start = pos + static_cast<std::size_t>(63 - __builtin_clzll(lf)) + 1;
+        continue;
+      }
+      cr_before = base[pos - 1] == '\r';
+    }
+    const std::uint64_t cr = movemask64(_mm256_cmpeq_epi8(a, cr_v), _mm256_cmpeq_epi8(b, cr_v));
+    const std::uint64_t dot = movemask64(_mm256_cmpeq_epi8(a, dot_v), _mm256_cmpeq_epi8(b, dot_v));
+    const std::uint64_t crlf = lf & ((cr << 1) | std::uint64_t{cr_before});
+    // A CRLF ends the scan when '.' follows it.
+    const std::uint64_t stops = crlf & ((dot >> 1) | (std::uint64_t{base[pos + 64] == '.'} << 63));
+    const std::uint64_t upto = stops ? ((stops & -stops) << 1) - 1 : ~std::uint64_t{0};
+    const std::uint64_t lfs = lf & upto;  // the LFs this call consumes
+    const std::size_t first = static_cast<std::size_t>(__builtin_ctzll(lfs));
+    if (limit && line_len + (pos + first + 1 - line_start) > limit) long_line = true;
+    line_len = 0;
+    line_start = pos + static_cast<std::size_t>(63 - __builtin_clzll(lfs)) + 1;
+    if (lfs & ~crlf) bare_lf = true;
+    if (stops) {
+      stop = pos + static_cast<std::size_t>(__builtin_ctzll(stops));
+      return done(pos);
+    }
+  }
+  return done(pos);
+}
+
+bool have_avx2() noexcept {
+  static const bool yes = __builtin_cpu_supports("avx2");
+  return yes;
+}
+#endif
 
 bool iequals(std::string_view a, std::string_view b) noexcept {
   if (a.size() != b.size()) return false;
@@ -559,7 +654,24 @@ std::optional<step> server_session::consume_data(std::string_view in, std::size_
   std::size_t pos = start;
   std::size_t end = in.size();
   line_state after = line_state::mid;
-  while (pos < in.size()) {
+  bool stopped = false;
+#ifdef INLET_SMTP_DATA_SCAN_AVX2
+  if (in.size() - pos >= 128 && (limit == 0 || limit >= 64) && have_avx2()) {
+    bool long_line = false, bare = false;
+    std::size_t stop;
+    const bool cr_before = pos > 0 ? base[pos - 1] == '\r' : line_ == line_state::cr;
+    pos = scan_data_blocks(base, pos, in.size(), cr_before, limit, line_len_, line_start, long_line,
+                           bare, stop);
+    if (long_line) body_long_ = true;
+    if (bare && cfg_->reject_bare_lf_in_body) body_bad_ = true;
+    if (stop != std::string_view::npos) {
+      end = stop + 1;
+      after = line_state::bol;
+      stopped = true;
+    }
+  }
+#endif
+  while (!stopped && pos < in.size()) {
     const void* hit = std::memchr(base + pos, '\n', in.size() - pos);
     if (!hit) {
       after = base[in.size() - 1] == '\r' ? line_state::cr : line_state::mid;
