@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <memory>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 namespace inlet::mime {
 
 using detail::iequals;
@@ -174,7 +178,7 @@ namespace {
 // append calls.
 struct snippet_builder {
   explicit snippet_builder(std::size_t limit) : limit(limit) {
-    const std::size_t cap = 4 * limit + 4;
+    const std::size_t cap = 4 * limit + 4;  // every code point 4 bytes, and a space
     if (cap > sizeof local) {
       heap.reset(new char[cap]);
       begin = heap.get();
@@ -192,46 +196,64 @@ struct snippet_builder {
   bool full() const { return chars >= limit; }
   static bool printable(char c) { return c > ' ' && c < 0x7F; }
   void add(std::string_view s) {
+    // Locals: stores through char pointers could alias the members.
     const char* i = s.data();
     const char* const e = i + s.size();
+    char* o = p;
+    std::size_t n = chars;
+    bool sp = space;
     while (i < e) {
       if (printable(*i)) {  // a run of printable ASCII goes in whole
-        if (full()) return;
-        if (space) {
-          *p++ = ' ';
-          ++chars;
-          space = false;
-          if (full()) return;
+        if (n >= limit) break;
+        if (sp) {
+          *o++ = ' ';
+          sp = false;
+          if (++n >= limit) break;
         }
+#ifdef __SSE2__
+        // 16 bytes at a time while the run, the limit and the buffer allow.
+        while (e - i >= 16 && limit - n >= 16 && end - o >= 16) {
+          const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(i));
+          const __m128i ok = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8(' ')),
+                                           _mm_cmplt_epi8(v, _mm_set1_epi8(0x7F)));
+          const unsigned run =
+              static_cast<unsigned>(__builtin_ctz(~_mm_movemask_epi8(ok) | 0x10000));
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(o), v);
+          o += run;
+          i += run;
+          n += run;
+          if (run < 16) break;
+        }
+#endif
         const char* const stop =
-            i + std::min<std::size_t>(static_cast<std::size_t>(e - i), limit - chars);
-        char* const from = p;
-        while (i < stop && printable(*i)) *p++ = *i++;
-        chars += static_cast<std::size_t>(p - from);
+            i + std::min<std::size_t>(static_cast<std::size_t>(e - i), limit - n);
+        const char* const from = i;
+        while (i < stop && printable(*i)) *o++ = *i++;
+        n += static_cast<std::size_t>(i - from);
         continue;
       }
-      if (!add_one(*i)) return;
+      // One byte of anything else.
+      const char c = *i;
+      const bool cont = (static_cast<unsigned char>(c) & 0xC0) == 0x80;
+      if (!cont && n >= limit) break;
+      if (detail::is_ws(c) || c == '\f' || c == '\v') {
+        sp = o != begin;
+        ++i;
+        continue;
+      }
+      if (end - o < 2) break;  // only a stream of stray continuation bytes gets here
+      if (sp) {
+        *o++ = ' ';
+        sp = false;
+        if (++n >= limit) break;
+      }
+      *o++ = c;
+      if (!cont) ++n;
       ++i;
     }
-  }
-  // One byte of anything else; false once the snippet is full.
-  bool add_one(char c) {
-    const bool cont = (static_cast<unsigned char>(c) & 0xC0) == 0x80;
-    if (!cont && full()) return false;
-    if (detail::is_ws(c) || c == '\f' || c == '\v') {
-      space = p != begin;
-      return true;
-    }
-    if (end - p < 2) return false;  // only a stream of stray continuation bytes gets here
-    if (space) {
-      *p++ = ' ';
-      ++chars;
-      space = false;
-      if (full()) return false;
-    }
-    *p++ = c;
-    if (!cont) ++chars;
-    return true;
+    p = o;
+    chars = n;
+    space = sp;
   }
   std::string finish() {  // drops a cut UTF-8 sequence
     std::size_t n = static_cast<std::size_t>(p - begin);

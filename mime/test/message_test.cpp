@@ -198,3 +198,49 @@ TEST(summary, snippet_of_a_long_part_equals_the_full_decode) {
   }
 }
 }  // namespace inlet::mime::test
+
+namespace inlet::mime::test {
+
+// The snippet against a plain reference (ASCII text: whitespace runs become one space, cut
+// at `limit` characters), for runs of every length around the 16-byte steps and limits.
+TEST(summary, snippet_matches_reference_on_ascii) {
+  auto reference = [](std::string_view text, std::size_t limit) {
+    std::string out;
+    std::size_t n = 0;
+    bool space = false;
+    for (char c : text) {
+      if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v') {
+        space = !out.empty();
+        continue;
+      }
+      if (n >= limit) break;
+      if (space) {
+        out += ' ';
+        space = false;
+        if (++n >= limit) break;
+      }
+      out += c;
+      ++n;
+    }
+    return out;
+  };
+  std::uint64_t seed = 12345;
+  auto next = [&] {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return seed >> 33;
+  };
+  for (int round = 0; round < 60; ++round) {
+    std::string text;
+    while (text.size() < 600) {
+      const std::size_t word = next() % (round % 3 == 0 ? 40 : 12);
+      for (std::size_t k = 0; k < word; ++k) text += static_cast<char>('!' + next() % 94);
+      text += (next() % 5 == 0) ? "\r\n" : (next() % 7 == 0) ? " \t " : " ";
+    }
+    const std::size_t limit = 1 + next() % 300;
+    const std::string raw = "Content-Type: text/plain\r\n\r\n" + text;
+    parsed_message m = parse(std::string_view(raw));
+    EXPECT_EQ(summarize(m, limit).snippet, reference(text, limit)) << "round " << round;
+  }
+}
+
+}  // namespace inlet::mime::test
