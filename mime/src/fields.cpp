@@ -1,13 +1,13 @@
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <inlet/mime/decode.hpp>
 #include <inlet/mime/fields.hpp>
-
-#include "ascii.hpp"
-
-#include <algorithm>
-#include <cstring>
-#include <cstdio>
 #include <map>
 #include <span>
+
+#include "ascii.hpp"
 
 namespace inlet::mime {
 namespace {
@@ -16,7 +16,18 @@ using detail::iequals;
 using detail::is_ws;
 using detail::to_lower;
 
-std::string valid_utf8(std::string_view s) { return to_utf8(s, "utf-8"); }
+std::string valid_utf8(std::string_view s) {
+  // ASCII (most header text) is valid as it is: no converter to set up.
+  std::size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    if (w & 0x8080808080808080ull) return to_utf8(s, "utf-8");
+  }
+  for (; i < s.size(); ++i)
+    if (static_cast<unsigned char>(s[i]) >= 0x80) return to_utf8(s, "utf-8");
+  return std::string(s);
+}
 
 // Replaces every line break with nothing (folds keep their whitespace). Most fields are
 // one line: then the field itself is returned and `buf` is not touched (two vectorised
