@@ -21,7 +21,8 @@ namespace {
 // block at once, the data lines' ends (CRLF), the bare LFs, and the line that
 // ends the scan (CRLF followed by '.', or by the end of the input), instead of
 // one memchr and one round of checks per line; a block whose LFs all have a CR
-// before and no '.' after them (most) needs only its first and last LF. Line
+// before and no '.' after them (most) needs only its first and last LF, and
+// runs of such blocks go two at a time. Line
 // length is checked on the first LF of a block only: with limit >= 64 no line
 // that starts and ends in one block can exceed it. Returns where the caller's
 // byte loop goes on (the first unscanned byte, never the end: the byte after a
@@ -62,8 +63,36 @@ __attribute__((target("avx2"))) std::size_t scan_data_blocks(
   const __m256i lf_v = _mm256_set1_epi8('\n'), cr_v = _mm256_set1_epi8('\r'),
                 dot_v = _mm256_set1_epi8('.');
   stop = std::string_view::npos;
+  const bool pairs = limit == 0 || limit >= 128;
   // One byte past the block is read (the byte after its last LF).
   for (; pos + 65 <= size; pos += 64) {
+    // Two usual blocks a step while they last (the first odd LF leaves the
+    // block to the code below). Exact for limit >= 128: a line that starts and
+    // ends inside the 128 bytes cannot pass it; one that runs in is checked at
+    // the first LF.
+    if (pairs && pos > 0) {
+      for (; pos + 129 <= size; pos += 128) {
+        const char* p = base + pos;
+        const __m256i l0 = _mm256_cmpeq_epi8(load32(p), lf_v);
+        const __m256i l1 = _mm256_cmpeq_epi8(load32(p + 32), lf_v);
+        const __m256i l2 = _mm256_cmpeq_epi8(load32(p + 64), lf_v);
+        const __m256i l3 = _mm256_cmpeq_epi8(load32(p + 96), lf_v);
+        const __m256i odd =
+            _mm256_or_si256(_mm256_or_si256(odd_lfs(p, l0), odd_lfs(p + 32, l1)),
+                            _mm256_or_si256(odd_lfs(p + 64, l2), odd_lfs(p + 96, l3)));
+        if (!_mm256_testz_si256(odd, odd)) break;
+        const std::uint64_t lo = movemask64(l0, l1), hi = movemask64(l2, l3);
+        if ((lo | hi) == 0) continue;
+        const std::size_t first = lo ? static_cast<std::size_t>(__builtin_ctzll(lo))
+                                     : 64 + static_cast<std::size_t>(__builtin_ctzll(hi));
+        const std::size_t last = hi ? 64 + static_cast<std::size_t>(63 - __builtin_clzll(hi))
+                                    : static_cast<std::size_t>(63 - __builtin_clzll(lo));
+        if (limit && line_len + (pos + first + 1 - line_start) > limit) long_line = true;
+        line_len = 0;
+        line_start = pos + last + 1;
+      }
+      if (pos + 65 > size) break;
+    }
     const __m256i a = load32(base + pos), b = load32(base + pos + 32);
     const __m256i lfa = _mm256_cmpeq_epi8(a, lf_v), lfb = _mm256_cmpeq_epi8(b, lf_v);
     const std::uint64_t lf = movemask64(lfa, lfb);

@@ -817,6 +817,21 @@ TEST(session, data_scan_agrees_whole_split_and_byte_by_byte) {
     const std::string in = ehlo + envelope_cmds + body + "\r\n.\r\nNOOP\r\n";
     run_all_splits(cfg, in);
   }
+  // Clean bodies (CRLF lines, no dots) take the two-blocks-a-step path: line
+  // lengths around the limits, one odd byte somewhere late in some of them.
+  for (int round = 0; round < 12; ++round) {
+    auto cfg = cfg_default();
+    cfg.max_text_line = round % 3 == 0 ? 128 : round % 3 == 1 ? 160 : 1000;
+    cfg.reject_bare_lf_in_body = round % 2 == 0;
+    std::string body;
+    while (body.size() < 1500) {
+      const std::size_t n = 5 + next() % (round < 6 ? 120 : 170);
+      body += std::string(n, static_cast<char>('a' + next() % 26)) + "\r\n";
+    }
+    if (round % 4 == 3) body.insert(1200 + next() % 200, "\n");
+    if (round % 4 == 1) body += ".stuffed\r\n";
+    run_all_splits(cfg, ehlo + envelope_cmds + body + ".\r\nNOOP\r\n");
+  }
   // What follows the terminator in the same block is not body: a bare LF there
   // (in the next command) does not refuse the message.
   auto strict = cfg_default();
