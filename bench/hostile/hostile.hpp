@@ -64,6 +64,7 @@ struct options {
   std::string json;     ///< write the results here
   std::string samples;  ///< write every good-client sample here (CSV), for plots
   int rounds = 1;       ///< run the list of attacks this many times (a soak: with one_server)
+  double soak_s = 0;  ///< > 0: one inletd, the list again and again for this long, RSS each minute
 };
 
 /// What the hostile side saw (relaxed counters: written by the engine's
