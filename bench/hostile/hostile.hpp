@@ -60,6 +60,7 @@ struct options {
   std::size_t max_store_bytes = std::size_t{256} << 20;
   bool one_server = false;  ///< one inletd for every attack (default: one each)
   bool pin = false;         ///< inletd on CPU 0, the harness on CPU 1
+  int engine_nice = 0;      ///< the hostile engine's thread's nice value (the good client's: 0)
   bool smoke = false;   ///< exit 1 unless every phase of every attack saw the good client served
   std::string json;     ///< write the results here
   std::string samples;  ///< write every good-client sample here (CSV), for plots

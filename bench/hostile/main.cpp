@@ -818,6 +818,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--one-server", o.one_server, "one inletd for every attack");
   app.add_flag("--pin", o.pin, "inletd on CPU 0, the harness on CPU 1");
+  app.add_option("--engine-nice", o.engine_nice,
+                 "nice value of the hostile engine's thread (the good client's stays 0)")
+      ->capture_default_str()
+      ->check(CLI::Range(-20, 19));
   app.add_flag("--smoke", o.smoke, "exit 1 unless the good client was served in every phase");
   app.add_option("--json", o.json, "write the results as JSON");
   app.add_option("--samples", o.samples, "write every good-client latency and RSS sample (CSV)");
