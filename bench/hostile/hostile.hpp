@@ -60,10 +60,12 @@ struct options {
   std::size_t max_store_bytes = std::size_t{256} << 20;
   bool one_server = false;  ///< one inletd for every attack (default: one each)
   bool pin = false;         ///< inletd on CPU 0, the harness on CPU 1
+  int engine_nice = 0;      ///< the hostile engine's thread's nice value (the good client's: 0)
   bool smoke = false;   ///< exit 1 unless every phase of every attack saw the good client served
   std::string json;     ///< write the results here
   std::string samples;  ///< write every good-client sample here (CSV), for plots
   int rounds = 1;       ///< run the list of attacks this many times (a soak: with one_server)
+  double soak_s = 0;  ///< > 0: one inletd, the list again and again for this long, RSS each minute
 };
 
 /// What the hostile side saw (relaxed counters: written by the engine's

@@ -24,6 +24,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <csignal>
@@ -725,8 +726,16 @@ int run(options& o) {
   std::unique_ptr<sampler> smp;
   bool ok = true;
   if (!o.samples.empty()) std::ofstream(o.samples) << "attack,probe,t_s,ms\n";
-  for (int round = 0; round < std::max(1, o.rounds); ++round)
+  // The soak: one inletd, the list again and again until soak_s is over,
+  // inletd's RSS printed once a minute by its own thread.
+  const auto soak_end = sclock::now() + std::chrono::duration_cast<sclock::duration>(
+                                            std::chrono::duration<double>(o.soak_s));
+  std::atomic<bool> soak_stop{false};
+  std::thread soak_log;
+  auto soak_over = [&] { return o.soak_s > 0 && sclock::now() >= soak_end; };
+  for (int round = 0; o.soak_s > 0 ? !soak_over() : round < std::max(1, o.rounds); ++round)
     for (const kind_info* k : todo) {
+      if (soak_over()) break;
       if (!srv || !o.one_server) {
         smp.reset();
         srv = std::make_unique<server_proc>();
@@ -735,6 +744,19 @@ int run(options& o) {
           return 1;
         }
         smp = std::make_unique<sampler>(srv->pid());
+        if (o.soak_s > 0)
+          soak_log = std::thread([&soak_stop, pid = srv->pid(), t0 = sclock::now(),
+                                  t = target{srv->smtp_port, srv->http_port, {}}] {
+            for (int minute = 0; !soak_stop; ++minute) {
+              auto s = sample_proc(pid);
+              std::printf("soak: minute %d rss_mb %.1f store_mb %.1f\n", minute,
+                          static_cast<double>(s.rss_kb) / 1024,
+                          static_cast<double>(store_bytes(t)) / (1 << 20));
+              std::fflush(stdout);
+              auto next = t0 + std::chrono::minutes(minute + 1);
+              while (!soak_stop && sclock::now() < next) std::this_thread::sleep_for(200ms);
+            }
+          });
       }
       results.push_back(run_attack(o, *k, *srv, *smp));
       print_row(results.back());
@@ -742,6 +764,8 @@ int run(options& o) {
            {&results.back().base[0], &results.back().attack[0], &results.back().tail[0]})
         if (l->n == l->failed) ok = false;  // the good client was never served in a phase
     }
+  soak_stop = true;
+  if (soak_log.joinable()) soak_log.join();
   smp.reset();
   if (srv) srv->stop();
   if (!o.json.empty()) write_json(o, results);
@@ -794,13 +818,20 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--one-server", o.one_server, "one inletd for every attack");
   app.add_flag("--pin", o.pin, "inletd on CPU 0, the harness on CPU 1");
+  app.add_option("--engine-nice", o.engine_nice,
+                 "nice value of the hostile engine's thread (the good client's stays 0)")
+      ->capture_default_str()
+      ->check(CLI::Range(-20, 19));
   app.add_flag("--smoke", o.smoke, "exit 1 unless the good client was served in every phase");
   app.add_option("--json", o.json, "write the results as JSON");
   app.add_option("--samples", o.samples, "write every good-client latency and RSS sample (CSV)");
   app.add_option("--rounds", o.rounds,
                  "run the attacks this many times (with --one-server: a soak)")
       ->capture_default_str();
+  app.add_option("--soak", o.soak_s,
+                 "seconds: one inletd, the attacks again and again, its RSS printed each minute");
   CLI11_PARSE(app, argc, argv);
+  if (o.soak_s > 0) o.one_server = true;
   std::signal(SIGPIPE, SIG_IGN);
   return hostile::run(o);
 }

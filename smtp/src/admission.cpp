@@ -90,18 +90,25 @@ void admission::set_pressure() {
     pressure_->store(false, std::memory_order_relaxed);
 }
 
-bool admission::over_share(const slot& s) const {
+// How much of its shares a slot's group holds: the larger of its IP's and its
+// subnet's count, each against its share under pressure (cross-multiplied, so
+// no division: comparable between slots of one admission).
+std::uint64_t admission::load_of(const slot& s) const {
   auto ip = per_ip_.find(s.ip_);
   auto net = per_subnet_.find(s.subnet_);
-  return (ip != per_ip_.end() && ip->second > lim_.pressure_per_ip) ||
-         (net != per_subnet_.end() && net->second > lim_.pressure_per_subnet);
+  const std::uint64_t ip_n = ip == per_ip_.end() ? 0 : ip->second;
+  const std::uint64_t net_n = net == per_subnet_.end() ? 0 : net->second;
+  const std::uint64_t ip_share = std::max<std::size_t>(1, lim_.pressure_per_ip);
+  const std::uint64_t net_share = std::max<std::size_t>(1, lim_.pressure_per_subnet);
+  return std::max(ip_n * net_share, net_n * ip_share);
 }
 
-// The slowest evictable connection among up to sample_size taken at random:
-// over-share groups first, then the earliest progress.
+// The victim among up to sample_size evictable slots taken at random: the one
+// whose source (or subnet) holds the most slots against its share, and among
+// those of the heaviest group, the slowest (the earliest progress).
 slot* admission::choose_victim(clock::rep now) {
   slot* best = nullptr;
-  bool best_over = false;
+  std::uint64_t best_load = 0;
   clock::rep best_progress = 0;
   const std::size_t n = slots_.size();
   const std::size_t tries = std::min(n, sample_size);
@@ -113,11 +120,10 @@ slot* admission::choose_victim(clock::rep now) {
     if (s->evicted.load(std::memory_order_relaxed)) continue;
     if (s->state.load(std::memory_order_relaxed) == slot::phase::busy) continue;
     clock::rep progress = std::min(s->progress.load(std::memory_order_relaxed), now);
-    bool over = over_share(*s);
-    if (best == nullptr || (over && !best_over) ||
-        (over == best_over && progress < best_progress)) {
+    std::uint64_t load = load_of(*s);
+    if (best == nullptr || load > best_load || (load == best_load && progress < best_progress)) {
       best = s;
-      best_over = over;
+      best_load = load;
       best_progress = progress;
     }
   }

@@ -12,12 +12,14 @@
 //      holds its share under pressure (`pressure_per_ip`, `_per_subnet`) is
 //      refused; everyone's timeouts shorten meanwhile (the connection core
 //      reads the flag, as Postfix's stress mode does);
-//   3. every slot taken: a client within its shares takes the slot of the
-//      slowest connection that waits for its client (over-share groups
-//      first, then the earliest `progress`: the connection whose current
-//      command or body is the most overdue). That connection is marked
-//      evicted and woken; it answers 421 4.7.0 and closes. Without such a
-//      connection (or with eviction off) the client is refused.
+//   3. every slot taken: a client within its shares takes the slot of a
+//      connection that waits for its client: from the source holding the
+//      most slots (its IP's or its subnet's count against the share under
+//      pressure, whichever is larger), and of that source the slowest (the
+//      earliest `progress`: the connection whose current command or body is
+//      the most overdue). That connection is marked evicted and woken; it
+//      answers 421 4.7.0 and closes. Without such a connection (or with
+//      eviction off) the client is refused.
 //
 // Design note (the slot table): admitted slots sit in a vector (each knows its
 // index: O(1) removal by swap), and per-IP and per-subnet counts in hash maps.
@@ -149,7 +151,7 @@ class admission {
 
  private:
   slot* choose_victim(clock::rep now);
-  bool over_share(const slot& s) const;
+  std::uint64_t load_of(const slot& s) const;
   void set_pressure();
 
   const admission_limits lim_;

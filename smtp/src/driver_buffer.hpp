@@ -47,7 +47,9 @@ class driver_input {
 
   buffer::streambuf& buf() noexcept { return sb_; }
   bool flat() const noexcept { return flat_mode_; }
-  bool empty() const noexcept { return flat_mode_ ? flat_start_ == flat_size_ : sb_.empty(); }
+  bool empty() const noexcept {
+    return flat_mode_ ? flat_start_ == flat_size_ : sb_.empty() && parked_.empty();
+  }
   /// How often a straddling tail was linearised (tests).
   std::size_t scratch_views() const noexcept { return scratch_views_; }
   std::size_t read_size() const noexcept { return read_size_; }
@@ -56,6 +58,7 @@ class driver_input {
   std::string_view view() {
     view_is_scratch_ = false;
     if (flat_mode_) return {flat_->data() + flat_start_, flat_size_ - flat_start_};
+    unpark();
     if (sb_.empty()) return {};
     std::string_view first = *sb_.readable_spans().begin();
     if (first.size() >= sb_.size()) straddle_ = false;
@@ -148,6 +151,7 @@ class driver_input {
 
   /// Drops every readable byte (RFC 3207 4.2: input pipelined after STARTTLS).
   void clear() noexcept {
+    parked_.clear();
     flat_start_ = flat_size_ = 0;
     sb_.consume(sb_.size());
     straddle_ = false;
@@ -168,7 +172,7 @@ class driver_input {
   /// shares stays as the next read's space, so small reads fill it one after
   /// another instead of pinning a fragment each.
   void release_for_wait(bool in_message) noexcept {
-    if (!in_message) return release_if_empty();
+    if (!in_message) return park();
     if (flat_mode_) return;
     if (sb_.empty()) {
       straddle_ = false;
@@ -181,7 +185,10 @@ class driver_input {
   /// fragment taken for them is all an idle-after-commands thread caches.
   buffer::streambuf::mutable_buffers_type prepare(bool bulk = true) {
     std::size_t n = bulk ? read_size_ : std::min(read_size_, sb_.fragment_pool().fragment_size());
-    if (!flat_mode_) return sb_.prepare(n);
+    if (!flat_mode_) {
+      unpark();
+      return sb_.prepare(n);
+    }
     if (flat_start_ > 0) {  // move the unconsumed rest to the front (asio::streambuf does this)
       std::memmove(flat_->data(), flat_->data() + flat_start_, flat_size_ - flat_start_);
       flat_size_ -= flat_start_;
@@ -198,7 +205,48 @@ class driver_input {
   }
 
  private:
+  // Outside a message, before a wait: an unfinished command line (at most a
+  // scratch window of it) is copied out and its fragment given back, so a
+  // client trickling a line holds a few octets while it is silent, not a
+  // fragment; the next read or view puts the octets back in front.
+  void park() noexcept {
+    if (flat_mode_) return;
+    if (!sb_.empty() && parked_.empty() && sb_.size() <= scratch_size_) {
+      try {
+        parked_.resize(sb_.size());
+        std::error_code ec;
+        std::string_view v =
+            sb_.peek(0, parked_.size(), std::span<char>(parked_.data(), parked_.size()), ec);
+        if (ec || v.size() != parked_.size()) {
+          parked_.clear();
+        } else {
+          if (v.data() != parked_.data()) std::memcpy(parked_.data(), v.data(), v.size());
+          sb_.consume(sb_.size());
+        }
+      } catch (...) {  // no memory for the copy: keep the fragment
+        parked_.clear();
+      }
+    }
+    release_if_empty();
+  }
+  void unpark() {
+    if (parked_.empty()) return;
+    auto space = sb_.prepare(parked_.size());
+    std::size_t at = 0;
+    for (auto b : space) {
+      std::size_t k = std::min(b.size(), parked_.size() - at);
+      std::memcpy(b.data(), parked_.data() + at, k);
+      at += k;
+      if (at == parked_.size()) break;
+    }
+    sb_.commit(parked_.size());
+    straddle_ = false;
+    parked_.clear();
+    parked_.shrink_to_fit();
+  }
+
   buffer::streambuf sb_;
+  std::string parked_;           // an unfinished command line while waiting (park())
   std::string* flat_ = nullptr;  // flat mode: storage; readable = [flat_start_, flat_size_)
   std::size_t flat_start_ = 0;
   std::size_t flat_size_ = 0;

@@ -148,11 +148,52 @@ TEST(Admission, FullEvictsTheSlowestWaitingConnection) {
   EXPECT_TRUE(p.slots[1]->is_evicted());  // 400: still over share (three left)
   adm.release(*p.slots[2]);
   adm.release(*p.slots[1]);
-  // 192.0.2.1 is within its share now: the slowest overall goes (200; 100 is busy).
+  // 192.0.2.1 is within its share now but still the heaviest source (2 of
+  // 3, against 4 of 100 for 198.51.100.0/24): its slowest goes (500), not
+  // the slowest overall (200).
   EXPECT_EQ(adm.admit(p.make(), "203.0.113.11"), admit_result::admitted_evicting);
+  EXPECT_TRUE(p.slots[0]->is_evicted());
+  EXPECT_FALSE(p.slots[5]->is_evicted());
+  for (std::size_t i : {3u, 4u, 5u, 6u, 7u}) EXPECT_EQ(p.slots[i]->woken, 0) << i;
+}
+
+// The source holding the most slots against its shares loses first, counted
+// per IP or per subnet, whichever is heavier; the slowest only decides within
+// the heaviest group. Many addresses of one /24 with one connection each are
+// one heavy source.
+TEST(Admission, EvictionPrefersTheHeaviestSourceThenTheSlowest) {
+  d::admission_limits l = small();
+  l.pressure_per_ip = 2;
+  l.pressure_per_subnet = 4;
+  d::admission adm(l);
+  pool p;
+  // 192.0.2.0/24: five addresses, one connection each (5 of 4 per subnet).
+  const int progress[] = {100, 200, 50, 300, 400};
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(
+        d::admitted(adm.admit(p.make().at(progress[i]), "192.0.2." + std::to_string(i + 1))));
+  // 198.51.100.7: two (2 of 2 per IP), slower than any of the /24.
+  ASSERT_TRUE(d::admitted(adm.admit(p.make().at(1), "198.51.100.7")));
+  ASSERT_TRUE(adm.under_pressure());
+  ASSERT_TRUE(d::admitted(adm.admit(p.make().at(2), "198.51.100.7")));
+  // 203.0.113.1: one (1 of 2), the slowest of all.
+  ASSERT_TRUE(d::admitted(adm.admit(p.make().at(0), "203.0.113.1")));
+  ASSERT_EQ(adm.active(), 8u);
+
+  EXPECT_EQ(adm.admit(p.make(), "233.252.0.1"), admit_result::admitted_evicting);
+  EXPECT_TRUE(p.slots[2]->is_evicted());  // 192.0.2.3: the /24's slowest
+  for (std::size_t i : {0u, 1u, 3u, 4u, 5u, 6u, 7u}) EXPECT_FALSE(p.slots[i]->is_evicted()) << i;
+  adm.release(*p.slots[2]);
+
+  // The /24 holds 4 of 4 now, 198.51.100.7 2 of 2: as heavy; the slower goes.
+  EXPECT_EQ(adm.admit(p.make(), "233.252.0.2"), admit_result::admitted_evicting);
   EXPECT_TRUE(p.slots[5]->is_evicted());
-  EXPECT_FALSE(p.slots[4]->is_evicted());
-  for (std::size_t i : {0u, 3u, 4u, 6u, 7u}) EXPECT_EQ(p.slots[i]->woken, 0) << i;
+  adm.release(*p.slots[5]);
+
+  // 198.51.100.7 holds 1 of 2: the /24 is the heaviest again (4 of 4).
+  EXPECT_EQ(adm.admit(p.make(), "233.252.0.3"), admit_result::admitted_evicting);
+  EXPECT_TRUE(p.slots[0]->is_evicted());   // 192.0.2.1, at 100
+  EXPECT_FALSE(p.slots[7]->is_evicted());  // 203.0.113.1, the slowest, last
 }
 
 TEST(Admission, FullWithNothingToEvictRefuses) {

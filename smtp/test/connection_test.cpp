@@ -426,6 +426,32 @@ TEST(Connection, PressureShortensTheTimeoutsOfPendingWaits) {
   EXPECT_TRUE(h.closed);
 }
 
+// A connection that has waited longer than pressure_timeout when the
+// pressure begins is past its deadline at once: the driver's next check (a
+// reaper tick, a poll tick) ends the wait with 421 4.4.2. A trickled line
+// (its octets parked while the connection waits) does not move that deadline.
+TEST(Connection, AWaitOlderThanThePressureTimeoutEndsWhenThePressureBegins) {
+  std::atomic<bool> pressure{false};
+  conn_policy p = test_policy();  // command 60 s
+  p.pressure_timeout = 5s;
+  p.pressure = &pressure;
+  harness h(p);
+  h.start();
+  h.send(ehlo);
+  const auto t = h.now;
+  h.send("MAIL FR");
+  h.at(t + 4s);
+  h.send("OM:<a");
+  h.at(t + 12s);
+  EXPECT_FALSE(h.closed);
+  EXPECT_EQ(h.c.deadline(), t + 60s);
+  pressure = true;
+  EXPECT_EQ(h.c.deadline(), t + 5s);
+  h.at(t + 12s);  // the same instant, seen again by the driver under pressure
+  EXPECT_THAT(h.out, EndsWith("421 4.4.2 mx.test Error: timeout exceeded\r\n"));
+  EXPECT_TRUE(h.closed);
+}
+
 // The connection tells its admission slot what it does: waiting for a command
 // with nothing held (idle), inside a line or a body (waiting), or busy; and
 // since when it waits (its progress: a partial line does not move it).

@@ -2,16 +2,15 @@
 // chunks, the session fed span by span, body pieces sliced out of the fragments.
 // Every fragment boundary is swept across command lines, stuffed dots and the
 // end-of-data marker; the messages must equal those of a flat reference run.
-#include "driver_buffer.hpp"
-
-#include <inlet/smtp/server_session.hpp>
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
+#include <inlet/smtp/server_session.hpp>
 #include <string>
 #include <vector>
+
+#include "driver_buffer.hpp"
 
 namespace smtp = inlet::smtp;
 
@@ -41,8 +40,11 @@ outcome drive(const std::string& wire, std::size_t chunk, std::size_t read_size)
     if (st.kind == smtp::step_kind::body_data) body.append(in.piece(st.data));
     bool again = in.consumed(v, st.consumed, st.kind == smtp::step_kind::need_more);
     switch (st.kind) {
-      case smtp::step_kind::body_data: continue;
-      case smtp::step_kind::message_aborted: body.clear(); continue;
+      case smtp::step_kind::body_data:
+        continue;
+      case smtp::step_kind::message_aborted:
+        body.clear();
+        continue;
       case smtp::step_kind::message_complete:
         o.bodies.push_back(body.to_string());
         o.body_spans.push_back(body.span_count());
@@ -50,7 +52,9 @@ outcome drive(const std::string& wire, std::size_t chunk, std::size_t read_size)
         (void)s.take_envelope();
         s.delivery_done(smtp::delivery_result{smtp::delivery_status::accepted("X"), {}});
         continue;
-      case smtp::step_kind::start_tls: ADD_FAILURE() << "no TLS here"; return o;
+      case smtp::step_kind::start_tls:
+        ADD_FAILURE() << "no TLS here";
+        return o;
       case smtp::step_kind::close:
         o.closed = true;
         o.scratch_views = in.scratch_views();
@@ -80,7 +84,8 @@ outcome drive(const std::string& wire, std::size_t chunk, std::size_t read_size)
 }
 
 std::string conversation(std::size_t pad) {
-  std::string w = "EHLO client.example\r\nMAIL FROM:<a@example.org>\r\nRCPT TO:<b@example.net>\r\nDATA\r\n";
+  std::string w =
+      "EHLO client.example\r\nMAIL FROM:<a@example.org>\r\nRCPT TO:<b@example.net>\r\nDATA\r\n";
   w += "Subject: sweep\r\n\r\n";
   // Body lines fill the first fragment up to the region under test.
   while (w.size() + 80 < pad) w += std::string(78, 'x') + "\r\n";
@@ -149,4 +154,50 @@ TEST(DriverInput, IdleBufferHoldsNoFragment) {
   in.consumed(v, v.size(), true);
   in.release_if_empty();
   EXPECT_FALSE(in.buf().holds_memory());
+}
+
+// A client trickling a command line holds a few octets while it is silent,
+// not a fragment: before a wait outside a message the unfinished line is
+// copied out and the fragment given back; the next read finds it in front of
+// the new bytes. A tail longer than the scratch window keeps its fragment.
+TEST(DriverInput, AnUnfinishedCommandLineWaitsWithoutAFragment) {
+  smtp::detail::driver_input in(64 * 1024, 512);
+  auto put = [&](std::string_view s) {
+    auto space = in.prepare(false);
+    ASSERT_GE(buffer_size(space), s.size());
+    std::memcpy((*space.begin()).data(), s.data(), s.size());
+    in.commit(s.size());
+  };
+  auto outstanding = [&] { return in.buf().fragment_pool().stats().outstanding(); };
+  const auto before = outstanding();
+  put("EHLO cli");
+  std::string_view v = in.view();
+  EXPECT_EQ(v, "EHLO cli");
+  EXPECT_FALSE(in.consumed(v, 0, true));
+  EXPECT_EQ(outstanding(), before + 1);
+  in.release_for_wait(false);
+  EXPECT_EQ(outstanding(), before);
+  EXPECT_FALSE(in.empty());
+  put("ent.test\r\n");
+  EXPECT_EQ(in.view(), "EHLO client.test\r\n");
+  in.consumed(in.view(), 18, true);
+  in.release_for_wait(false);
+  EXPECT_TRUE(in.empty());
+  EXPECT_EQ(outstanding(), before);
+
+  // Nothing read since the wait: the parked line is still what the session sees.
+  put("MAIL FROM:<a@x.te");
+  in.release_for_wait(false);
+  EXPECT_EQ(in.view(), "MAIL FROM:<a@x.te");
+  in.consumed(in.view(), 0, true);
+
+  smtp::detail::driver_input big(64 * 1024, 512);
+  const std::string tail(1200, 'x');  // past the scratch window (2 * 512 + 64)
+  auto space = big.prepare(false);
+  std::memcpy((*space.begin()).data(), tail.data(), tail.size());
+  big.commit(tail.size());
+  const auto held = big.buf().fragment_pool().stats().outstanding();
+  big.release_for_wait(false);
+  EXPECT_EQ(big.buf().fragment_pool().stats().outstanding(), held);
+  EXPECT_EQ(big.view(), tail);
 }
