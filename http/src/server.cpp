@@ -16,6 +16,8 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/chunk_encode.hpp>
+#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
@@ -25,6 +27,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -186,6 +189,7 @@ struct server::impl : std::enable_shared_from_this<impl> {
   awaitable<void> run_websocket(std::shared_ptr<session> s, request req);
   awaitable<void> read_websocket(std::shared_ptr<session> s);
   awaitable<bool> send(session& s, response& res);
+  awaitable<bool> send_streamed(session& s, response& head, body_source& body);
   awaitable<void> trim_loop(std::shared_ptr<impl> self);
 };
 
@@ -277,6 +281,60 @@ awaitable<bool> server::impl::send(session& s, response& res) {
   co_return !ec;
 }
 
+// A body made piece by piece: the header, then each window as it is made (a chunk under
+// HTTP/1.1 when the length is not known; plain bytes with Content-Length, or until the
+// close under HTTP/1.0). One window is held at a time.
+awaitable<bool> server::impl::send_streamed(session& s, response& head, body_source& body) {
+  constexpr std::size_t window = 64 * 1024;
+  const auto known = body.size();
+  const bool chunked = !known && head.version() >= 11;
+  bh::response<bh::empty_body> h{std::move(head.base())};
+  if (known) {
+    h.content_length(*known);
+  } else {
+    h.erase(bh::field::content_length);
+    if (chunked)
+      h.chunked(true);
+    else
+      h.keep_alive(false);  // HTTP/1.0: the body ends at the close
+  }
+  head.keep_alive(h.keep_alive());  // the caller reads whether the connection stays
+  bh::response_serializer<bh::empty_body> sr{h};
+  s.stream.expires_after(cfg.write_timeout);
+  auto [hec, hn] = co_await bh::async_write_header(s.stream, sr, use_tuple);
+  if (hec) co_return false;
+  std::string piece;
+  std::uint64_t sent = 0;
+  for (;;) {
+    piece.clear();
+    bool more;
+    try {
+      more = body.next(piece, window);
+    } catch (const std::exception&) {  // bad_alloc: the answer cannot be finished
+      co_return false;
+    }
+    if (!more) break;
+    if (piece.empty()) continue;
+    sent += piece.size();
+    s.stream.expires_after(cfg.write_timeout);
+    beast::error_code ec;
+    if (chunked)
+      std::tie(ec, std::ignore) =
+          co_await asio::async_write(s.stream, bh::make_chunk(asio::buffer(piece)), use_tuple);
+    else
+      std::tie(ec, std::ignore) =
+          co_await asio::async_write(s.stream, asio::buffer(piece), use_tuple);
+    if (ec) co_return false;
+  }
+  if (known && sent != *known) co_return false;  // the source lied: close, never desync
+  if (chunked) {
+    s.stream.expires_after(cfg.write_timeout);
+    auto [ec, n] = co_await asio::async_write(s.stream, bh::make_chunk_last(), use_tuple);
+    if (ec) co_return false;
+  }
+  co_return true;
+}
+
 awaitable<void> server::impl::run_session(std::shared_ptr<impl> self, std::shared_ptr<session> s) {
   (void)self;  // held by the frame
   std::uint64_t id;
@@ -332,10 +390,18 @@ awaitable<void> server::impl::run_session(std::shared_ptr<impl> self, std::share
         co_await run_events(s, req.version());
       break;
     }
-    auto res = co_await handler.handle(std::move(req), s->client);
+    auto rep = co_await handler.handle_streamed(std::move(req), s->client);
+    auto& res = rep.res;
     bool keep = res.keep_alive() && served + 1 < cfg.max_requests_per_connection;
     res.keep_alive(keep);
-    if (!co_await send(*s, res) || !keep) break;
+    if (rep.body) {
+      if (!co_await send_streamed(*s, res, *rep.body)) break;
+      rep.body.reset();
+      keep = keep && res.keep_alive();
+    } else if (!co_await send(*s, res)) {
+      break;
+    }
+    if (!keep) break;
   }
   beast::error_code ignored;
   s->stream.socket().shutdown(tcp::socket::shutdown_send, ignored);

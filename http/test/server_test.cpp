@@ -4,10 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/read_until.hpp>
+#include <boost/asio/use_future.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -182,6 +185,41 @@ TEST_F(ServerTest, LargeRawMessageRoundTrips) {
   auto r = c.request(bh::verb::get, "/api/v1/message/" + id + "/raw");
   EXPECT_EQ(r.body().size(), raw.size());
   EXPECT_TRUE(r.body() == raw);
+}
+
+// A large listing goes out in chunks (HTTP/1.1) or until the close (HTTP/1.0), never
+// built whole; the bytes are the whole answer's, and the connection stays in step.
+TEST_F(ServerTest, LargeListingIsStreamedWithTheSameBytes) {
+  start();
+  const std::string name(300, 'n');
+  for (int i = 0; i < 60; ++i) {
+    auto m = make("Subject: x\r\n\r\nx\r\n");
+    for (int k = 0; k < 100; ++k)
+      m.summary.to.push_back({name, "to" + std::to_string(k) + "@example.com"});
+    std::error_code ec;
+    store.put_sync(std::move(m), ec);
+  }
+  inlet::http::request q{bh::verb::get, "/api/v1/messages?limit=1000", 11};
+  asio::io_context local;
+  auto f = asio::co_spawn(local, srv->api().handle(q), asio::use_future);
+  local.run();
+  const std::string whole = f.get().body();
+  ASSERT_GT(whole.size(), 1u << 20);
+  client c(srv->port());
+  auto r = c.request(bh::verb::get, "/api/v1/messages?limit=1000");
+  EXPECT_EQ(r.result_int(), 200u);
+  EXPECT_EQ(r[bh::field::transfer_encoding], "chunked");
+  EXPECT_TRUE(r.body() == whole);
+  EXPECT_EQ(c.request(bh::verb::get, "/api/v1/messages?limit=1").result_int(), 200u);
+  client old(srv->port());
+  old.send_raw("GET /api/v1/messages?limit=1000 HTTP/1.0\r\nHost: localhost\r\n\r\n");
+  std::string got;
+  beast::error_code ec;
+  asio::read(old.sock, asio::dynamic_buffer(got), ec);  // to the close
+  auto body = got.find("\r\n\r\n");
+  ASSERT_NE(body, std::string::npos);
+  EXPECT_EQ(got.find("chunked"), std::string::npos);
+  EXPECT_TRUE(got.substr(body + 4) == whole);
 }
 
 TEST_F(ServerTest, LimitsAndMalformedRequests) {
