@@ -164,6 +164,49 @@ struct server::impl : std::enable_shared_from_this<impl> {
     }
   };
 
+  // Event streams counted per client and in all, so that clients that open streams and
+  // never read cannot make every new message cost thousands of wake-ups and writes.
+  std::unordered_map<std::string, std::size_t> streams_per_client;  // under streams_mutex
+  std::size_t streams_open = 0;                                     // under streams_mutex
+  struct stream_slot {
+    impl& owner;
+    std::string key;
+    bool status = false;   // held
+    unsigned refused = 0;  // 429 (this client has its share) or 503 (the server has)
+    stream_slot(impl& o, std::string k) : owner(o), key(std::move(k)) {
+      std::lock_guard lk(owner.streams_mutex);
+      if (owner.streams_open >= owner.cfg.max_event_streams) {
+        refused = 503;
+        return;
+      }
+      auto& n = owner.streams_per_client[key];
+      if (n >= owner.cfg.max_event_streams_per_client) {
+        refused = 429;
+        return;
+      }
+      ++n;
+      ++owner.streams_open;
+      status = true;
+    }
+    ~stream_slot() {
+      if (!status) return;
+      std::lock_guard lk(owner.streams_mutex);
+      --owner.streams_open;
+      auto it = owner.streams_per_client.find(key);
+      if (it != owner.streams_per_client.end() && --it->second == 0)
+        owner.streams_per_client.erase(it);
+    }
+    stream_slot(const stream_slot&) = delete;
+    stream_slot& operator=(const stream_slot&) = delete;
+  };
+  response stream_refusal(unsigned status, unsigned version) const {
+    auto res = status == 429
+                   ? handler.error(429, "too many event streams from this client", version)
+                   : handler.error(503, "too many event streams, retry", version);
+    res.set(bh::field::retry_after, "5");
+    return res;
+  }
+
   // Removes a session from the registry when its coroutine frame goes away (normally or
   // because the io_context was destroyed with the frame still suspended).
   struct registration {
@@ -184,6 +227,9 @@ struct server::impl : std::enable_shared_from_this<impl> {
   // Each coroutine takes `self` as a parameter: a frame that is spawned but not yet
   // started already keeps the state alive.
   awaitable<void> accept_loop(std::shared_ptr<impl> self);
+  /// A new connection: served, or (full, no one to close) answered 503 and closed.
+  void admit(const std::shared_ptr<impl>& self, tcp::socket sock);
+  static constexpr int accept_batch = 64;  // accepts per wake-up beyond the first
   awaitable<void> run_session(std::shared_ptr<impl> self, std::shared_ptr<session> s);
   awaitable<void> run_events(std::shared_ptr<session> s, unsigned version);
   awaitable<void> run_websocket(std::shared_ptr<session> s, request req);
@@ -194,6 +240,8 @@ struct server::impl : std::enable_shared_from_this<impl> {
 };
 
 awaitable<void> server::impl::accept_loop(std::shared_ptr<impl> self) {
+  beast::error_code nb;
+  acceptor->non_blocking(true, nb);  // for the batch below; async_accept is unaffected
   for (;;) {
     auto [ec, sock] = co_await acceptor->async_accept(asio::make_strand(*io), use_tuple);
     if (!acceptor->is_open()) break;
@@ -204,29 +252,45 @@ awaitable<void> server::impl::accept_loop(std::shared_ptr<impl> self) {
       co_await t.async_wait(use_tuple);
       continue;
     }
-    bool full;
-    {
-      std::lock_guard lk(sessions_mutex);
-      if (stopped) {
-        beast::error_code ignored;
-        sock.close(ignored);
-        continue;
-      }
-      full = sessions.size() >= cfg.max_connections;
+    admit(self, std::move(sock));
+    // Then take what else waits in the listen queue, up to a bound, without going back
+    // through the scheduler: when thousands of handlers are queued (event streams woken
+    // by a new message), one accept per trip through them lets the listen queue fill and
+    // new clients' SYNs be dropped.
+    if (nb) continue;
+    for (int i = 0; i < accept_batch; ++i) {
+      beast::error_code aec;
+      tcp::socket more(asio::make_strand(*io));
+      acceptor->accept(more, aec);
+      if (aec) break;  // would_block: the queue is empty; other errors: the async path
+      admit(self, std::move(more));
     }
-    if (full && !make_room()) {
-      handler.count(503);
-      refuse(sock);
-      continue;
-    }
-    auto info = client_of(sock);
-    auto s = std::make_shared<session>(std::move(sock), std::move(info));
-    auto ex = s->stream.get_executor();
-    asio::co_spawn(ex, run_session(self, std::move(s)), asio::detached);
   }
   std::lock_guard lk(sessions_mutex);
   accepting = false;
   sessions_cv.notify_all();
+}
+
+void server::impl::admit(const std::shared_ptr<impl>& self, tcp::socket sock) {
+  bool full;
+  {
+    std::lock_guard lk(sessions_mutex);
+    if (stopped) {
+      beast::error_code ignored;
+      sock.close(ignored);
+      return;
+    }
+    full = sessions.size() >= cfg.max_connections;
+  }
+  if (full && !make_room()) {
+    handler.count(503);
+    refuse(sock);
+    return;
+  }
+  auto info = client_of(sock);
+  auto s = std::make_shared<session>(std::move(sock), std::move(info));
+  auto ex = s->stream.get_executor();
+  asio::co_spawn(ex, run_session(self, std::move(s)), asio::detached);
 }
 
 bool server::impl::make_room() {
@@ -377,7 +441,13 @@ awaitable<void> server::impl::run_session(std::shared_ptr<impl> self, std::share
     auto req = parser.release();
     if (buffer.capacity() > 64 * 1024) buffer.shrink_to_fit();  // a large body is gone
     if (handler.is_events_request(req)) {
-      if (auto refusal = handler.screen(req, s->client)) {
+      auto refusal = handler.screen(req, s->client);
+      std::optional<stream_slot> slot;
+      if (!refusal) {
+        slot.emplace(*this, s->client.key);
+        if (!slot->status) refusal = stream_refusal(slot->refused, req.version());
+      }
+      if (refusal) {
         refusal->keep_alive(false);
         handler.count(refusal->result_int());
         co_await send(*s, *refusal);
@@ -452,7 +522,9 @@ void server::impl::on_event(const store::store_event& e) {
   }
   const auto now = steady::now();
   for (auto& s : targets) {
-    const bool ok = s->events.push(s->sse ? sse : ws, now);
+    bool wake = true;
+    const bool ok = s->events.push(s->sse ? sse : ws, now, &wake);
+    if (ok && !wake) continue;  // woken already for what it has not taken
     asio::post(s->stream.get_executor(), [s, ok] {
       if (!ok) {  // fallen behind: dropped (EventSource and Mailpit's UI reconnect)
         s->stopped = true;

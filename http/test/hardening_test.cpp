@@ -268,6 +268,28 @@ TEST(PressureTimeout, ShrinksPastHalfTheSlots) {
   EXPECT_EQ(pressure_timeout(500ms, 1s, 100, 100), 500ms);  // nor above the base
 }
 
+// A new message wakes a stream's writer only when its queue was empty: a client that
+// does not read (a write in flight, texts piling up) costs no wake-up per message.
+TEST(EventQueue, WakesTheWriterOncePerBatch) {
+  using detail::event_queue;
+  auto text = std::make_shared<const std::string>(10, 'e');
+  const auto t0 = event_queue::clock::now();
+  event_queue q;
+  q.configure(1u << 20, 60s);
+  bool wake = false;
+  EXPECT_TRUE(q.push({text}, t0, &wake));
+  EXPECT_TRUE(wake);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_TRUE(q.push({text}, t0, &wake));
+    EXPECT_FALSE(wake);
+  }
+  std::vector<event_queue::text> out;
+  EXPECT_FALSE(q.take(out, t0));
+  EXPECT_EQ(out.size(), 6u);
+  EXPECT_TRUE(q.push({text}, t0, &wake));  // taken: the writer may sleep again
+  EXPECT_TRUE(wake);
+}
+
 TEST(EventQueue, DropsAClientBehindByBytesOrAge) {
   using detail::event_queue;
   auto text = [](std::size_t n) { return std::make_shared<const std::string>(n, 'e'); };

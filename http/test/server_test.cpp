@@ -467,6 +467,51 @@ TEST_F(ServerTest, EventStreamClientThatDoesNotReadIsDropped) {
   EXPECT_TRUE(dropped);
 }
 
+// Event streams are counted per client and in all: past its share a client gets 429,
+// past the total everyone gets 503, each with Retry-After; a closed stream frees its
+// place.
+TEST_F(ServerTest, EventStreamsAreCappedPerClientAndInAll) {
+  inlet::http::server_config cfg;
+  cfg.max_event_streams_per_client = 2;
+  cfg.max_event_streams = 3;
+  cfg.event_ping =
+      std::chrono::milliseconds(100);  // a stream notices its client's close by writing
+  start(cfg);
+  auto open = [&](client& c) { c.send_raw("GET /api/events HTTP/1.1\r\nHost: localhost\r\n\r\n"); };
+  auto status = [&](client& c) {
+    std::string got;
+    beast::error_code ec;
+    asio::read_until(c.sock, asio::dynamic_buffer(got), "\r\n", ec);
+    return got.substr(0, got.find("\r\n"));
+  };
+  auto a = std::make_unique<client>(srv->port());
+  client b(srv->port()), c(srv->port());
+  open(*a);
+  EXPECT_EQ(status(*a), "HTTP/1.1 200 OK");
+  open(b);
+  EXPECT_EQ(status(b), "HTTP/1.1 200 OK");
+  open(c);
+  EXPECT_EQ(status(c), "HTTP/1.1 429 Too Many Requests");
+  EXPECT_TRUE(c.closed_by_peer());
+  a.reset();  // its place comes back once the server sees the close
+  bool reopened = eventually([&] {
+    client d(srv->port());
+    open(d);
+    return status(d) == "HTTP/1.1 200 OK";
+  });
+  EXPECT_TRUE(reopened);
+  srv.reset();
+  // The total: one stream in all.
+  cfg.max_event_streams_per_client = 10;
+  cfg.max_event_streams = 1;
+  start(cfg);
+  client e(srv->port()), f(srv->port());
+  open(e);
+  EXPECT_EQ(status(e), "HTTP/1.1 200 OK");
+  open(f);
+  EXPECT_EQ(status(f), "HTTP/1.1 503 Service Unavailable");
+}
+
 // Requests whose Host names another server get 403 over the wire too, the event stream
 // included.
 TEST_F(ServerTest, ForeignHostIsRefused) {
