@@ -62,7 +62,12 @@ json::array strings_json(const std::vector<std::string>& v) {
 }
 
 json::object summary_object(const store::stored_message& m) {
-  return json::object{
+  const auto& s = m.summary;
+  const auto& t = s.totals;
+  auto all = [](std::uint32_t total, std::size_t kept) {
+    return std::max<std::uint64_t>(total, kept);
+  };
+  json::object o{
       {"ID", m.id},
       {"MessageID", js(m.summary.message_id)},
       {"Read", m.is_read()},
@@ -76,9 +81,18 @@ json::object summary_object(const store::stored_message& m) {
       {"Username", js(m.envelope.auth_user)},
       {"Tags", strings_json(*m.tags())},
       {"Size", m.size},
-      {"Attachments", m.summary.attachments.size()},
+      {"Attachments", all(t.attachments, s.attachments.size())},
       {"Snippet", js(m.summary.snippet)},
   };
+  // inlet: a list that holds only the first entries says so, with every count.
+  if (t.to > s.to.size() || t.cc > s.cc.size() || t.bcc > s.bcc.size() ||
+      t.reply_to > s.reply_to.size() || t.attachments > s.attachments.size())
+    o["Totals"] = json::object{{"To", all(t.to, s.to.size())},
+                               {"Cc", all(t.cc, s.cc.size())},
+                               {"Bcc", all(t.bcc, s.bcc.size())},
+                               {"ReplyTo", all(t.reply_to, s.reply_to.size())},
+                               {"Attachments", all(t.attachments, s.attachments.size())}};
+  return o;
 }
 
 bool iequals(std::string_view a, std::string_view b) {

@@ -179,6 +179,34 @@ TEST(BoundedListing, LargeSummariesDoNotMakeLargeAnswers) {
   EXPECT_GE(next["count"].as_int64(), 1);
 }
 
+// A summary whose lists keep only their first entries says so: `Totals` gives every
+// count, `Attachments` the whole number; a whole summary has no `Totals` (Mailpit's shape).
+TEST(BoundedListing, CutListsCarryTheirTotals) {
+  st::memory_store store;
+  auto m = message("cut", "Subject: x\r\n\r\nbody\r\n");
+  for (int k = 0; k < 100; ++k) m.summary.to.push_back({"", "to" + std::to_string(k) + "@x.test"});
+  m.summary.totals.to = 80000;
+  m.summary.attachments.push_back({"a.pdf", "application/pdf", 10});
+  m.summary.totals.attachments = 250;
+  std::error_code ec;
+  store.put_sync(std::move(m), ec);
+  ASSERT_FALSE(ec);
+  put(store, "whole");
+  api a(store, api_config{});
+  auto o = body_json(run(a, req(bh::verb::get, "/api/v1/messages")));
+  auto& msgs = o["messages"].as_array();
+  ASSERT_EQ(msgs.size(), 2u);
+  auto& whole = msgs[0].as_object();  // newest first
+  auto& cut = msgs[1].as_object();
+  EXPECT_FALSE(whole.contains("Totals"));
+  EXPECT_EQ(whole.at("Attachments").as_int64(), 0);
+  ASSERT_TRUE(cut.contains("Totals"));
+  EXPECT_EQ(cut.at("To").as_array().size(), 100u);
+  EXPECT_EQ(json::serialize(cut.at("Totals")),
+            R"({"To":80000,"Cc":0,"Bcc":0,"ReplyTo":0,"Attachments":250})");
+  EXPECT_EQ(cut.at("Attachments").as_int64(), 250);
+}
+
 reply run_streamed(const api& a, request r) {
   boost::asio::io_context io;
   auto f = boost::asio::co_spawn(io, a.handle_streamed(std::move(r)), boost::asio::use_future);
