@@ -235,7 +235,9 @@ struct server::impl : std::enable_shared_from_this<impl> {
   awaitable<void> run_websocket(std::shared_ptr<session> s, request req);
   awaitable<void> read_websocket(std::shared_ptr<session> s);
   awaitable<bool> send(session& s, response& res);
-  awaitable<bool> send_streamed(session& s, response& head, body_source& body);
+  /// `keep` turns false when the connection cannot stay open (an HTTP/1.0 body of unknown
+  /// length ends at the close).
+  awaitable<bool> send_streamed(session& s, response& head, body_source& body, bool& keep);
   awaitable<void> trim_loop(std::shared_ptr<impl> self);
 };
 
@@ -348,7 +350,8 @@ awaitable<bool> server::impl::send(session& s, response& res) {
 // A body made piece by piece: the header, then each window as it is made (a chunk under
 // HTTP/1.1 when the length is not known; plain bytes with Content-Length, or until the
 // close under HTTP/1.0). One window is held at a time.
-awaitable<bool> server::impl::send_streamed(session& s, response& head, body_source& body) {
+awaitable<bool> server::impl::send_streamed(session& s, response& head, body_source& body,
+                                            bool& keep) {
   constexpr std::size_t window = 64 * 1024;
   const auto known = body.size();
   const bool chunked = !known && head.version() >= 11;
@@ -362,7 +365,7 @@ awaitable<bool> server::impl::send_streamed(session& s, response& head, body_sou
     else
       h.keep_alive(false);  // HTTP/1.0: the body ends at the close
   }
-  head.keep_alive(h.keep_alive());  // the caller reads whether the connection stays
+  keep = keep && h.keep_alive();
   bh::response_serializer<bh::empty_body> sr{h};
   s.stream.expires_after(cfg.write_timeout);
   auto [hec, hn] = co_await bh::async_write_header(s.stream, sr, use_tuple);
@@ -465,9 +468,8 @@ awaitable<void> server::impl::run_session(std::shared_ptr<impl> self, std::share
     bool keep = res.keep_alive() && served + 1 < cfg.max_requests_per_connection;
     res.keep_alive(keep);
     if (rep.body) {
-      if (!co_await send_streamed(*s, res, *rep.body)) break;
+      if (!co_await send_streamed(*s, res, *rep.body, keep)) break;
       rep.body.reset();
-      keep = keep && res.keep_alive();
     } else if (!co_await send(*s, res)) {
       break;
     }
