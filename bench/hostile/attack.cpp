@@ -169,7 +169,7 @@ struct engine::impl {
       return end(c, 0, nullptr);
     }
     c->sock.non_blocking(true, ec);
-    if (k != kind::sse_no_read) read(c);
+    read(c);  // an event subscriber reads the status line only (see read())
     begin(c);
   }
 
@@ -243,6 +243,9 @@ struct engine::impl {
           if (!reply(c)) return;
           c->line.clear();
         }
+      // An event subscriber that was let in never reads again; a refused one (429, 503)
+      // has been ended above and tries again, as EventSource does.
+      if (k == kind::sse_no_read && c->greeted) return;
       read(c);
     });
   }
@@ -251,8 +254,8 @@ struct engine::impl {
   bool reply(const std::shared_ptr<conn>& c) {
     const std::string& l = c->line;
     bool first = !std::exchange(c->greeted, true);
-    if (first &&
-        (l.starts_with("421") || l.starts_with("HTTP/1.1 503") || l.starts_with("HTTP/1.0 503"))) {
+    if (first && (l.starts_with("421") || l.starts_with("HTTP/1.1 503") ||
+                  l.starts_with("HTTP/1.0 503") || l.starts_with("HTTP/1.1 429"))) {
       end(c, opt.reconnect_ms, &cnt.refused);
       return false;
     }

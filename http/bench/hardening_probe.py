@@ -5,10 +5,13 @@
           raw message over and over.
   lists   N messages with 80,000 addresses in To:, then GET /api/v1/messages?limit=1000:
           answer bytes and inletd's RSS.
+  pages   1,000 messages with 100 To: and 100 Cc: addresses of long names (each summary
+          ~40 KB of JSON), then GET /api/v1/messages?limit=1000 (an 8 MiB page) five times:
+          answer bytes and inletd's RSS peak during the requests, sampled every 2 ms.
   waves   8 waves of 3,000 connections sending half a header then closing; RSS before,
           after each wave (3 s later) and at the end.
 
-usage: hardening_probe.py INLETD [heavy|lists|waves ...]
+usage: hardening_probe.py INLETD [heavy|lists|pages|waves ...]
 """
 import os, socket, smtplib, subprocess, sys, tempfile, threading, time, http.client
 
@@ -97,6 +100,38 @@ def lists(exe, n=20):
     finally:
         d.stop()
 
+class PeakRss:
+    """RSS of a process sampled every 2 ms while the block runs; .peak in MB."""
+    def __init__(self, pid): self.pid, self.peak, self.stop = pid, 0.0, False
+    def __enter__(self):
+        def run():
+            while not self.stop:
+                self.peak = max(self.peak, rss_mb(self.pid)); time.sleep(0.002)
+        self.t = threading.Thread(target=run); self.t.start(); return self
+    def __exit__(self, *a):
+        self.stop = True; self.t.join()
+
+def pages(exe, n=1000, reps=5):
+    d = Inletd(exe, "--max-store-bytes", str(512 << 20))
+    try:
+        def lst(tag, k):
+            return ",\r\n ".join(f'"{tag} {i:03d} ' + "n" * 150 + f'" <{tag}{i}@example.com>'
+                                   for i in range(k))
+        raw = (f"From: a@example.org\r\nTo: {lst('to', 100)}\r\nCc: {lst('cc', 100)}\r\n"
+               "Subject: page\r\n\r\nbody\r\n").encode()
+        with smtplib.SMTP("127.0.0.1", d.smtp, timeout=60) as s:
+            for _ in range(n): s.sendmail("a@example.org", ["box@example.com"], raw)
+        time.sleep(1)
+        stored = rss_mb(d.p.pid); sizes = []
+        with PeakRss(d.p.pid) as pk:
+            for _ in range(reps):
+                st, body = d.get("/api/v1/messages?limit=1000"); sizes.append(len(body))
+        print(f"pages: {n} messages of {len(raw)//1024} KB (100 To, 100 Cc); GET limit=1000 "
+              f"x{reps} -> {st}, {sizes[0]} bytes; RSS {stored:.1f} MB stored, peak "
+              f"{pk.peak:.1f} MB during the requests (+{pk.peak - stored:.1f})")
+    finally:
+        d.stop()
+
 def waves(exe, waves=8, per_wave=3000):
     d = Inletd(exe)
     try:
@@ -121,5 +156,5 @@ def waves(exe, waves=8, per_wave=3000):
 
 if __name__ == "__main__":
     exe = sys.argv[1]
-    for what in sys.argv[2:] or ["heavy", "lists", "waves"]:
-        {"heavy": heavy, "lists": lists, "waves": waves}[what](exe)
+    for what in sys.argv[2:] or ["heavy", "lists", "pages", "waves"]:
+        {"heavy": heavy, "lists": lists, "pages": pages, "waves": waves}[what](exe)

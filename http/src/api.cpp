@@ -62,7 +62,12 @@ json::array strings_json(const std::vector<std::string>& v) {
 }
 
 json::object summary_object(const store::stored_message& m) {
-  return json::object{
+  const auto& s = m.summary;
+  const auto& t = s.totals;
+  auto all = [](std::uint32_t total, std::size_t kept) {
+    return std::max<std::uint64_t>(total, kept);
+  };
+  json::object o{
       {"ID", m.id},
       {"MessageID", js(m.summary.message_id)},
       {"Read", m.is_read()},
@@ -76,9 +81,18 @@ json::object summary_object(const store::stored_message& m) {
       {"Username", js(m.envelope.auth_user)},
       {"Tags", strings_json(*m.tags())},
       {"Size", m.size},
-      {"Attachments", m.summary.attachments.size()},
+      {"Attachments", all(t.attachments, s.attachments.size())},
       {"Snippet", js(m.summary.snippet)},
   };
+  // inlet: a list that holds only the first entries says so, with every count.
+  if (t.to > s.to.size() || t.cc > s.cc.size() || t.bcc > s.bcc.size() ||
+      t.reply_to > s.reply_to.size() || t.attachments > s.attachments.size())
+    o["Totals"] = json::object{{"To", all(t.to, s.to.size())},
+                               {"Cc", all(t.cc, s.cc.size())},
+                               {"Bcc", all(t.bcc, s.bcc.size())},
+                               {"ReplyTo", all(t.reply_to, s.reply_to.size())},
+                               {"Attachments", all(t.attachments, s.attachments.size())}};
+  return o;
 }
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -253,8 +267,8 @@ std::vector<std::string_view> segments(std::string_view s) {
 }
 
 // Routes a path of /api/v1/message/{ID}/...
-awaitable<response> route_message(const ctx_t& c, const request& req, const target& t, bool head,
-                                  std::string_view rest) {
+awaitable<reply> route_message(const ctx_t& c, const request& req, const target& t, bool head,
+                               std::string_view rest) {
   const auto m = req.method();
   auto seg = segments(rest);
   if (seg.empty() || seg[0].empty()) co_return error_response(req, 404, "not found");
@@ -296,7 +310,7 @@ awaitable<response> route_view(const ctx_t& c, const request& req, const target&
   co_return error_response(req, 404, "not found");
 }
 
-awaitable<response> route(const ctx_t& c, const request& req, const target& t, bool head) {
+awaitable<reply> route(const ctx_t& c, const request& req, const target& t, bool head) {
   const std::string& path = t.path;
   const auto method = req.method();
   auto only = [&](bh::verb v) { return method == v; };
@@ -532,10 +546,30 @@ std::optional<response> api::screen(const request& req, const client_info& clien
 }
 
 boost::asio::awaitable<response> api::handle(request req, client_info client) const {
+  auto r = co_await handle_streamed(std::move(req), std::move(client));
+  if (r.body) {
+    std::string all;
+    try {
+      while (r.body->next(all, 1u << 20)) {
+      }
+    } catch (const std::exception&) {
+      request fake{boost::beast::http::verb::get, "/", r.res.version()};
+      fake.keep_alive(r.res.keep_alive());
+      co_return detail::error_response(fake, 500, "internal error");
+    }
+    r.res.body() = std::move(all);
+    r.res.prepare_payload();
+  }
+  co_return std::move(r.res);
+}
+
+boost::asio::awaitable<reply> api::handle_streamed(request req, client_info client) const {
   namespace bh = boost::beast::http;
   const context& c = *ctx_;
   const detail::target t(req.target(), c.root);
-  response res;
+  reply rep(response{});
+  response& res = rep.res;
+  bool streamed_head = false;  // a HEAD whose length was counted from a body source
   const bool head = req.method() == bh::verb::head;
   const bool api_path = t.path.starts_with("/api/");
   bool failed = false;
@@ -552,30 +586,49 @@ boost::asio::awaitable<response> api::handle(request req, client_info client) co
         if (t.path == "/api/events") {
           res = detail::error_response(req, 405, "method not allowed");
         } else {
-          res = co_await detail::route(c, req, t, true);
+          rep = co_await detail::route(c, req, t, true);
         }
         if (res.result_int() == 405) res.set(bh::field::allow, "GET");
       } else {
-        res = co_await detail::route(c, req, t, false);
+        rep = co_await detail::route(c, req, t, false);
       }
       if (t.path == "/metrics" && res.result_int() == 200) {
         res.body() = metrics_text();
         res.prepare_payload();
       }
+      if (head && rep.body) {  // the length of the GET answer, counted piece by piece
+        std::uint64_t length = 0;
+        if (auto known = rep.body->size()) {
+          length = *known;
+        } else {
+          std::string piece;
+          while (rep.body->next(piece, 1u << 16)) {
+            length += piece.size();
+            piece.clear();
+          }
+        }
+        rep.body.reset();
+        res.body() = std::string();
+        res.content_length(length);
+        streamed_head = true;
+      }
     } catch (const std::exception&) {  // bad_alloc, json errors: never escape to the server
       failed = true;
     }
-    if (failed) res = detail::error_response(req, 500, "internal error");
+    if (failed) {
+      rep.body.reset();
+      res = detail::error_response(req, 500, "internal error");
+    }
   }
   if (!c.cfg.cors_origin.empty() && api_path)
     res.set("Access-Control-Allow-Origin", c.cfg.cors_origin);
-  if (head) {
+  if (head && !streamed_head) {
     const auto length = res.body().size();
     res.body().clear();
     res.content_length(length);
   }
   count(res.result_int());
-  co_return res;
+  co_return rep;
 }
 
 std::string api::metrics_text() const {

@@ -132,14 +132,14 @@ awaitable<std::invoke_result_t<F>> offload(const ctx_t& c, F f) {
 
 // ---- handlers (one translation unit per group) ----
 // api_messages.cpp
-awaitable<response> list_messages(const ctx_t& c, const request& req, const target& t,
-                                  std::string mailbox, bool search);
+awaitable<reply> list_messages(const ctx_t& c, const request& req, const target& t,
+                               std::string mailbox, bool search);
 awaitable<response> delete_messages(const ctx_t& c, const request& req);
 awaitable<response> delete_search(const ctx_t& c, const request& req, const target& t);
 awaitable<response> set_read(const ctx_t& c, const request& req, const target& t);
 awaitable<response> get_message(const ctx_t& c, const request& req, std::string id, bool mark_read);
 awaitable<response> get_headers(const ctx_t& c, const request& req, std::string id);
-awaitable<response> get_raw(const ctx_t& c, const request& req, const target& t, std::string id);
+awaitable<reply> get_raw(const ctx_t& c, const request& req, const target& t, std::string id);
 awaitable<response> get_part(const ctx_t& c, const request& req, std::string id, std::string part,
                              bool view);
 awaitable<response> get_thumbnail(const ctx_t& c, const request& req, std::string id,

@@ -6,8 +6,68 @@
 
 namespace inlet::http::detail {
 
-awaitable<response> list_messages(const ctx_t& c, const request& req, const target& t,
-                                  std::string mailbox, bool search) {
+namespace {
+
+// Answers up to this size are built whole (one buffer, Content-Length); larger ones are
+// written as they are made.
+constexpr std::size_t whole_answer_bytes = 1u << 20;
+
+// A listing's JSON made piece by piece: the head (counts, tags, `"messages":[`), each
+// summary serialised when the writer asks for it, then the closing `]}`. It holds the
+// page's records (shared with the store), never the text it has given.
+class list_source final : public body_source {
+ public:
+  list_source(std::string head, std::vector<store::message_ptr> msgs, std::size_t count)
+      : head_(std::move(head)), msgs_(std::move(msgs)), count_(std::min(count, msgs_.size())) {}
+
+  bool next(std::string& out, std::size_t window) override {
+    if (done_) return false;
+    const std::size_t start = out.size();
+    out += head_;
+    std::string().swap(head_);
+    while (i_ < count_ && out.size() - start < window) {
+      if (i_ > 0) out += ',';
+      out += json::serialize(summary_object(*msgs_[i_]));
+      msgs_[i_].reset();
+      ++i_;
+    }
+    if (i_ == count_) {
+      out += "]}";
+      done_ = true;
+    }
+    return true;
+  }
+
+ private:
+  std::string head_;
+  std::vector<store::message_ptr> msgs_;
+  std::size_t count_;
+  std::size_t i_ = 0;
+  bool done_ = false;
+};
+
+// A message's raw bytes, in windows, from the shared record (no copy of the whole).
+class raw_source final : public body_source {
+ public:
+  explicit raw_source(store::message_ptr m) : m_(std::move(m)) {}
+  bool next(std::string& out, std::size_t window) override {
+    if (at_ >= m_->raw.size()) return false;
+    const std::size_t n = std::min(window, m_->raw.size() - at_);
+    out.append(m_->raw, at_, n);
+    at_ += n;
+    return true;
+  }
+  std::optional<std::uint64_t> size() const override { return m_->raw.size(); }
+
+ private:
+  store::message_ptr m_;
+  std::size_t at_ = 0;
+};
+
+}  // namespace
+
+awaitable<reply> list_messages(const ctx_t& c, const request& req, const target& t,
+                               std::string mailbox, bool search) {
   std::size_t start = 0, limit = 0;
   if (!parse_size(t.query, "start", start) || !parse_size(t.query, "limit", limit))
     co_return error_response(req, 400, "start and limit must be non-negative integers");
@@ -28,21 +88,31 @@ awaitable<response> list_messages(const ctx_t& c, const request& req, const targ
   if (ec) co_return store_error(req, ec);
   auto [tec, tags] = co_await c.store.async_list_tags();
   if (tec) co_return store_error(req, tec);
-  // Each summary is serialised on its own and the page stops once it holds
-  // max_list_bytes (at least one message): what one request makes the server build is
-  // bounded whatever the messages hold. `count` says how many are given.
+  // The page stops once its summaries hold max_list_bytes (at least one message), and
+  // `count`, which comes first, says how many it gives: so each summary is serialised
+  // once to measure it. A small page keeps those pieces and is answered whole; a large
+  // one is serialised again as it is written (list_source), so what a request holds is
+  // one window, whatever the messages hold.
   std::vector<std::string> pieces;
-  pieces.reserve(p.messages.size());
-  std::size_t bytes = 0;
+  std::size_t bytes = 0, count = 0;
+  bool stream = false;
   for (const auto& m : p.messages) {
-    if (!pieces.empty() && bytes >= c.cfg.max_list_bytes) break;
-    pieces.push_back(json::serialize(summary_object(*m)));
-    bytes += pieces.back().size() + 1;
+    if (count > 0 && bytes >= c.cfg.max_list_bytes) break;
+    std::string piece = json::serialize(summary_object(*m));
+    bytes += piece.size() + 1;
+    ++count;
+    if (stream) continue;
+    if (bytes > whole_answer_bytes) {
+      stream = true;
+      std::vector<std::string>().swap(pieces);
+    } else {
+      pieces.push_back(std::move(piece));
+    }
   }
   json::object o{
       {"total", p.total},
       {"unread", p.unread},
-      {"count", pieces.size()},
+      {"count", count},
       {"messages_count", p.matched},
       {"messages_unread", p.matched_unread},
       {"start", p.start},
@@ -50,8 +120,12 @@ awaitable<response> list_messages(const ctx_t& c, const request& req, const targ
   };
   std::string out = json::serialize(o);
   out.pop_back();  // the object's closing brace: the messages go last, as in Mailpit
-  out.reserve(out.size() + bytes + 16);
   out += ",\"messages\":[";
+  if (stream) {
+    auto src = std::make_shared<list_source>(std::move(out), std::move(p.messages), count);
+    co_return reply(make_response(req, 200, "application/json", std::string{}), std::move(src));
+  }
+  out.reserve(out.size() + bytes + 16);
   for (std::size_t i = 0; i < pieces.size(); ++i) {
     if (i) out += ',';
     out += pieces[i];
@@ -219,16 +293,22 @@ awaitable<response> get_headers(const ctx_t& c, const request& req, std::string 
   co_return json_response(req, o);
 }
 
-awaitable<response> get_raw(const ctx_t& c, const request& req, const target& t, std::string id) {
+awaitable<reply> get_raw(const ctx_t& c, const request& req, const target& t, std::string id) {
   std::optional<response> fail;
   auto m = co_await fetch_message(c, req, std::move(id), fail);
   if (!m) co_return std::move(*fail);
-  // The one copy on the read path: Beast's string_body owns its bytes.
-  auto res = make_response(req, 200, "text/plain; charset=utf-8", m->raw);
+  // A small message is copied into the answer (Beast's string_body owns its bytes); a
+  // large one is written from the shared record in windows.
+  const bool stream = m->raw.size() > whole_answer_bytes;
+  auto res = make_response(req, 200, "text/plain; charset=utf-8", stream ? std::string{} : m->raw);
   std::string dl;
   if (query_param(t.query, "dl", dl) == param::found && (dl == "1" || dl == "true"))
     res.set(bh::field::content_disposition, "attachment; filename=\"" + m->id + ".eml\"");
   sandbox(res);
+  if (stream) {
+    res.content_length(m->raw.size());
+    co_return reply(std::move(res), std::make_shared<raw_source>(std::move(m)));
+  }
   co_return res;
 }
 

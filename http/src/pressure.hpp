@@ -48,9 +48,13 @@ class event_queue {
     max_lag_ = max_lag;
   }
 
-  /// Queues `texts`; false when the client has fallen behind (now or before).
-  bool push(const std::vector<text>& texts, clock::time_point now) {
+  /// Queues `texts`; false when the client has fallen behind (now or before). `wake` is
+  /// set when the queue was empty: the writer may be asleep and must be woken; a queue
+  /// that already held texts has had its wake-up, and the writer takes everything
+  /// queued before it sleeps again, so one wake-up per batch is enough.
+  bool push(const std::vector<text>& texts, clock::time_point now, bool* wake = nullptr) {
     std::lock_guard lk(mutex_);
+    if (wake) *wake = queue_.empty();
     if (behind_) return false;
     for (const auto& t : texts) {
       queue_.push_back({t, now});

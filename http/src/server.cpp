@@ -16,6 +16,8 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/chunk_encode.hpp>
+#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
@@ -25,6 +27,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -161,6 +164,49 @@ struct server::impl : std::enable_shared_from_this<impl> {
     }
   };
 
+  // Event streams counted per client and in all, so that clients that open streams and
+  // never read cannot make every new message cost thousands of wake-ups and writes.
+  std::unordered_map<std::string, std::size_t> streams_per_client;  // under streams_mutex
+  std::size_t streams_open = 0;                                     // under streams_mutex
+  struct stream_slot {
+    impl& owner;
+    std::string key;
+    bool status = false;   // held
+    unsigned refused = 0;  // 429 (this client has its share) or 503 (the server has)
+    stream_slot(impl& o, std::string k) : owner(o), key(std::move(k)) {
+      std::lock_guard lk(owner.streams_mutex);
+      if (owner.streams_open >= owner.cfg.max_event_streams) {
+        refused = 503;
+        return;
+      }
+      auto& n = owner.streams_per_client[key];
+      if (n >= owner.cfg.max_event_streams_per_client) {
+        refused = 429;
+        return;
+      }
+      ++n;
+      ++owner.streams_open;
+      status = true;
+    }
+    ~stream_slot() {
+      if (!status) return;
+      std::lock_guard lk(owner.streams_mutex);
+      --owner.streams_open;
+      auto it = owner.streams_per_client.find(key);
+      if (it != owner.streams_per_client.end() && --it->second == 0)
+        owner.streams_per_client.erase(it);
+    }
+    stream_slot(const stream_slot&) = delete;
+    stream_slot& operator=(const stream_slot&) = delete;
+  };
+  response stream_refusal(unsigned status, unsigned version) const {
+    auto res = status == 429
+                   ? handler.error(429, "too many event streams from this client", version)
+                   : handler.error(503, "too many event streams, retry", version);
+    res.set(bh::field::retry_after, "5");
+    return res;
+  }
+
   // Removes a session from the registry when its coroutine frame goes away (normally or
   // because the io_context was destroyed with the frame still suspended).
   struct registration {
@@ -181,15 +227,23 @@ struct server::impl : std::enable_shared_from_this<impl> {
   // Each coroutine takes `self` as a parameter: a frame that is spawned but not yet
   // started already keeps the state alive.
   awaitable<void> accept_loop(std::shared_ptr<impl> self);
+  /// A new connection: served, or (full, no one to close) answered 503 and closed.
+  void admit(const std::shared_ptr<impl>& self, tcp::socket sock);
+  static constexpr int accept_batch = 64;  // accepts per wake-up beyond the first
   awaitable<void> run_session(std::shared_ptr<impl> self, std::shared_ptr<session> s);
   awaitable<void> run_events(std::shared_ptr<session> s, unsigned version);
   awaitable<void> run_websocket(std::shared_ptr<session> s, request req);
   awaitable<void> read_websocket(std::shared_ptr<session> s);
   awaitable<bool> send(session& s, response& res);
+  /// `keep` turns false when the connection cannot stay open (an HTTP/1.0 body of unknown
+  /// length ends at the close).
+  awaitable<bool> send_streamed(session& s, response& head, body_source& body, bool& keep);
   awaitable<void> trim_loop(std::shared_ptr<impl> self);
 };
 
 awaitable<void> server::impl::accept_loop(std::shared_ptr<impl> self) {
+  beast::error_code nb;
+  acceptor->non_blocking(true, nb);  // for the batch below; async_accept is unaffected
   for (;;) {
     auto [ec, sock] = co_await acceptor->async_accept(asio::make_strand(*io), use_tuple);
     if (!acceptor->is_open()) break;
@@ -200,29 +254,45 @@ awaitable<void> server::impl::accept_loop(std::shared_ptr<impl> self) {
       co_await t.async_wait(use_tuple);
       continue;
     }
-    bool full;
-    {
-      std::lock_guard lk(sessions_mutex);
-      if (stopped) {
-        beast::error_code ignored;
-        sock.close(ignored);
-        continue;
-      }
-      full = sessions.size() >= cfg.max_connections;
+    admit(self, std::move(sock));
+    // Then take what else waits in the listen queue, up to a bound, without going back
+    // through the scheduler: when thousands of handlers are queued (event streams woken
+    // by a new message), one accept per trip through them lets the listen queue fill and
+    // new clients' SYNs be dropped.
+    if (nb) continue;
+    for (int i = 0; i < accept_batch; ++i) {
+      beast::error_code aec;
+      tcp::socket more(asio::make_strand(*io));
+      acceptor->accept(more, aec);
+      if (aec) break;  // would_block: the queue is empty; other errors: the async path
+      admit(self, std::move(more));
     }
-    if (full && !make_room()) {
-      handler.count(503);
-      refuse(sock);
-      continue;
-    }
-    auto info = client_of(sock);
-    auto s = std::make_shared<session>(std::move(sock), std::move(info));
-    auto ex = s->stream.get_executor();
-    asio::co_spawn(ex, run_session(self, std::move(s)), asio::detached);
   }
   std::lock_guard lk(sessions_mutex);
   accepting = false;
   sessions_cv.notify_all();
+}
+
+void server::impl::admit(const std::shared_ptr<impl>& self, tcp::socket sock) {
+  bool full;
+  {
+    std::lock_guard lk(sessions_mutex);
+    if (stopped) {
+      beast::error_code ignored;
+      sock.close(ignored);
+      return;
+    }
+    full = sessions.size() >= cfg.max_connections;
+  }
+  if (full && !make_room()) {
+    handler.count(503);
+    refuse(sock);
+    return;
+  }
+  auto info = client_of(sock);
+  auto s = std::make_shared<session>(std::move(sock), std::move(info));
+  auto ex = s->stream.get_executor();
+  asio::co_spawn(ex, run_session(self, std::move(s)), asio::detached);
 }
 
 bool server::impl::make_room() {
@@ -277,6 +347,61 @@ awaitable<bool> server::impl::send(session& s, response& res) {
   co_return !ec;
 }
 
+// A body made piece by piece: the header, then each window as it is made (a chunk under
+// HTTP/1.1 when the length is not known; plain bytes with Content-Length, or until the
+// close under HTTP/1.0). One window is held at a time.
+awaitable<bool> server::impl::send_streamed(session& s, response& head, body_source& body,
+                                            bool& keep) {
+  constexpr std::size_t window = 64 * 1024;
+  const auto known = body.size();
+  const bool chunked = !known && head.version() >= 11;
+  bh::response<bh::empty_body> h{std::move(head.base())};
+  if (known) {
+    h.content_length(*known);
+  } else {
+    h.erase(bh::field::content_length);
+    if (chunked)
+      h.chunked(true);
+    else
+      h.keep_alive(false);  // HTTP/1.0: the body ends at the close
+  }
+  keep = keep && h.keep_alive();
+  bh::response_serializer<bh::empty_body> sr{h};
+  s.stream.expires_after(cfg.write_timeout);
+  auto [hec, hn] = co_await bh::async_write_header(s.stream, sr, use_tuple);
+  if (hec) co_return false;
+  std::string piece;
+  std::uint64_t sent = 0;
+  for (;;) {
+    piece.clear();
+    bool more;
+    try {
+      more = body.next(piece, window);
+    } catch (const std::exception&) {  // bad_alloc: the answer cannot be finished
+      co_return false;
+    }
+    if (!more) break;
+    if (piece.empty()) continue;
+    sent += piece.size();
+    s.stream.expires_after(cfg.write_timeout);
+    beast::error_code ec;
+    if (chunked)
+      std::tie(ec, std::ignore) =
+          co_await asio::async_write(s.stream, bh::make_chunk(asio::buffer(piece)), use_tuple);
+    else
+      std::tie(ec, std::ignore) =
+          co_await asio::async_write(s.stream, asio::buffer(piece), use_tuple);
+    if (ec) co_return false;
+  }
+  if (known && sent != *known) co_return false;  // the source lied: close, never desync
+  if (chunked) {
+    s.stream.expires_after(cfg.write_timeout);
+    auto [ec, n] = co_await asio::async_write(s.stream, bh::make_chunk_last(), use_tuple);
+    if (ec) co_return false;
+  }
+  co_return true;
+}
+
 awaitable<void> server::impl::run_session(std::shared_ptr<impl> self, std::shared_ptr<session> s) {
   (void)self;  // held by the frame
   std::uint64_t id;
@@ -319,7 +444,13 @@ awaitable<void> server::impl::run_session(std::shared_ptr<impl> self, std::share
     auto req = parser.release();
     if (buffer.capacity() > 64 * 1024) buffer.shrink_to_fit();  // a large body is gone
     if (handler.is_events_request(req)) {
-      if (auto refusal = handler.screen(req, s->client)) {
+      auto refusal = handler.screen(req, s->client);
+      std::optional<stream_slot> slot;
+      if (!refusal) {
+        slot.emplace(*this, s->client.key);
+        if (!slot->status) refusal = stream_refusal(slot->refused, req.version());
+      }
+      if (refusal) {
         refusal->keep_alive(false);
         handler.count(refusal->result_int());
         co_await send(*s, *refusal);
@@ -332,10 +463,17 @@ awaitable<void> server::impl::run_session(std::shared_ptr<impl> self, std::share
         co_await run_events(s, req.version());
       break;
     }
-    auto res = co_await handler.handle(std::move(req), s->client);
+    auto rep = co_await handler.handle_streamed(std::move(req), s->client);
+    auto& res = rep.res;
     bool keep = res.keep_alive() && served + 1 < cfg.max_requests_per_connection;
     res.keep_alive(keep);
-    if (!co_await send(*s, res) || !keep) break;
+    if (rep.body) {
+      if (!co_await send_streamed(*s, res, *rep.body, keep)) break;
+      rep.body.reset();
+    } else if (!co_await send(*s, res)) {
+      break;
+    }
+    if (!keep) break;
   }
   beast::error_code ignored;
   s->stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
@@ -386,7 +524,9 @@ void server::impl::on_event(const store::store_event& e) {
   }
   const auto now = steady::now();
   for (auto& s : targets) {
-    const bool ok = s->events.push(s->sse ? sse : ws, now);
+    bool wake = true;
+    const bool ok = s->events.push(s->sse ? sse : ws, now, &wake);
+    if (ok && !wake) continue;  // woken already for what it has not taken
     asio::post(s->stream.get_executor(), [s, ok] {
       if (!ok) {  // fallen behind: dropped (EventSource and Mailpit's UI reconnect)
         s->stopped = true;

@@ -262,7 +262,7 @@ TEST_F(Ops, ChecksAnswerAsMailpit) {
   EXPECT_TRUE(lc["Links"].as_array().empty());
   EXPECT_EQ(get("/api/v1/message/" + plain + "/html-check").result_int(), 400u);  // no HTML
   auto sa = get("/api/v1/message/" + plain + "/sa-check");
-  EXPECT_EQ(sa.result_int(), 400u);  // Mailpit without SpamAssassin
+  EXPECT_EQ(sa.result_int(), 400u);                         // Mailpit without SpamAssassin
   EXPECT_EQ(sa.body(), "no SpamAssassin service defined");  // plain text, as Mailpit
   EXPECT_EQ(get("/api/v1/message/AAAAAAAAAAAAAAAAAAAAAA/sa-check").result_int(), 404u);
   auto html = put(message("h", parts_message()));

@@ -179,6 +179,112 @@ TEST(BoundedListing, LargeSummariesDoNotMakeLargeAnswers) {
   EXPECT_GE(next["count"].as_int64(), 1);
 }
 
+// A summary whose lists keep only their first entries says so: `Totals` gives every
+// count, `Attachments` the whole number; a whole summary has no `Totals` (Mailpit's shape).
+TEST(BoundedListing, CutListsCarryTheirTotals) {
+  st::memory_store store;
+  auto m = message("cut", "Subject: x\r\n\r\nbody\r\n");
+  for (int k = 0; k < 100; ++k) m.summary.to.push_back({"", "to" + std::to_string(k) + "@x.test"});
+  m.summary.totals.to = 80000;
+  m.summary.attachments.push_back({"a.pdf", "application/pdf", 10});
+  m.summary.totals.attachments = 250;
+  std::error_code ec;
+  store.put_sync(std::move(m), ec);
+  ASSERT_FALSE(ec);
+  put(store, "whole");
+  api a(store, api_config{});
+  auto o = body_json(run(a, req(bh::verb::get, "/api/v1/messages")));
+  auto& msgs = o["messages"].as_array();
+  ASSERT_EQ(msgs.size(), 2u);
+  auto& whole = msgs[0].as_object();  // newest first
+  auto& cut = msgs[1].as_object();
+  EXPECT_FALSE(whole.contains("Totals"));
+  EXPECT_EQ(whole.at("Attachments").as_int64(), 0);
+  ASSERT_TRUE(cut.contains("Totals"));
+  EXPECT_EQ(cut.at("To").as_array().size(), 100u);
+  EXPECT_EQ(json::serialize(cut.at("Totals")),
+            R"({"To":80000,"Cc":0,"Bcc":0,"ReplyTo":0,"Attachments":250})");
+  EXPECT_EQ(cut.at("Attachments").as_int64(), 250);
+}
+
+reply run_streamed(const api& a, request r) {
+  boost::asio::io_context io;
+  auto f = boost::asio::co_spawn(io, a.handle_streamed(std::move(r)), boost::asio::use_future);
+  io.run();
+  return f.get();
+}
+
+// A listing larger than the whole-answer threshold comes as a body source whose pieces
+// are each about one window: what the server holds for it is a window, not the answer.
+// Collected, the pieces are exactly handle()'s answer, and HEAD tells its length.
+TEST(StreamedListing, PiecesAreBoundedAndMakeTheSameAnswer) {
+  st::memory_store store;
+  const std::string name(300, 'n');
+  for (int i = 0; i < 60; ++i) {
+    auto m = message("big " + std::to_string(i), "Subject: x\r\n\r\nbody\r\n");
+    for (int k = 0; k < 100; ++k)
+      m.summary.to.push_back({name, "to" + std::to_string(k) + "@example.com"});
+    std::error_code ec;
+    store.put_sync(std::move(m), ec);
+    ASSERT_FALSE(ec);
+  }
+  api a(store, api_config{});
+  const auto whole = run(a, req(bh::verb::get, "/api/v1/messages?limit=1000"));
+  ASSERT_EQ(whole.result_int(), 200u);
+  ASSERT_GT(whole.body().size(), 1u << 20);  // ~34 KB a summary
+  auto rep = run_streamed(a, req(bh::verb::get, "/api/v1/messages?limit=1000"));
+  ASSERT_EQ(rep.res.result_int(), 200u);
+  ASSERT_TRUE(rep.body);
+  EXPECT_TRUE(rep.res.body().empty());
+  EXPECT_EQ(rep.res[bh::field::content_type], "application/json");
+  constexpr std::size_t window = 64 * 1024;
+  std::string all, piece;
+  std::size_t pieces = 0, largest = 0;
+  while (rep.body->next(piece, window)) {
+    largest = std::max(largest, piece.size());
+    all += piece;
+    piece.clear();
+    ++pieces;
+  }
+  EXPECT_FALSE(rep.body->next(piece, window));
+  EXPECT_TRUE(all == whole.body());
+  EXPECT_GT(pieces, 20u);
+  EXPECT_LT(largest, window + 40 * 1024);  // a window, plus at most one summary
+  auto head = run(a, req(bh::verb::head, "/api/v1/messages?limit=1000"));
+  EXPECT_TRUE(head.body().empty());
+  EXPECT_EQ(head[bh::field::content_length], std::to_string(whole.body().size()));
+  // A small page is answered whole, as before.
+  auto small = run_streamed(a, req(bh::verb::get, "/api/v1/messages?limit=2"));
+  EXPECT_FALSE(small.body);
+  EXPECT_GT(small.res.body().size(), 0u);
+}
+
+// A large raw message is written from the stored record in windows, with its length.
+TEST(StreamedListing, LargeRawMessageIsAWindowedSourceWithItsLength) {
+  st::memory_store store;
+  std::string raw = "Subject: x\r\n\r\n";
+  while (raw.size() < (3u << 20)) raw += "0123456789abcdef0123456789abcdef0123456789abcdef\r\n";
+  std::error_code ec;
+  auto m = store.put_sync(message("big", raw), ec);
+  ASSERT_FALSE(ec);
+  api a(store, api_config{});
+  auto rep = run_streamed(a, req(bh::verb::get, "/api/v1/message/" + m->id + "/raw"));
+  ASSERT_EQ(rep.res.result_int(), 200u);
+  ASSERT_TRUE(rep.body);
+  ASSERT_TRUE(rep.body->size());
+  EXPECT_EQ(*rep.body->size(), raw.size());
+  std::string all, piece;
+  while (rep.body->next(piece, 64 * 1024)) {
+    EXPECT_LE(piece.size(), 64u * 1024);
+    all += piece;
+    piece.clear();
+  }
+  EXPECT_TRUE(all == raw);
+  auto whole = run(a, req(bh::verb::get, "/api/v1/message/" + m->id + "/raw"));
+  EXPECT_TRUE(whole.body() == raw);
+  EXPECT_EQ(whole[bh::field::content_length], std::to_string(raw.size()));
+}
+
 TEST(PressureTimeout, ShrinksPastHalfTheSlots) {
   using detail::pressure_timeout;
   EXPECT_EQ(pressure_timeout(30s, 1s, 0, 100), 30s);
@@ -188,6 +294,28 @@ TEST(PressureTimeout, ShrinksPastHalfTheSlots) {
   EXPECT_EQ(pressure_timeout(30s, 1s, 100, 100), 1500ms);
   EXPECT_EQ(pressure_timeout(30s, 2s, 100, 100), 2s);       // never under the floor
   EXPECT_EQ(pressure_timeout(500ms, 1s, 100, 100), 500ms);  // nor above the base
+}
+
+// A new message wakes a stream's writer only when its queue was empty: a client that
+// does not read (a write in flight, texts piling up) costs no wake-up per message.
+TEST(EventQueue, WakesTheWriterOncePerBatch) {
+  using detail::event_queue;
+  auto text = std::make_shared<const std::string>(10, 'e');
+  const auto t0 = event_queue::clock::now();
+  event_queue q;
+  q.configure(1u << 20, 60s);
+  bool wake = false;
+  EXPECT_TRUE(q.push({text}, t0, &wake));
+  EXPECT_TRUE(wake);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_TRUE(q.push({text}, t0, &wake));
+    EXPECT_FALSE(wake);
+  }
+  std::vector<event_queue::text> out;
+  EXPECT_FALSE(q.take(out, t0));
+  EXPECT_EQ(out.size(), 6u);
+  EXPECT_TRUE(q.push({text}, t0, &wake));  // taken: the writer may sleep again
+  EXPECT_TRUE(wake);
 }
 
 TEST(EventQueue, DropsAClientBehindByBytesOrAge) {

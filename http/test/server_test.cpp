@@ -4,10 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/read_until.hpp>
+#include <boost/asio/use_future.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -182,6 +185,41 @@ TEST_F(ServerTest, LargeRawMessageRoundTrips) {
   auto r = c.request(bh::verb::get, "/api/v1/message/" + id + "/raw");
   EXPECT_EQ(r.body().size(), raw.size());
   EXPECT_TRUE(r.body() == raw);
+}
+
+// A large listing goes out in chunks (HTTP/1.1) or until the close (HTTP/1.0), never
+// built whole; the bytes are the whole answer's, and the connection stays in step.
+TEST_F(ServerTest, LargeListingIsStreamedWithTheSameBytes) {
+  start();
+  const std::string name(300, 'n');
+  for (int i = 0; i < 60; ++i) {
+    auto m = make("Subject: x\r\n\r\nx\r\n");
+    for (int k = 0; k < 100; ++k)
+      m.summary.to.push_back({name, "to" + std::to_string(k) + "@example.com"});
+    std::error_code ec;
+    store.put_sync(std::move(m), ec);
+  }
+  inlet::http::request q{bh::verb::get, "/api/v1/messages?limit=1000", 11};
+  asio::io_context local;
+  auto f = asio::co_spawn(local, srv->api().handle(q), asio::use_future);
+  local.run();
+  const std::string whole = f.get().body();
+  ASSERT_GT(whole.size(), 1u << 20);
+  client c(srv->port());
+  auto r = c.request(bh::verb::get, "/api/v1/messages?limit=1000");
+  EXPECT_EQ(r.result_int(), 200u);
+  EXPECT_EQ(r[bh::field::transfer_encoding], "chunked");
+  EXPECT_TRUE(r.body() == whole);
+  EXPECT_EQ(c.request(bh::verb::get, "/api/v1/messages?limit=1").result_int(), 200u);
+  client old(srv->port());
+  old.send_raw("GET /api/v1/messages?limit=1000 HTTP/1.0\r\nHost: localhost\r\n\r\n");
+  std::string got;
+  beast::error_code ec;
+  asio::read(old.sock, asio::dynamic_buffer(got), ec);  // to the close
+  auto body = got.find("\r\n\r\n");
+  ASSERT_NE(body, std::string::npos);
+  EXPECT_EQ(got.find("chunked"), std::string::npos);
+  EXPECT_TRUE(got.substr(body + 4) == whole);
 }
 
 TEST_F(ServerTest, LimitsAndMalformedRequests) {
@@ -427,6 +465,51 @@ TEST_F(ServerTest, EventStreamClientThatDoesNotReadIsDropped) {
   if (!dropped)
     dropped = eventually([&] { return metric_is(*srv, "inlet_http_event_clients 0\n"); });
   EXPECT_TRUE(dropped);
+}
+
+// Event streams are counted per client and in all: past its share a client gets 429,
+// past the total everyone gets 503, each with Retry-After; a closed stream frees its
+// place.
+TEST_F(ServerTest, EventStreamsAreCappedPerClientAndInAll) {
+  inlet::http::server_config cfg;
+  cfg.max_event_streams_per_client = 2;
+  cfg.max_event_streams = 3;
+  cfg.event_ping =
+      std::chrono::milliseconds(100);  // a stream notices its client's close by writing
+  start(cfg);
+  auto open = [&](client& c) { c.send_raw("GET /api/events HTTP/1.1\r\nHost: localhost\r\n\r\n"); };
+  auto status = [&](client& c) {
+    std::string got;
+    beast::error_code ec;
+    asio::read_until(c.sock, asio::dynamic_buffer(got), "\r\n", ec);
+    return got.substr(0, got.find("\r\n"));
+  };
+  auto a = std::make_unique<client>(srv->port());
+  client b(srv->port()), c(srv->port());
+  open(*a);
+  EXPECT_EQ(status(*a), "HTTP/1.1 200 OK");
+  open(b);
+  EXPECT_EQ(status(b), "HTTP/1.1 200 OK");
+  open(c);
+  EXPECT_EQ(status(c), "HTTP/1.1 429 Too Many Requests");
+  EXPECT_TRUE(c.closed_by_peer());
+  a.reset();  // its place comes back once the server sees the close
+  bool reopened = eventually([&] {
+    client d(srv->port());
+    open(d);
+    return status(d) == "HTTP/1.1 200 OK";
+  });
+  EXPECT_TRUE(reopened);
+  srv.reset();
+  // The total: one stream in all.
+  cfg.max_event_streams_per_client = 10;
+  cfg.max_event_streams = 1;
+  start(cfg);
+  client e(srv->port()), f(srv->port());
+  open(e);
+  EXPECT_EQ(status(e), "HTTP/1.1 200 OK");
+  open(f);
+  EXPECT_EQ(status(f), "HTTP/1.1 503 Service Unavailable");
 }
 
 // Requests whose Host names another server get 403 over the wire too, the event stream

@@ -67,13 +67,22 @@ void add_envelope_bcc(st::summary& out, const std::vector<std::string>& rcpt_to)
         if (same_address(a.address, r)) return true;
     return false;
   };
+  // Counted on past the bound (only then does a full list cost the whole loop).
+  std::size_t all = std::max<std::size_t>(out.bcc.size(), out.totals.bcc);
   for (const auto& r : rcpt_to) {
-    if (out.bcc.size() >= max_addresses) break;
     if (r.empty() || named(r)) continue;
+    ++all;
+    if (out.bcc.size() >= max_addresses) continue;
     std::string addr = r;
     bound(addr, max_field_bytes);
     out.bcc.push_back({"", std::move(addr)});
   }
+  if (all > out.bcc.size()) out.totals.bcc = static_cast<std::uint32_t>(all);
+}
+
+// The count of a list cut to max_addresses entries (0: whole).
+std::uint32_t total_if_cut(std::size_t n) {
+  return n > max_addresses ? static_cast<std::uint32_t>(n) : 0;
 }
 
 // Decodes a text part to UTF-8, stopping once `limit` bytes are out (reads ~256 raw
@@ -153,6 +162,10 @@ void analyze(const mm::parsed_message& m, const std::vector<std::string>& rcpt_t
     bound(f.address, max_field_bytes);
     out.from = {std::move(f.name), std::move(f.address)};
   }
+  out.totals.to = total_if_cut(s.to.size());
+  out.totals.cc = total_if_cut(s.cc.size());
+  out.totals.bcc = total_if_cut(s.bcc.size());
+  out.totals.reply_to = total_if_cut(s.reply_to.size());
   out.to = to_addresses(std::move(s.to));
   out.cc = to_addresses(std::move(s.cc));
   out.bcc = to_addresses(std::move(s.bcc));
@@ -167,25 +180,27 @@ void analyze(const mm::parsed_message& m, const std::vector<std::string>& rcpt_t
   // Attachments as the API lists them (inlet::http::list_parts): not the parts inside an
   // attached message, but the attached message itself; inline parts counted apart.
   out.attachments.reserve(s.attachments.size());
+  std::size_t attachments = 0;  // kept or not
   for (auto& a : s.attachments) {
     if (below_message(m, a.part)) continue;
     if (inlet::http::is_inline_part(m, a.part)) {
       ++out.inline_parts;
       continue;
     }
+    ++attachments;
     if (out.attachments.size() == max_addresses) continue;
     bound(a.filename, max_field_bytes);
     out.attachments.push_back({std::move(a.filename), std::move(a.content_type), a.size});
   }
   for (std::uint32_t p = 1; p < m.parts().size(); ++p) {
     const auto& pt = m.parts()[p];
-    if (pt.kind != mm::part_kind::message || below_message(m, p) ||
-        out.attachments.size() == max_addresses)
-      continue;
+    if (pt.kind != mm::part_kind::message || below_message(m, p)) continue;
+    if (++attachments > max_addresses || out.attachments.size() == max_addresses) continue;
     std::string name = mm::filename(m, p).value_or("");
     bound(name, max_field_bytes);
     out.attachments.push_back({std::move(name), std::string(pt.content_type()), pt.body.size()});
   }
+  out.totals.attachments = total_if_cut(attachments);
   if (scan) inlet::filter::scan_parsed(*scan, m);
 }
 

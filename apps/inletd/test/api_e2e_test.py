@@ -541,6 +541,11 @@ class HttpDefenceTest(unittest.TestCase):
             self.assertLess(len(body), 256 * 1024)  # each summary keeps the first addresses
             for m in json.loads(body)["messages"]:
                 self.assertLessEqual(len(m["To"]), 100)
+                # the list is cut, and says so with the whole count
+                self.assertEqual(m["Totals"], {"To": 80000, "Cc": 0, "Bcc": 0, "ReplyTo": 0,
+                                               "Attachments": 0})
+            few = json.loads(srv.get("/api/v1/search?query=subject:many&limit=1")[2])["messages"][0]
+            self.assertIn("Totals", few)
             self.assertEqual(self.raw_get(srv, "/api/v1/messages", "rebound.example")[0], 403)
             self.assertEqual(self.raw_get(srv, "/api/v1/messages", "mail.test.example:8025")[0], 200)
         finally:

@@ -40,6 +40,33 @@ namespace inlet::http {
 using request = boost::beast::http::request<boost::beast::http::string_body>;
 using response = boost::beast::http::response<boost::beast::http::string_body>;
 
+/// A response body produced piece by piece, so that a large answer (a listing of big
+/// summaries, a large raw message) is written as it is made and never held whole: the
+/// server asks for about `window` bytes at a time and writes each piece before asking
+/// again. Design: a pull generator; the source holds what it reads (shared message
+/// records), never the bytes it has given.
+/// Thread-safety: used by one thread at a time (the session's strand).
+class body_source {
+ public:
+  virtual ~body_source() = default;
+  /// Appends the next bytes to `out` (about `window`; one item may make a piece larger).
+  /// False once everything has been given (nothing is appended then).
+  virtual bool next(std::string& out, std::size_t window) = 0;
+  /// The body's length when known before it is made: the server then sends
+  /// Content-Length, else chunked transfer coding (HTTP/1.1) or a close (HTTP/1.0).
+  virtual std::optional<std::uint64_t> size() const { return std::nullopt; }
+};
+
+/// An answer: `res` with its body, or, when `body` is set, `res`'s status and headers
+/// with the body to come from `body` (res.body() is empty then).
+struct reply {
+  reply() = default;
+  reply(response r) : res(std::move(r)) {}  // NOLINT: every plain response is a reply
+  reply(response r, std::shared_ptr<body_source> b) : res(std::move(r)), body(std::move(b)) {}
+  response res;
+  std::shared_ptr<body_source> body;
+};
+
 /// Who sent a request, as the server saw the connection. Not an aggregate (see the g++ 12
 /// note at store::list_request): it is passed inside co_await expressions.
 struct client_info {
@@ -153,6 +180,12 @@ class api {
   /// closed in public mode 403, over the rate limit 429, each with a JSON body
   /// {"Error": "..."}; a store that fails 503.
   boost::asio::awaitable<response> handle(request req, client_info client = client_info()) const;
+
+  /// As handle(), but a large body (listings, search results, raw messages) comes as a
+  /// body_source to write piece by piece; handle() is this with the body collected. HEAD
+  /// answers carry Content-Length and no source.
+  boost::asio::awaitable<reply> handle_streamed(request req,
+                                                client_info client = client_info()) const;
 
   /// The checks made before routing: the Host header, public mode, the rate limit and
   /// basic auth. A refusal to send, or nullopt when the request may proceed. handle()

@@ -56,6 +56,11 @@ struct server_config {
   std::size_t event_max_behind_bytes = 4u << 20;
   std::chrono::milliseconds event_max_lag{30000};
   std::chrono::milliseconds event_ping{15000};  ///< SSE comment / websocket ping interval
+  /// Event streams open at once, per client (IPv4 address or IPv6 /64) and in all; past
+  /// them a new stream is answered 429 (the client's share) or 503 (all), with
+  /// Retry-After. Each stream costs a wake-up and a write per new message.
+  std::size_t max_event_streams_per_client = 32;
+  std::size_t max_event_streams = 1024;
   /// Freed memory is given back to the system (malloc_trim) once this many connections
   /// have closed and at most a quarter of the slots are in use. 0: never.
   std::size_t trim_after_closed = 256;

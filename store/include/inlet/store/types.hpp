@@ -68,6 +68,12 @@ struct summary {
   /// Attachments, without inline parts (a part with a Content-ID shown by the HTML).
   std::vector<attachment_info> attachments;
   std::uint32_t inline_parts = 0;  ///< parts shown inline (`has:inline`)
+  /// How many entries the message has in all when a list above keeps only the first of
+  /// them (the receive path bounds each list); 0 when the list is whole. A reader takes
+  /// max(total, list size). Not kept by the PostgreSQL store.
+  struct list_totals {
+    std::uint32_t to = 0, cc = 0, bcc = 0, reply_to = 0, attachments = 0;
+  } totals;
   /// The words free-text search looks in, lower-cased UTF-8, whitespace collapsed:
   /// subject, names and addresses, the decoded text (HTML as text), attachment names.
   /// Bounded in length by the caller. Empty in a `new_message` that names a
