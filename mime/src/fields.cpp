@@ -39,17 +39,28 @@ std::string_view unfold_raw(std::string_view raw, std::string& buf) {
     return raw;
   buf.clear();
   buf.reserve(raw.size());
-  for (char c : raw)
-    if (c != '\r' && c != '\n') buf.push_back(c);
+  // Runs between line breaks are copied whole: a folded field has one break per line.
+  const char* p = raw.data();
+  const char* const end = p + raw.size();
+  while (p < end) {
+    const void* lf = std::memchr(p, '\n', static_cast<std::size_t>(end - p));
+    const char* stop = lf ? static_cast<const char*>(lf) : end;
+    const void* cr = std::memchr(p, '\r', static_cast<std::size_t>(stop - p));
+    const char* q = cr ? static_cast<const char*>(cr) : stop;  // the first CR or LF, or end
+    buf.append(p, static_cast<std::size_t>(q - p));
+    p = q + (q < end ? 1 : 0);
+  }
   return buf;
 }
 
 // An RFC 2047 encoded word at s[i] ("=?charset?B|Q?text?="). On success fills the
 // charset and decoded bytes and returns its length; 0 when it is not one.
-std::size_t encoded_word(std::string_view s, std::size_t i, std::string& charset, std::string& bytes) {
+std::size_t encoded_word(std::string_view s, std::size_t i, std::string& charset,
+                         std::string& bytes) {
   if (s.compare(i, 2, "=?") != 0) return 0;
   std::size_t q1 = s.find('?', i + 2);
-  if (q1 == std::string_view::npos || q1 == i + 2 || q1 + 2 >= s.size() || s[q1 + 2] != '?') return 0;
+  if (q1 == std::string_view::npos || q1 == i + 2 || q1 + 2 >= s.size() || s[q1 + 2] != '?')
+    return 0;
   for (std::size_t k = i + 2; k < q1; ++k)
     if (is_ws(s[k])) return 0;
   char enc = to_lower(s[q1 + 1]);
@@ -66,13 +77,17 @@ std::size_t encoded_word(std::string_view s, std::size_t i, std::string& charset
     bytes.clear();
     for (std::size_t k = 0; k < text.size(); ++k) {
       char c = text[k];
-      auto hex = [](char h) { return (h >= '0' && h <= '9') || ((h | 0x20) >= 'a' && (h | 0x20) <= 'f'); };
+      auto hex = [](char h) {
+        return (h >= '0' && h <= '9') || ((h | 0x20) >= 'a' && (h | 0x20) <= 'f');
+      };
       auto val = [](char h) { return h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10; };
-      if (c == '_') bytes.push_back(' ');
+      if (c == '_')
+        bytes.push_back(' ');
       else if (c == '=' && k + 2 < text.size() + 0 && hex(text[k + 1]) && hex(text[k + 2])) {
         bytes.push_back(static_cast<char>(val(text[k + 1]) << 4 | val(text[k + 2])));
         k += 2;
-      } else bytes.push_back(c);
+      } else
+        bytes.push_back(c);
     }
   }
   return te + 2 - i;
@@ -164,8 +179,18 @@ namespace {
 
 constexpr bool is_addr_special(char c) noexcept {
   switch (c) {
-    case '(': case ')': case '<': case '>': case '[': case ']': case ':': case ';':
-    case '@': case '\\': case ',': case '"':
+    case '(':
+    case ')':
+    case '<':
+    case '>':
+    case '[':
+    case ']':
+    case ':':
+    case ';':
+    case '@':
+    case '\\':
+    case ',':
+    case '"':
       return true;
     default:
       return is_ws(c);
@@ -181,6 +206,13 @@ struct addr_parser {
   std::size_t i = 0;
   std::vector<mailbox>& out;
   bool defect = false;
+  // Past `keep` entries an address is walked (the list's syntax still decides where
+  // it ends) but not decoded or stored, only counted: a To: of 80,000 addresses costs
+  // a scan, not 80,000 charset conversions and strings.
+  std::size_t keep = static_cast<std::size_t>(-1);
+  std::size_t dropped = 0;
+
+  bool keeping() const noexcept { return out.size() < keep; }
 
   void skip_cfws() {
     detail::lexer lx{s, i};
@@ -206,8 +238,10 @@ struct addr_parser {
       if (s[i] == '\\' && i + 1 < s.size()) ++i;
       v.push_back(s[i++]);
     }
-    if (i < s.size()) ++i;
-    else defect = true;
+    if (i < s.size())
+      ++i;
+    else
+      defect = true;
     return v;
   }
 
@@ -220,21 +254,26 @@ struct addr_parser {
       char c = s[i];
       if (c == '"') {
         std::string q = quoted();
-        bool plain = !q.empty() && std::all_of(q.begin(), q.end(), [](char ch) { return is_atext_local(ch) || ch == '.'; });
+        bool plain = !q.empty() && std::all_of(q.begin(), q.end(), [](char ch) {
+          return is_atext_local(ch) || ch == '.';
+        });
         a += plain ? q : "\"" + q + "\"";
       } else if (c == '(' || is_ws(c)) {
         skip_cfws();
         space = true;
       } else {
-        if (space && !a.empty() && a.back() != '.' && a.back() != '@' && a.back() != ':' && c != '.' && c != '@')
+        if (space && !a.empty() && a.back() != '.' && a.back() != '@' && a.back() != ':' &&
+            c != '.' && c != '@')
           a.push_back(' ');
         space = false;
         a.push_back(c);
         ++i;
       }
     }
-    if (i < s.size()) ++i;
-    else defect = true;
+    if (i < s.size())
+      ++i;
+    else
+      defect = true;
     if (!a.empty() && a[0] == '@') {  // obs-route: @a,@b:addr
       auto colon = a.find(':');
       a = colon == std::string::npos ? std::string{} : a.substr(colon + 1);
@@ -242,11 +281,35 @@ struct addr_parser {
     return quote_local(a);
   }
 
+  // angle()'s walk without building the address: for an address that is only counted.
+  void skip_angle() {
+    ++i;
+    while (i < s.size() && s[i] != '>') {
+      if (s[i] == '"') {
+        ++i;
+        while (i < s.size() && s[i] != '"') i += (s[i] == '\\' && i + 1 < s.size()) ? 2 : 1;
+        if (i < s.size())
+          ++i;
+        else
+          defect = true;
+      } else if (s[i] == '(' || is_ws(s[i])) {
+        skip_cfws();
+      } else {
+        ++i;
+      }
+    }
+    if (i < s.size())
+      ++i;
+    else
+      defect = true;
+  }
+
   // One address (a mailbox, or a group whose members go to `out`).
   void address(bool in_group) {
     std::string name, raw, cs, bytes;
     bool last_ew = false, pending_space = false;
     auto add_word = [&](const std::string& w, bool ew) {
+      if (!keeping()) return;  // a name nobody keeps is not built
       if (!name.empty() && pending_space && !(ew && last_ew)) name.push_back(' ');
       name += w;
       last_ew = ew;
@@ -260,8 +323,13 @@ struct addr_parser {
       char c = s[i];
       if (c == ',' || (c == ';' && in_group)) break;
       if (c == '<') {
-        std::string a = angle();
-        out.push_back({collapse_ws(decode_words(name)), a});
+        if (keeping()) {
+          std::string a = angle();
+          out.push_back({collapse_ws(decode_words(name)), a});
+        } else {
+          skip_angle();
+          ++dropped;
+        }
         skip_cfws();
         while (i < s.size() && s[i] != ',' && !(in_group && s[i] == ';')) {  // junk after '>'
           defect = true;
@@ -281,14 +349,15 @@ struct addr_parser {
       }
       if (c == '"') {
         std::string q = quoted();
-        bool plain = std::all_of(q.begin(), q.end(), [](char ch) { return is_atext_local(ch) || ch == '.'; });
+        bool plain = std::all_of(q.begin(), q.end(),
+                                 [](char ch) { return is_atext_local(ch) || ch == '.'; });
         raw += (plain && !q.empty()) ? q : "\"" + q + "\"";
         add_word(q, false);
         continue;
       }
       if (c == '=' && s.compare(i, 2, "=?") == 0) {
         if (std::size_t n = encoded_word(s, i, cs, bytes)) {
-          add_word(to_utf8(bytes, cs), true);
+          if (keeping()) add_word(to_utf8(bytes, cs), true);
           raw.append(s.substr(i, n));
           i += n;
           continue;
@@ -303,7 +372,8 @@ struct addr_parser {
       }
       if (c == '@' || c == '.' || c == ';' || c == ':' || c == '>' || c == '\\' || c == ')') {
         raw.push_back(c);
-        if ((c == '.' || c == '@') && !name.empty()) name.push_back(c);  // obs-phrase, or an address used as a name
+        if ((c == '.' || c == '@') && !name.empty())
+          name.push_back(c);  // obs-phrase, or an address used as a name
         pending_space = false;
         ++i;
         continue;
@@ -316,12 +386,16 @@ struct addr_parser {
         continue;
       }
       std::string_view w = s.substr(b, i - b);
-      if (pending_space && !raw.empty() && raw.back() != '.' && raw.back() != '@') raw.push_back(' ');
+      if (pending_space && !raw.empty() && raw.back() != '.' && raw.back() != '@')
+        raw.push_back(' ');
       raw.append(w);
       add_word(std::string(w), false);
     }
     if (raw.empty()) return;
-    out.push_back({std::string{}, valid_utf8(quote_local(raw))});
+    if (keeping())
+      out.push_back({std::string{}, valid_utf8(quote_local(raw))});
+    else
+      ++dropped;
   }
 
   void group() {
@@ -363,13 +437,20 @@ struct addr_parser {
 }  // namespace
 
 std::vector<mailbox> parse_address_list(std::string_view raw, bool* defect) {
+  return parse_address_list(raw, static_cast<std::size_t>(-1), nullptr, defect);
+}
+
+std::vector<mailbox> parse_address_list(std::string_view raw, std::size_t keep, std::size_t* total,
+                                        bool* defect) {
   std::string buf;
   const std::string_view u = unfold_raw(raw, buf);
   std::vector<mailbox> out;
   addr_parser p{u, 0, out};
+  p.keep = keep;
   p.list();
   for (auto& m : out) m.name = valid_utf8(m.name);
   if (defect) *defect = p.defect;
+  if (total) *total = out.size() + p.dropped;
   return out;
 }
 
@@ -392,9 +473,9 @@ bool all_digits(std::string_view w) {
 
 std::optional<int> zone_name(std::string_view w) {
   static constexpr std::pair<std::string_view, int> zones[] = {
-      {"ut", 0}, {"utc", 0}, {"gmt", 0}, {"z", 0}, {"ast", -240}, {"adt", -180},
-      {"est", -300}, {"edt", -240}, {"cst", -360}, {"cdt", -300}, {"mst", -420},
-      {"mdt", -360}, {"pst", -480}, {"pdt", -420}};
+      {"ut", 0},     {"utc", 0},    {"gmt", 0},    {"z", 0},      {"ast", -240},
+      {"adt", -180}, {"est", -300}, {"edt", -240}, {"cst", -360}, {"cdt", -300},
+      {"mst", -420}, {"mdt", -360}, {"pst", -480}, {"pdt", -420}};
   for (auto [n, off] : zones)
     if (iequals(w, n)) return off;
   if (w.size() == 1 && ((w[0] | 0x20) >= 'a' && (w[0] | 0x20) <= 'z')) return 0;  // military
@@ -574,11 +655,14 @@ std::optional<std::chrono::sys_seconds> parse_date(std::string_view raw) {
     if (all_digits(t)) {
       if (t.size() > 4) continue;
       int v = small_int(t);
-      if (day < 0 && t.size() <= 2 && v >= 1 && v <= 31) day = v;
+      if (day < 0 && t.size() <= 2 && v >= 1 && v <= 31)
+        day = v;
       else if (year < 0) {
         year = v;
-        if (t.size() <= 2) year += v < 50 ? 2000 : 1900;
-        else if (t.size() == 3) year += 1900;
+        if (t.size() <= 2)
+          year += v < 50 ? 2000 : 1900;
+        else if (t.size() == 3)
+          year += 1900;
       }
       continue;
     }
@@ -697,7 +781,9 @@ namespace {
 
 std::string percent_decode(std::string_view v) {
   std::string out;
-  auto hex = [](char h) { return (h >= '0' && h <= '9') || ((h | 0x20) >= 'a' && (h | 0x20) <= 'f'); };
+  auto hex = [](char h) {
+    return (h >= '0' && h <= '9') || ((h | 0x20) >= 'a' && (h | 0x20) <= 'f');
+  };
   auto val = [](char h) { return h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10; };
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (v[i] == '%' && i + 2 < v.size() + 0 && hex(v[i + 1]) && hex(v[i + 2])) {
@@ -738,7 +824,8 @@ void read_params(detail::lexer& lx, std::vector<mime_parameter>& out) {
     bool extended = !n.empty() && n.back() == '*';
     if (extended) n.pop_back();
     int index = -1;
-    if (auto star = n.find('*'); star != std::string::npos && all_digits(std::string_view(n).substr(star + 1))) {
+    if (auto star = n.find('*');
+        star != std::string::npos && all_digits(std::string_view(n).substr(star + 1))) {
       index = std::stoi(n.substr(star + 1).substr(0, 6));
       n.resize(star);
     }
@@ -879,13 +966,20 @@ received_field parse_received(std::string_view raw) {
       ++lx.i;
       continue;
     }
-    if (iequals(w, "from")) slot = &r.from;
-    else if (iequals(w, "by")) slot = &r.by;
-    else if (iequals(w, "via")) slot = &r.via;
-    else if (iequals(w, "with")) slot = &r.with;
-    else if (iequals(w, "id")) slot = &r.id;
-    else if (iequals(w, "for")) slot = &r.for_;
-    else if (slot && slot->empty()) *slot = valid_utf8(w);
+    if (iequals(w, "from"))
+      slot = &r.from;
+    else if (iequals(w, "by"))
+      slot = &r.by;
+    else if (iequals(w, "via"))
+      slot = &r.via;
+    else if (iequals(w, "with"))
+      slot = &r.with;
+    else if (iequals(w, "id"))
+      slot = &r.id;
+    else if (iequals(w, "for"))
+      slot = &r.for_;
+    else if (slot && slot->empty())
+      *slot = valid_utf8(w);
   }
   return r;
 }

@@ -1,9 +1,8 @@
+#include <algorithm>
 #include <inlet/mime/message.hpp>
+#include <memory>
 
 #include "ascii.hpp"
-
-#include <algorithm>
-#include <memory>
 
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -37,14 +36,16 @@ std::string header_value(const parsed_message& m, const header_field& h) {
   return decode_unstructured(m.view(h.value, scratch));
 }
 
-std::optional<std::string> header_text(const parsed_message& m, std::uint32_t p, std::string_view name) {
+std::optional<std::string> header_text(const parsed_message& m, std::uint32_t p,
+                                       std::string_view name) {
   const header_field* h = m.find(p, name);
   if (!h) return std::nullopt;
   return header_value(m, *h);
 }
 
 namespace {
-std::optional<mime_field> field(const parsed_message& m, std::uint32_t p, std::string_view name, bool type) {
+std::optional<mime_field> field(const parsed_message& m, std::uint32_t p, std::string_view name,
+                                bool type) {
   const header_field* h = m.find(p, name);
   if (!h) return std::nullopt;
   std::string scratch;
@@ -270,7 +271,8 @@ struct snippet_builder {
 
 void append_utf8(std::string& out, unsigned long cp) {
   if (cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) cp = 0xFFFD;
-  if (cp < 0x80) out.push_back(static_cast<char>(cp));
+  if (cp < 0x80)
+    out.push_back(static_cast<char>(cp));
   else if (cp < 0x800) {
     out.push_back(static_cast<char>(0xC0 | cp >> 6));
     out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
@@ -318,8 +320,8 @@ std::string html_to_text(std::string_view h) {
       if (semi != std::string_view::npos && semi - i <= 10) {
         std::string_view ent = h.substr(i + 1, semi - i - 1);
         static constexpr std::pair<std::string_view, std::string_view> named[] = {
-            {"amp", "&"}, {"lt", "<"}, {"gt", ">"}, {"quot", "\""}, {"apos", "'"},
-            {"nbsp", " "}, {"copy", "\xC2\xA9"}, {"reg", "\xC2\xAE"}};
+            {"amp", "&"},  {"lt", "<"},   {"gt", ">"},          {"quot", "\""},
+            {"apos", "'"}, {"nbsp", " "}, {"copy", "\xC2\xA9"}, {"reg", "\xC2\xAE"}};
         bool done = false;
         for (auto [n, v] : named)
           if (ent == n) {
@@ -350,7 +352,7 @@ std::string html_to_text(std::string_view h) {
 
 }  // namespace
 
-summary summarize(const parsed_message& m, std::size_t snippet_chars) {
+summary summarize(const parsed_message& m, std::size_t snippet_chars, std::size_t max_addresses) {
   summary s;
   std::string scratch;
   // The fields the summary reads, found in one pass over the root's header (the first
@@ -373,14 +375,15 @@ summary summarize(const parsed_message& m, std::size_t snippet_chars) {
         }
     }
   }
-  auto addrs = [&](slot k, std::vector<mailbox>& out) {
-    if (found[k]) out = parse_address_list(m.view(found[k]->value, scratch));
+  auto addrs = [&](slot k, std::vector<mailbox>& out, std::size_t& count) {
+    if (found[k]) out = parse_address_list(m.view(found[k]->value, scratch), max_addresses, &count);
   };
-  addrs(from, s.from);
-  addrs(to, s.to);
-  addrs(cc, s.cc);
-  addrs(bcc, s.bcc);
-  addrs(reply_to, s.reply_to);
+  summary::counts& c = s.address_counts;
+  addrs(from, s.from, c.from);
+  addrs(to, s.to, c.to);
+  addrs(cc, s.cc, c.cc);
+  addrs(bcc, s.bcc, c.bcc);
+  addrs(reply_to, s.reply_to, c.reply_to);
   if (found[subject]) s.subject = header_value(m, *found[subject]);
   if (found[date]) s.date = parse_date(m.view(found[date]->value, scratch));
   if (found[message_id]) s.message_id = parse_message_id(m.view(found[message_id]->value, scratch));

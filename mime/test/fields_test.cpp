@@ -1,28 +1,37 @@
-#include <inlet/mime/fields.hpp>
-
 #include <gtest/gtest.h>
+
+#include <inlet/mime/fields.hpp>
 
 namespace inlet::mime {
 namespace {
 
-std::vector<mailbox> A(std::string_view s) { return parse_address_list(s); }
+std::vector<mailbox> A(std::string_view s) {
+  return parse_address_list(s);
+}
 
 TEST(addresses, rfc5322_appendix_a) {
   EXPECT_EQ(A(" \"Joe Q. Public\" <john.q.public@example.com>"),
             (std::vector<mailbox>{{"Joe Q. Public", "john.q.public@example.com"}}));
   EXPECT_EQ(A("Mary Smith <mary@x.test>, jdoe@example.org, Who? <one@y.test>"),
-            (std::vector<mailbox>{{"Mary Smith", "mary@x.test"}, {"", "jdoe@example.org"}, {"Who?", "one@y.test"}}));
+            (std::vector<mailbox>{
+                {"Mary Smith", "mary@x.test"}, {"", "jdoe@example.org"}, {"Who?", "one@y.test"}}));
   EXPECT_EQ(A("<boss@nil.test>, \"Giant; \\\"Big\\\" Box\" <sysservices@example.net>"),
-            (std::vector<mailbox>{{"", "boss@nil.test"}, {"Giant; \"Big\" Box", "sysservices@example.net"}}));
+            (std::vector<mailbox>{{"", "boss@nil.test"},
+                                  {"Giant; \"Big\" Box", "sysservices@example.net"}}));
   // Groups: members flattened, empty groups give nothing.
   EXPECT_EQ(A("A Group:Ed Jones <c@a.test>,joe@where.test,John <jdoe@one.test>;, x@y.test"),
-            (std::vector<mailbox>{{"Ed Jones", "c@a.test"}, {"", "joe@where.test"}, {"John", "jdoe@one.test"}, {"", "x@y.test"}}));
+            (std::vector<mailbox>{{"Ed Jones", "c@a.test"},
+                                  {"", "joe@where.test"},
+                                  {"John", "jdoe@one.test"},
+                                  {"", "x@y.test"}}));
   EXPECT_TRUE(A("Undisclosed recipients:;").empty());
-  EXPECT_EQ(A("Undisclosed-Recipient:;@example.net, x@y.test"), (std::vector<mailbox>{{"", "x@y.test"}}));
+  EXPECT_EQ(A("Undisclosed-Recipient:;@example.net, x@y.test"),
+            (std::vector<mailbox>{{"", "x@y.test"}}));
   // Comments and folding (A.5)
   EXPECT_EQ(A("Pete(A nice \\) chap) <pete(his account)@silly.test(his host)>"),
             (std::vector<mailbox>{{"Pete", "pete@silly.test"}}));
-  EXPECT_EQ(A("\r\n (Comment) john@example.com (John Doe)"), (std::vector<mailbox>{{"", "john@example.com"}}));
+  EXPECT_EQ(A("\r\n (Comment) john@example.com (John Doe)"),
+            (std::vector<mailbox>{{"", "john@example.com"}}));
 }
 
 TEST(addresses, obsolete_and_international) {
@@ -30,13 +39,17 @@ TEST(addresses, obsolete_and_international) {
   EXPECT_EQ(A("Joe Q. Public <@machine.tld,@other.tld:john.q.public@example.com>"),
             (std::vector<mailbox>{{"Joe Q. Public", "john.q.public@example.com"}}));
   EXPECT_EQ(A("john . doe @ example . com"), (std::vector<mailbox>{{"", "john.doe@example.com"}}));
-  EXPECT_EQ(A("<Undisclosed Recipients@example.com>"), (std::vector<mailbox>{{"", "\"Undisclosed Recipients\"@example.com"}}));
-  EXPECT_EQ(A("Undisclosed Recipients@example.com"), (std::vector<mailbox>{{"", "\"Undisclosed Recipients\"@example.com"}}));
+  EXPECT_EQ(A("<Undisclosed Recipients@example.com>"),
+            (std::vector<mailbox>{{"", "\"Undisclosed Recipients\"@example.com"}}));
+  EXPECT_EQ(A("Undisclosed Recipients@example.com"),
+            (std::vector<mailbox>{{"", "\"Undisclosed Recipients\"@example.com"}}));
   // RFC 6532 UTF-8 and RFC 2047 display names
-  EXPECT_EQ(A("Jöran <jöran@exämple.test>"), (std::vector<mailbox>{{"Jöran", "jöran@exämple.test"}}));
+  EXPECT_EQ(A("Jöran <jöran@exämple.test>"),
+            (std::vector<mailbox>{{"Jöran", "jöran@exämple.test"}}));
   EXPECT_EQ(A("=?ISO-8859-1?Q?Keld_J=F8rn?= =?ISO-8859-1?Q?_Simonsen?= <keld@dkuug.dk>"),
             (std::vector<mailbox>{{"Keld Jørn Simonsen", "keld@dkuug.dk"}}));
-  EXPECT_EQ(A("\"quoted local\"@example.com"), (std::vector<mailbox>{{"", "\"quoted local\"@example.com"}}));
+  EXPECT_EQ(A("\"quoted local\"@example.com"),
+            (std::vector<mailbox>{{"", "\"quoted local\"@example.com"}}));
   EXPECT_EQ(A("\"plain\"@example.com"), (std::vector<mailbox>{{"", "plain@example.com"}}));
 }
 
@@ -47,10 +60,39 @@ TEST(addresses, garbage_never_fails) {
   r = parse_address_list("<<<>>>,,,;;;:::@@@", &defect);
   r = parse_address_list("a@b <c@d> junk", &defect);
   // Found by fuzz_mime_tree: a stray ']' once stopped the scanner from advancing.
-  EXPECT_EQ(parse_address_list(" A]lice <alice@example.com>"), (std::vector<mailbox>{{"Alice", "alice@example.com"}}));
+  EXPECT_EQ(parse_address_list(" A]lice <alice@example.com>"),
+            (std::vector<mailbox>{{"Alice", "alice@example.com"}}));
   EXPECT_EQ(A("x]y@z"), (std::vector<mailbox>{{"", "x]y@z"}}));
   EXPECT_TRUE(parse_address_list("").empty());
   EXPECT_EQ(A("<>"), (std::vector<mailbox>{{"", ""}}));
+}
+
+// Keeping the first k addresses gives the first k of the whole parse, and the total is
+// the whole parse's size, whatever k is: groups, quoted commas, comments, encoded words.
+TEST(addresses, keep_first_and_count_the_rest) {
+  std::string many;
+  for (int i = 0; i < 300; ++i)
+    many += (i % 3 == 0   ? "=?UTF-8?B?w6k=?= <e"
+             : i % 3 == 1 ? "\"a, b\" <q"
+                          : "g:m") +
+            std::to_string(i) + (i % 3 == 2 ? "@x.test;, " : "@x.test>, ");
+  const std::string_view inputs[] = {
+      "Mary Smith <mary@x.test>, jdoe@example.org, Who? <one@y.test>",
+      "A Group:Ed Jones <c@a.test>,joe@where.test,John <jdoe@one.test>;, x@y.test",
+      "Pete(A nice \\) chap) <pete(his account)@silly.test(his host)>, \"x,y\" <z@w>",
+      "=?ISO-8859-1?Q?Keld_J=F8rn?= <keld@dkuug.dk>, Undisclosed recipients:;, <>", many};
+  for (std::string_view in : inputs) {
+    const std::vector<mailbox> whole = A(in);
+    for (std::size_t keep = 0; keep <= whole.size() + 1; ++keep) {
+      std::size_t total = 0;
+      const std::vector<mailbox> kept = parse_address_list(in, keep, &total);
+      const std::size_t n = std::min(keep, whole.size());
+      ASSERT_EQ(kept, std::vector<mailbox>(whole.begin(), whole.begin() + n))
+          << in << " keep " << keep;
+      ASSERT_EQ(total, whole.size()) << in << " keep " << keep;
+    }
+  }
+  EXPECT_EQ(A(many).size(), 300u);
 }
 
 TEST(dates, rfc5322_and_obsolete) {
@@ -61,7 +103,8 @@ TEST(dates, rfc5322_and_obsolete) {
   EXPECT_EQ(iso("Fri, 21 Nov 1997 09:55:06 -0600"), "1997-11-21T15:55:06Z");
   EXPECT_EQ(iso("Tue, 1 Jul 2003 10:52:37 +0200"), "2003-07-01T08:52:37Z");
   EXPECT_EQ(iso("Thu, 13 Feb 1969 23:32:54 -0330"), "1969-02-14T03:02:54Z");
-  EXPECT_EQ(iso("Thu,\r\n      13\r\n        Feb\r\n          1969\r\n      23:32\r\n               -0330 (Newfoundland Time)"),
+  EXPECT_EQ(iso("Thu,\r\n      13\r\n        Feb\r\n          1969\r\n      23:32\r\n              "
+                " -0330 (Newfoundland Time)"),
             "1969-02-14T03:02:00Z");
   EXPECT_EQ(iso("21 Nov 97 09:55:06 GMT"), "1997-11-21T09:55:06Z");
   EXPECT_EQ(iso("Wed, 21 Aug 2002 11:46:03 EDT"), "2002-08-21T15:46:03Z");
@@ -74,7 +117,7 @@ TEST(dates, rfc5322_and_obsolete) {
   EXPECT_EQ(iso("Tue, 06 Aug 2002 12:10:00 AM +0000"), "2002-08-06T00:10:00Z");
   EXPECT_EQ(iso("Fri, 02 Aug 2002 23:37:59 0530"), "2002-08-02T18:07:59Z");
   EXPECT_EQ(iso("1 Jan 2000 9:5:7 +0000"), "2000-01-01T09:05:07Z");
-  EXPECT_EQ(iso("1 Jan 2000 10: +0000"), "null");           // one number before the colon
+  EXPECT_EQ(iso("1 Jan 2000 10: +0000"), "null");            // one number before the colon
   EXPECT_EQ(iso("1 Jan 2000 1234567890:00 +0000"), "null");  // hour out of range
   EXPECT_EQ(iso("1 Jan 2000 10:61 +0000"), "null");
   EXPECT_EQ(iso("not a date"), "null");
@@ -84,7 +127,8 @@ TEST(dates, rfc5322_and_obsolete) {
   std::string many = "21-Aug-2002 11:46:03 +0000";
   for (int i = 0; i < 40; ++i) many += " x";
   EXPECT_EQ(iso(many), "2002-08-21T11:46:03Z");
-  EXPECT_EQ(iso("1 Jan 2000 12:00:00 +0000 (" + std::string(300, 'c') + ")"), "2000-01-01T12:00:00Z");
+  EXPECT_EQ(iso("1 Jan 2000 12:00:00 +0000 (" + std::string(300, 'c') + ")"),
+            "2000-01-01T12:00:00Z");
 }
 
 TEST(message_ids, single_and_lists) {
@@ -93,12 +137,14 @@ TEST(message_ids, single_and_lists) {
   EXPECT_EQ(parse_message_id("bare@id"), "bare@id");
   EXPECT_EQ(parse_message_id("PM2000 11:12:45 AM"), "PM200011:12:45AM");
   EXPECT_EQ(parse_message_id("  "), std::nullopt);
-  EXPECT_EQ(parse_message_id_list("<a@b> (comment) <c@d>\r\n <e@f>"), (std::vector<std::string>{"a@b", "c@d", "e@f"}));
+  EXPECT_EQ(parse_message_id_list("<a@b> (comment) <c@d>\r\n <e@f>"),
+            (std::vector<std::string>{"a@b", "c@d", "e@f"}));
 }
 
 TEST(unstructured, encoded_words) {
-  EXPECT_EQ(decode_unstructured(" =?ISO-8859-1?Q?Caf=E9?= and\r\n =?UTF-8?B?0J/RgNC40LLQtdGC?= folded"),
-            "Café and Привет folded");
+  EXPECT_EQ(
+      decode_unstructured(" =?ISO-8859-1?Q?Caf=E9?= and\r\n =?UTF-8?B?0J/RgNC40LLQtdGC?= folded"),
+      "Café and Привет folded");
   EXPECT_EQ(decode_unstructured("=?ISO-8859-1?Q?a?= =?ISO-8859-1?Q?b?="), "ab");
   EXPECT_EQ(decode_unstructured("=?ISO-8859-1?Q?a?=  x  =?ISO-8859-1?Q?b?="), "a  x  b");
   // A UTF-8 character split over two encoded words is joined before conversion.
@@ -117,8 +163,9 @@ TEST(mime_fields, content_type_and_rfc2231) {
   ASSERT_NE(f.find("charset"), nullptr);
   EXPECT_EQ(f.find("charset")->value, "UTF-8");
   EXPECT_EQ(f.find("NAME")->value, "report.html");
-  f = parse_content_type("application/x-stuff;\r\n title*0*=us-ascii'en'This%20is%20even%20more%20;\r\n"
-                         " title*1*=%2A%2A%2Afun%2A%2A%2A%20;\r\n title*2=\"isn't it!\"");
+  f = parse_content_type(
+      "application/x-stuff;\r\n title*0*=us-ascii'en'This%20is%20even%20more%20;\r\n"
+      " title*1*=%2A%2A%2Afun%2A%2A%2A%20;\r\n title*2=\"isn't it!\"");
   ASSERT_NE(f.find("title"), nullptr);
   EXPECT_EQ(f.find("title")->value, "This is even more ***fun*** isn't it!");
   EXPECT_EQ(f.find("title")->charset, "us-ascii");
@@ -161,7 +208,8 @@ TEST(dates, canonical_form_agrees_with_general_reader) {
 
 TEST(received, clauses_and_date) {
   received_field r = parse_received(
-      "from mail.example.org (mail.example.org [192.0.2.1])\r\n\tby mx.example.com (Postfix) with ESMTPS id 4ABC\r\n"
+      "from mail.example.org (mail.example.org [192.0.2.1])\r\n\tby mx.example.com (Postfix) with "
+      "ESMTPS id 4ABC\r\n"
       "\tfor <user@example.com>; Wed, 21 Aug 2002 11:46:03 -0400 (EDT)");
   EXPECT_EQ(r.from, "mail.example.org");
   EXPECT_EQ(r.by, "mx.example.com");

@@ -27,6 +27,13 @@ TEST(summary, simple) {
     ASSERT_EQ(s.message_id, "1234@local.machine.example");
     ASSERT_EQ(s.snippet, "Hi everyone. This is a simple message.");
     ASSERT_TRUE(s.attachments.empty());
+    ASSERT_EQ(s.address_counts.to, 3u);
+    ASSERT_EQ(s.address_counts.cc, 2u);
+    const summary cut = summarize(m, 200, 1);  // one kept per list, the rest counted
+    ASSERT_EQ(cut.to, (std::vector<mailbox>(s.to.begin(), s.to.begin() + 1))) << label;
+    ASSERT_EQ(cut.address_counts.to, 3u) << label;
+    ASSERT_EQ(cut.address_counts.cc, 2u) << label;
+    ASSERT_EQ(cut.address_counts.from, 1u) << label;
   });
 }
 

@@ -155,17 +155,17 @@ mm::parser& thread_parser() {
 
 void analyze(const mm::parsed_message& m, const std::vector<std::string>& rcpt_to, st::summary& out,
              inlet::filter::scan* scan) {
-  mm::summary s = mm::summarize(m);
+  mm::summary s = mm::summarize(m, 200, max_addresses);
   if (!s.from.empty()) {
     mm::mailbox& f = s.from.front();
     bound(f.name, max_field_bytes);
     bound(f.address, max_field_bytes);
     out.from = {std::move(f.name), std::move(f.address)};
   }
-  out.totals.to = total_if_cut(s.to.size());
-  out.totals.cc = total_if_cut(s.cc.size());
-  out.totals.bcc = total_if_cut(s.bcc.size());
-  out.totals.reply_to = total_if_cut(s.reply_to.size());
+  out.totals.to = total_if_cut(s.address_counts.to);
+  out.totals.cc = total_if_cut(s.address_counts.cc);
+  out.totals.bcc = total_if_cut(s.address_counts.bcc);
+  out.totals.reply_to = total_if_cut(s.address_counts.reply_to);
   out.to = to_addresses(std::move(s.to));
   out.cc = to_addresses(std::move(s.cc));
   out.bcc = to_addresses(std::move(s.bcc));

@@ -33,6 +33,10 @@ std::string decode_unstructured(std::string_view raw);
 /// comments, obsolete routes and phrases, RFC 6532 UTF-8, RFC 2047 display names.
 /// `defect` is set when something had to be guessed.
 std::vector<mailbox> parse_address_list(std::string_view raw, bool* defect = nullptr);
+/// The same, keeping the first `keep` addresses; `*total` (if given) is how many the
+/// list holds. The rest are walked, not decoded: what bounds the work of a huge list.
+std::vector<mailbox> parse_address_list(std::string_view raw, std::size_t keep, std::size_t* total,
+                                        bool* defect = nullptr);
 
 /// RFC 5322 3.3 date-time (with obsolete forms: 2-digit years, named and military
 /// zones, comments) converted to UTC. nullopt when no date can be read.

@@ -16,15 +16,14 @@
 // Invalidation: a parsed_message refers to the input bytes; they must outlive it.
 #pragma once
 
+#include <chrono>
+#include <concepts>
+#include <cstdint>
 #include <inlet/mime/chunked_view.hpp>
 #include <inlet/mime/decode.hpp>
 #include <inlet/mime/error.hpp>
 #include <inlet/mime/fields.hpp>
 #include <inlet/mime/parser.hpp>
-
-#include <chrono>
-#include <concepts>
-#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -50,6 +49,11 @@ struct attachment {
 
 struct summary {
   std::vector<mailbox> from, to, cc, bcc, reply_to;
+  // How many addresses each list holds; more than the vector's size when summarize()
+  // was asked to keep fewer.
+  struct counts {
+    std::size_t from = 0, to = 0, cc = 0, bcc = 0, reply_to = 0;
+  } address_counts;
   std::optional<std::string> subject;
   std::optional<std::chrono::sys_seconds> date;
   std::optional<std::string> message_id;
@@ -57,12 +61,15 @@ struct summary {
   std::vector<attachment> attachments;
 };
 
-summary summarize(const parsed_message& m, std::size_t snippet_chars = 200);
+/// `max_addresses`: entries kept per address list (the rest are counted, not decoded).
+summary summarize(const parsed_message& m, std::size_t snippet_chars = 200,
+                  std::size_t max_addresses = static_cast<std::size_t>(-1));
 
 /// Header value of a field: unfolded, encoded words decoded, UTF-8.
 std::string header_value(const parsed_message& m, const header_field& h);
 /// Decoded value of the first field `name` of part `p`, or nullopt.
-std::optional<std::string> header_text(const parsed_message& m, std::uint32_t p, std::string_view name);
+std::optional<std::string> header_text(const parsed_message& m, std::uint32_t p,
+                                       std::string_view name);
 
 /// Per-part MIME facts, computed on demand from the part's headers.
 std::optional<std::string> charset(const parsed_message& m, std::uint32_t p);      // lower case
