@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -419,6 +420,24 @@ struct addr_parser {
     }
   }
 
+  // Past `keep`, a bare addr-spec (atext, '.' and '@' only) that ends at a comma or the
+  // end is one address whatever address() would make of it: counted in one tight scan.
+  // Returns where it ends, or npos for anything else (address() walks it).
+  std::size_t bare_end(std::size_t j) const noexcept {
+    static constexpr auto table = [] {
+      std::array<bool, 256> t{};
+      for (int c = 0; c < 256; ++c)
+        t[static_cast<std::size_t>(c)] =
+            is_atext_local(static_cast<char>(c)) || c == '.' || c == '@';
+      return t;
+    }();
+    const std::size_t b = j;
+    while (j < s.size() && table[static_cast<unsigned char>(s[j])]) ++j;
+    if (j == b) return std::string_view::npos;
+    while (j < s.size() && (s[j] == ' ' || s[j] == '\t')) ++j;
+    return j == s.size() || s[j] == ',' ? j : std::string_view::npos;
+  }
+
   void list() {
     while (i < s.size()) {
       skip_cfws();
@@ -426,6 +445,13 @@ struct addr_parser {
       if (s[i] == ',' || s[i] == ';') {
         ++i;
         continue;
+      }
+      if (!keeping()) {
+        if (std::size_t e = bare_end(i); e != std::string_view::npos) {
+          ++dropped;
+          i = e;
+          continue;
+        }
       }
       std::size_t before = i;
       address(false);

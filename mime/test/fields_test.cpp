@@ -71,11 +71,11 @@ TEST(addresses, garbage_never_fails) {
 // the whole parse's size, whatever k is: groups, quoted commas, comments, encoded words.
 TEST(addresses, keep_first_and_count_the_rest) {
   std::string many;
-  for (int i = 0; i < 300; ++i)
-    many += (i % 3 == 0   ? "=?UTF-8?B?w6k=?= <e"
-             : i % 3 == 1 ? "\"a, b\" <q"
-                          : "g:m") +
-            std::to_string(i) + (i % 3 == 2 ? "@x.test;, " : "@x.test>, ");
+  static constexpr const char* heads[] = {"=?UTF-8?B?w6k=?= <e", "\"a, b\" <q", "g:m", "bare.u",
+                                          "w"};
+  static constexpr const char* tails[] = {"@x.test>, ", "@x.test>, ", "@x.test;, ", "@x.test , ",
+                                          " x@y (c), "};
+  for (int i = 0; i < 300; ++i) many += heads[i % 5] + std::to_string(i) + tails[i % 5];
   const std::string_view inputs[] = {
       "Mary Smith <mary@x.test>, jdoe@example.org, Who? <one@y.test>",
       "A Group:Ed Jones <c@a.test>,joe@where.test,John <jdoe@one.test>;, x@y.test",
@@ -93,6 +93,13 @@ TEST(addresses, keep_first_and_count_the_rest) {
     }
   }
   EXPECT_EQ(A(many).size(), 300u);
+  // Bare addresses and ones that only look bare (a phrase, a trailing comment, no comma).
+  for (std::string_view in :
+       {"a@b, c.d@e, f, g@h", "a@b, c d@e, f@g (x), h@i j, k@l;", "a@b,,c@d,"}) {
+    std::size_t total = 0;
+    parse_address_list(in, 0, &total);
+    EXPECT_EQ(total, A(in).size()) << in;
+  }
 }
 
 TEST(dates, rfc5322_and_obsolete) {
