@@ -420,15 +420,16 @@ struct addr_parser {
     }
   }
 
-  // Past `keep`, a bare addr-spec (atext, '.' and '@' only) that ends at a comma or the
-  // end is one address whatever address() would make of it: counted in one tight scan.
+  // Past `keep`, a bare addr-spec (atext but '?', '.' and '@') that ends at a comma or
+  // the end is one address whatever address() would make of it: counted in one tight
+  // scan. '?' is left out because "=?" may start an encoded word, which spans commas.
   // Returns where it ends, or npos for anything else (address() walks it).
   std::size_t bare_end(std::size_t j) const noexcept {
     static constexpr auto table = [] {
       std::array<bool, 256> t{};
       for (int c = 0; c < 256; ++c)
         t[static_cast<std::size_t>(c)] =
-            is_atext_local(static_cast<char>(c)) || c == '.' || c == '@';
+            (is_atext_local(static_cast<char>(c)) && c != '?') || c == '.' || c == '@';
       return t;
     }();
     const std::size_t b = j;
