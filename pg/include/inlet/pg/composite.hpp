@@ -77,9 +77,11 @@ struct struct_fields<T, false> {  // PFR
   }
 };
 
-// One field of a composite in: oid, length, value. Advances p.
+// One field of a composite in: oid, length, value. Advances p. Inlined into the
+// composite's decode, so the field loop has no call per field.
 template <class F>
-std::error_code read_composite_field(const char*& p, const char* end, F& out) {
+[[gnu::always_inline]] inline std::error_code read_composite_field(const char*& p, const char* end,
+                                                                   F& out) {
   if (end - p < 8) return make_error_code(errc::invalid_value);
   const auto o = static_cast<oid_t>(load_be<std::int32_t>(p));
   const auto len = load_be<std::int32_t>(p + 4);
