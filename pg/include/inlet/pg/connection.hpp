@@ -101,6 +101,8 @@ class connection {
   const diagnostics& last_diagnostics() const noexcept;
   connection_stats stats() const noexcept;
   PGconn* native_handle() const noexcept;
+  /// The OID map of user types this connection binds and decodes with (null: none).
+  const type_map* types() const noexcept { return impl_ ? detail::types_of(*impl_) : nullptr; }
 
   /// Connects (conninfo string or URI as libpq takes them). Signature void(error_code).
   template <class Token = pg::use_awaitable_t>

@@ -102,6 +102,7 @@ template <class... A> struct is_query<query<A...>> : std::true_type {};
 /// Where typed rows go: a container (push_back) or an output iterator.
 template <class Row, class Out>
 struct into_t {
+  using row_type = Row;
   Out* out;
 };
 /// pg::into(vec) deduces the row type from vec's value_type.
