@@ -30,6 +30,9 @@ struct domain {
   friend bool operator==(const domain&, const domain&) = default;
 };
 
+template <class T>
+struct range;  // range.hpp
+
 namespace oid {
 inline constexpr oid_t record = 2249, record_array = 2287;
 }
@@ -46,9 +49,15 @@ template <class T>
 concept domain_type = user_type<T> && requires(const T* t) { derives_domain(t); };
 template <class T>
 concept enum_type = user_type<T> && std::is_enum_v<T>;
+template <class S>
+void derives_range(const range<S>*);
+/// A user-defined range type (CREATE TYPE floatrange AS RANGE (subtype = float8)): a
+/// struct deriving from pg::range<S> with a pg_type_name (range.hpp).
+template <class T>
+concept user_range_type = user_type<T> && requires(const T* t) { derives_range(t); };
 template <class T>
 concept composite_type = user_type<T> && std::is_class_v<T> && !domain_type<T> &&
-                         (described_struct<T> || std::is_aggregate_v<T>);
+                         !user_range_type<T> && (described_struct<T> || std::is_aggregate_v<T>);
 
 // Fields of a composite, in declaration order.
 template <class T, bool = described_struct<T>>

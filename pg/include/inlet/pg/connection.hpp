@@ -168,6 +168,7 @@ class connection {
   result query(const Q& q, std::error_code& ec) {
     sync_op<Q> op(q);
     run_sync(op, ec);
+    if (const auto& t = detail::shared_types_of(*impl_)) op.res.set_types(t);
     return std::move(op.res);
   }
   template <class Q>
@@ -206,6 +207,8 @@ class connection {
   batch_result execute(batch b, std::error_code& ec) {
     sync_op<batch> op(b);
     run_sync(op, ec);
+    if (const auto& t = detail::shared_types_of(*impl_))
+      for (auto& res : b.out_ref().results) res.set_types(t);
     return std::move(b.out_ref());
   }
   batch_result execute(batch b) {
