@@ -316,18 +316,17 @@ void query_repository<Qs...>::check_one(std::size_t i, const detail::statement_c
 
 template <repository_query... Qs>
 detail::statement_check query_repository<Qs...>::make_check(std::size_t i) const {
-  using fn = std::vector<std::uint32_t> (*)();
-  static constexpr fn oids[] = {&query_repository::param_oids<Qs>...};
-  return detail::statement_check(entries_[i].text, oids[i]());
+  std::vector<std::uint32_t> oids;
+  std::size_t k = 0;
+  ((k++ == i ? (oids = param_oids<Qs>(), true) : false) || ...);  // Qs...[i]
+  return detail::statement_check(entries_[i].text, std::move(oids));
 }
 
 template <repository_query... Qs>
 void query_repository<Qs...>::check(std::size_t i, const detail::statement_check& s,
                                     std::string& errors) const {
-  using fn =
-      void (query_repository::*)(std::size_t, const detail::statement_check&, std::string&) const;
-  static constexpr fn checks[] = {&query_repository::check_one<Qs>...};
-  (this->*checks[i])(i, s, errors);
+  std::size_t k = 0;
+  ((k++ == i ? (check_one<Qs>(i, s, errors), true) : false) || ...);
 }
 
 template <repository_query... Qs>
