@@ -443,7 +443,16 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
   /// Statements evicted from the cache meanwhile are deallocated after the Sync (a
   /// DEALLOCATE segment in the middle would split the batch).
   std::error_code send_batch(request_base* r, batch& b) {
-    if (b.ec_) return b.ec_;
+    if (b.ec_) {
+      if (b.params_.unmapped) {
+        r->diag = std::make_unique<diagnostics>();
+        r->diag->client_message =
+            "pg::batch: a parameter of a user-defined type was added without an OID map that knows "
+            "it; "
+            "construct the batch with the connection's map: pg::batch b(conn.types())";
+      }
+      return b.ec_;
+    }
     b.steps_.clear();
     b.keys_.clear();
     b.cursor_ = 0;
@@ -927,7 +936,14 @@ class conn_impl : public std::enable_shared_from_this<conn_impl> {
       ec = errc::busy;
       return;
     }
-    if ((ec = send(&op))) return;
+    if ((ec = send(&op))) {  // refused before sending: say why (last_diagnostics)
+      diag_.clear();
+      if (op.diag)
+        diag_ = *op.diag;
+      else
+        diag_.client_message = ec.message();
+      return;
+    }
     bool timed_out = false;
     auto deadline = std::chrono::steady_clock::now() + opts_.query_timeout;
     // Also reads internal requests queued behind op (DEALLOCATEs of a batch's evictions),

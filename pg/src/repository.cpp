@@ -131,67 +131,151 @@ std::string read_file(const std::string& path, std::error_code& ec) {
   return s.str();
 }
 
-void describe_statement(connection& c, const std::string& text,
-                        const std::vector<std::uint32_t>& cpp_params,
-                        std::vector<std::uint32_t>& params, std::vector<std::uint32_t>& results,
-                        std::string& message, std::error_code& ec) {
-  static constexpr const char* name = "inlet_repository_check";
-  // Prepared with the parameter types the C++ side sends: the server checks the query
-  // exactly as it will run (a cast, an operator or a column that does not fit fails here).
-  std::vector<std::uint32_t> oids = cpp_params;
-  for (auto& o : oids) o = o ? o : oid::unknown;
-  std::vector<std::string> names;
-  c.query(sql("SELECT pg_catalog.format_type(o, NULL) FROM unnest($1::oid[]) WITH ORDINALITY AS "
-              "u(o, i) ORDER BY i",
-              oids),
-          into(names), ec);
-  if (ec) {
-    message = "could not name the parameter types: " + c.last_diagnostics().message;
-    return;
-  }
-  std::string prepare = std::string("PREPARE ") + name;
-  for (std::size_t i = 0; i < names.size(); ++i) prepare += (i ? ", " : " (") + names[i];
-  if (!names.empty()) prepare += ")";
-  prepare += " AS " + text;
-  c.query(query<>(prepare), ec);
-  if (ec) {
-    const auto& d = c.last_diagnostics();
-    message = d.message.empty() ? ec.message() : d.sqlstate + ": " + d.message;
-    return;
-  }
-  std::vector<std::vector<std::uint32_t>> rows;
-  c.query(
-      sql("SELECT parameter_types::oid[] FROM pg_catalog.pg_prepared_statements WHERE name = $1",
-          std::string_view(name)),
-      into(rows), ec);
-  if (!ec && rows.size() == 1) {
-    // The result columns: run it once with NULL parameters, rolled back (the server
-    // reports the column types even for zero rows; a data-modifying query changes nothing).
-    params = std::move(rows[0]);
-    std::string exec = std::string("EXECUTE ") + name;
-    for (std::size_t i = 0; i < params.size(); ++i) exec += i ? ", NULL" : "(NULL";
-    if (!params.empty()) exec += ")";
-    std::error_code e2;
-    c.query(query<>(std::string_view("BEGIN")), e2);
-    if (!e2) c.query(query<>(std::string_view("SET LOCAL statement_timeout = '10s'")), e2);
-    result r;
-    if (!e2) r = c.query(query<>(exec), e2);
-    if (!e2)
-      for (int i = 0; i < r.columns(); ++i) results.push_back(r.column_type(i));
-    std::error_code rb;
-    c.query(query<>(std::string_view("ROLLBACK")), rb);
-    if (e2) {
-      ec = e2;
-      message = "could not run the statement with NULL parameters: " + c.last_diagnostics().message;
+namespace {
+constexpr std::string_view check_name = "inlet_repository_check";
+
+std::string failure_text(std::error_code ec, const diagnostics* d) {
+  if (d && !d->message.empty()) return d->sqlstate + ": " + d->message;
+  if (d && !d->client_message.empty()) return d->client_message;
+  return ec.message();
+}
+}  // namespace
+
+statement_check::statement_check(std::string_view text, std::vector<std::uint32_t> cpp_params)
+    : text_(text), cpp_(std::move(cpp_params)) {
+  go(cpp_.empty() ? step::prepare : step::name_types);
+}
+
+void statement_check::go(step s) {
+  step_ = s;
+  switch (s) {
+    case step::name_types: {  // the server's spelling of the C++ parameter types
+      sql_ = "SELECT pg_catalog.format_type(o, NULL) FROM unnest('{";
+      for (std::size_t i = 0; i < cpp_.size(); ++i)
+        sql_ += (i ? "," : "") + std::to_string(cpp_[i] ? cpp_[i] : oid::unknown);
+      sql_ += "}'::oid[]) WITH ORDINALITY AS u(o, i) ORDER BY i";
+      break;
     }
-  } else if (!ec) {
-    ec = make_error_code(errc::protocol_error);
-    message = "the prepared statement was not found";
-  } else {
-    message = "could not describe the statement: " + ec.message();
+    case step::prepare: {  // with the C++ types: the server checks the query as it will run
+      sql_ = "PREPARE " + std::string(check_name);
+      for (std::size_t i = 0; i < type_names_.size(); ++i)
+        sql_ += (i ? ", " : " (") + type_names_[i];
+      if (!type_names_.empty()) sql_ += ")";
+      sql_ += " AS " + text_;
+      break;
+    }
+    case step::param_types:
+      sql_ = "SELECT parameter_types::oid[] FROM pg_catalog.pg_prepared_statements WHERE name = '" +
+             std::string(check_name) + "'";
+      break;
+    case step::begin:
+      sql_ = "BEGIN";
+      break;
+    case step::timeout:
+      sql_ = "SET LOCAL statement_timeout = '10s'";
+      break;
+    case step::execute: {  // NULL parameters, rolled back: the columns' names and types
+      sql_ = "EXECUTE " + std::string(check_name);
+      for (std::size_t i = 0; i < params_.size(); ++i) sql_ += i ? ", NULL" : "(NULL";
+      if (!params_.empty()) sql_ += ")";
+      break;
+    }
+    case step::rollback:
+      sql_ = "ROLLBACK";
+      break;
+    case step::deallocate:
+      sql_ = "DEALLOCATE " + std::string(check_name);
+      break;
+    case step::done:
+      sql_.clear();
+      break;
   }
-  std::error_code dec;
-  c.query(query<>(std::string_view("DEALLOCATE inlet_repository_check")), dec);
+}
+
+void statement_check::feed(std::error_code ec, const result& r, const diagnostics* d) {
+  switch (step_) {
+    case step::name_types:
+      if (!ec) ec = r.read_all<std::string>(type_names_);
+      if (ec) {
+        failure_ = "could not name the parameter types: " + failure_text(ec, d);
+        return go(step::done);
+      }
+      return go(step::prepare);
+    case step::prepare:
+      if (ec) {
+        failure_ = failure_text(ec, d);
+        return go(step::done);
+      }
+      return go(step::param_types);
+    case step::param_types: {
+      std::vector<std::vector<std::uint32_t>> rows;
+      if (!ec) ec = r.read_all<std::vector<std::uint32_t>>(rows);
+      if (ec || rows.size() != 1) {
+        failure_ = "could not describe the statement: " +
+                   (ec ? failure_text(ec, d) : std::string("the prepared statement was not found"));
+        return go(step::deallocate);
+      }
+      params_ = std::move(rows[0]);
+      return go(step::begin);
+    }
+    case step::begin:
+    case step::timeout:
+    case step::execute:
+      if (ec) {
+        failure_ = "could not run the statement with NULL parameters: " + failure_text(ec, d);
+        return go(step_ == step::begin ? step::deallocate : step::rollback);
+      }
+      if (step_ != step::execute) return go(step_ == step::begin ? step::timeout : step::execute);
+      for (int i = 0; i < r.columns(); ++i) {
+        columns_.push_back(r.column_type(i));
+        names_.emplace_back(r.column_name(i));
+      }
+      return go(step::rollback);
+    case step::rollback:
+      return go(step::deallocate);
+    case step::deallocate:
+    case step::done:
+      return go(step::done);
+  }
+}
+
+std::string server_type_name(std::uint32_t o) {
+  const std::string_view builtin = type_name(o);
+  if (builtin != "other") return std::string(builtin);
+  if (const type_map* m = current_types)
+    for (const auto& e : m->entries()) {
+      if (e.oid == o) return std::string(e.name);
+      if (e.array_oid == o) return std::string(e.name) + "[]";
+    }
+  return "a type unknown to the client";
+}
+
+void run_check(connection& c, statement_check& s) {
+  while (!s.done()) {
+    std::error_code ec;
+    result r = c.query(query<>(s.next()), ec);
+    s.feed(ec, r, ec ? &c.last_diagnostics() : nullptr);
+  }
+}
+
+void append_field_mismatches(const std::string_view* fields, std::size_t n,
+                             const std::vector<std::string>& names, int* cols, std::string& out) {
+  std::vector<bool> used(names.size(), false);
+  std::string missing, extra;
+  for (std::size_t i = 0; i < n; ++i) {
+    cols[i] = -1;
+    for (std::size_t c = 0; c < names.size(); ++c)
+      if (!used[c] && names[c] == fields[i]) {
+        cols[i] = static_cast<int>(c);
+        used[c] = true;
+        break;
+      }
+    if (cols[i] < 0) missing.append(missing.empty() ? "\"" : ", \"").append(fields[i]).append("\"");
+  }
+  for (std::size_t c = 0; c < names.size(); ++c)
+    if (!used[c]) extra.append(extra.empty() ? "\"" : ", \"").append(names[c]).append("\"");
+  if (!missing.empty()) out += " no column for field(s) " + missing + ";";
+  if (!extra.empty()) out += " column(s) " + extra + " match no field;";
 }
 
 }  // namespace inlet::pg::detail

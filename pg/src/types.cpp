@@ -8,6 +8,9 @@ namespace detail {
 const type_map* types_of(const conn_impl& c) noexcept {
   return c.pb_.user_types;
 }
+const std::shared_ptr<const type_map>& shared_types_of(const conn_impl& c) noexcept {
+  return c.opts_.types;
+}
 
 std::vector<std::string> lookup_names(const type_map& m) {
   std::vector<std::string> names;

@@ -1,5 +1,6 @@
 // The query repository: named queries from a file, :params bound to a described
 // parameters_type, validated against the server with every mismatch reported at once.
+#include <boost/asio/co_spawn.hpp>
 #include <boost/describe/class.hpp>
 #include <cstdio>
 #include <fstream>
@@ -59,6 +60,42 @@ struct Broken {
 };
 BOOST_DESCRIBE_STRUCT(Broken::parameters_type, (), (uid))
 
+struct message_by_name {  // described: matched to columns by name
+  std::string st_id;
+  std::int64_t mid = 0;
+};
+BOOST_DESCRIBE_STRUCT(message_by_name, (), (st_id, mid))
+struct ByNameGood {  // the file returns the columns in another order: fine by name
+  static constexpr std::string_view name = "ByNameGood";
+  struct parameters_type {
+    std::int64_t uid;
+  };
+  using row_type = message_by_name;
+};
+BOOST_DESCRIBE_STRUCT(ByNameGood::parameters_type, (), (uid))
+struct bad_row {
+  std::int64_t mid = 0;
+  std::string st_id;
+  std::int64_t attaches = 0;  // the column is mail.attach[]
+};
+BOOST_DESCRIBE_STRUCT(bad_row, (), (mid, st_id, attaches))
+struct ByNameBad {  // st_id renamed sid, an extra uid, attaches of the wrong type
+  static constexpr std::string_view name = "ByNameBad";
+  struct parameters_type {
+    std::int64_t uid;
+  };
+  using row_type = bad_row;
+};
+BOOST_DESCRIBE_STRUCT(ByNameBad::parameters_type, (), (uid))
+struct WrongCount {  // two columns for a one-column row type
+  static constexpr std::string_view name = "WrongCount";
+  struct parameters_type {
+    std::int64_t uid;
+  };
+  using row_type = std::int64_t;
+};
+BOOST_DESCRIBE_STRUCT(WrongCount::parameters_type, (), (uid))
+
 constexpr std::string_view file_text = R"(-- Queries of the mail store.
 -- name: GetMessages
 -- attributes: read-only
@@ -79,6 +116,15 @@ SELEC mid FROM mail.messages WHERE uid = :uid
 
 -- name: WrongRow
 SELECT st_id FROM mail.messages WHERE st_id = :who
+
+-- name: ByNameGood
+SELECT mid, st_id FROM mail.messages WHERE uid = :uid
+
+-- name: ByNameBad
+SELECT mid, st_id AS sid, attaches, uid FROM mail.messages WHERE uid = :uid
+
+-- name: WrongCount
+SELECT mid, uid FROM mail.messages WHERE uid = :uid
 )";
 
 std::string write_temp(std::string_view text) {
@@ -185,4 +231,80 @@ TEST_F(PgRepository, LoadErrorsNameFileAndLine) {
     EXPECT_NE(m.find(bad + ": query \"CountFor\" is not in the file"), std::string::npos) << m;
   }
   std::remove(bad.c_str());
+}
+
+TEST_F(PgRepository, ValidateChecksRowsByName) {
+  const auto good = pg::query_repository<ByNameGood>::load_file(path_);
+  good.validate(*c_);  // columns in another order than the fields: fine
+  std::vector<message_by_name> rows;
+  c_->query(good.make_query<ByNameGood>({42}), pg::into(rows));
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].st_id, "s" + std::to_string(rows[0].mid));
+
+  const auto bad = pg::query_repository<ByNameGood, ByNameBad, WrongCount>::load_file(path_);
+  try {
+    bad.validate(*c_);
+    ADD_FAILURE() << "no throw";
+  } catch (const pg::error& e) {
+    const std::string& m = e.diag().client_message;
+    // Every mismatch of the query on one line: the missing field, both extra columns and
+    // the wrong type.
+    EXPECT_NE(
+        m.find(path_ +
+               ":25: ByNameBad: no column for field(s) \"st_id\"; column(s) \"sid\", \"uid\" match "
+               "no field; column \"attaches\" is mail.attach[]"),
+        std::string::npos)
+        << m;
+    EXPECT_NE(m.find(path_ + ":28: WrongCount: the query returns 2 columns, row_type has 1"),
+              std::string::npos)
+        << m;
+    EXPECT_EQ(m.find("ByNameGood"), std::string::npos) << m;
+  }
+}
+
+TEST_F(PgRepository, AsyncValidate) {
+  const auto good = pg::query_repository<GetMessages, CountFor, ByNameGood>::load_file(path_);
+  const auto bad = pg::query_repository<GetMessages, WrongTypes, Broken, WrongRow, ByNameBad,
+                                        WrongCount>::load_file(path_);
+  std::string sync_report;
+  try {
+    bad.validate(*c_);
+  } catch (const pg::error& e) {
+    sync_report = e.diag().client_message;
+  }
+  ASSERT_FALSE(sync_report.empty());
+
+  pg::connection_options o;
+  o.types = types_;
+  pg::connection ac(io_.get_executor(), o);
+  bool good_ok = false;
+  std::string async_report;
+  std::size_t n = 0;
+  asio::co_spawn(
+      io_,
+      [&]() -> asio::awaitable<void> {
+        co_await ac.async_connect(pg_dsn());
+        co_await good.async_validate(ac);
+        good_ok = true;
+        try {
+          co_await bad.async_validate(ac);
+        } catch (const pg::error& e) {
+          EXPECT_EQ(e.code(), pg::errc::invalid_value);
+          async_report = e.diag().client_message;
+        }
+        // The connection is usable afterwards, outside any transaction.
+        std::vector<std::int64_t> count;
+        n = co_await ac.async_query(good.make_query<CountFor>({42}), pg::into(count));
+        EXPECT_TRUE(ac.is_idle_clean());
+      },
+      [](std::exception_ptr e) {
+        if (e) std::rethrow_exception(e);
+      });
+  io_.run();
+  EXPECT_TRUE(good_ok);
+  EXPECT_EQ(async_report, sync_report);
+  EXPECT_EQ(n, 1u);
+  for (const char* q : {":13: WrongTypes: 42883", ":16: Broken: 42601",
+                        ":19: WrongRow: column 1 is text", ":25: ByNameBad:", ":28: WrongCount:"})
+    EXPECT_NE(async_report.find(path_ + q), std::string::npos) << q << " in " << async_report;
 }

@@ -26,6 +26,9 @@ struct envelope {
   friend bool operator==(const envelope&, const envelope&) = default;
 };
 BOOST_DESCRIBE_STRUCT(envelope, (), (sender, parts, main))
+struct floatrange : pg::range<double> {
+  static constexpr std::string_view pg_type_name = "floatrange";
+};
 enum class folder { inbox, sent };
 BOOST_DESCRIBE_ENUM(folder, inbox, sent)
 }  // namespace
@@ -40,6 +43,7 @@ class PgUserCodec : public ::testing::Test {
     pg::set_type_oid<envelope>(map_, 70002, 70003);
     pg::set_type_oid<folder>(map_, 70004, 70005);
     pg::set_type_oid<pg::hstore>(map_, 70006, 70007);
+    pg::set_type_oid<floatrange>(map_, 70008, 70009);
   }
   template <class T>
   std::string enc(const T& v) {
@@ -68,7 +72,7 @@ class PgUserCodec : public ::testing::Test {
     for (auto& c : a) c = static_cast<char>('a' + rng_() % 26);
     return {a, b, static_cast<std::int64_t>(rng_())};
   }
-  pg::oid_map<attach, envelope, folder, pg::hstore> map_;
+  pg::oid_map<attach, envelope, folder, pg::hstore, floatrange> map_;
   pg::detail::type_scope scope_{&map_};
   std::mt19937_64 rng_{12345};
 };
@@ -134,4 +138,32 @@ TEST_F(PgUserCodec, EnumRangeHstore) {
   pg::hstore h;
   h.items = {{"a", "1"}, {"", std::nullopt}, {"k", ""}};
   round_trip(h);
+}
+
+TEST_F(PgUserCodec, UserDefinedRange) {
+  floatrange r;
+  r.lower = -0.5;
+  r.upper = 1e300;
+  r.upper_inc = true;
+  round_trip(r);
+  floatrange open;  // (-infinity, infinity)
+  open.lower_inc = false;
+  round_trip(open);
+  floatrange none;
+  none.empty = true;
+  none.lower_inc = false;
+  round_trip(none);
+  round_trip(std::vector<floatrange>{r, open, none});
+  // Its OIDs come from the map: a parameter carries it, a column must have it.
+  using vt = pg::value_traits<floatrange>;
+  EXPECT_EQ(vt::type_oid(), 70008u);
+  EXPECT_EQ(pg::value_traits<std::vector<floatrange>>::type_oid(), 70009u);
+  EXPECT_TRUE(vt::accepts(70008));
+  EXPECT_FALSE(vt::accepts(pg::oid::numrange));
+  // The wire format is a built-in range's: int4range's codec reads what floatrange's wrote
+  // for the same flags (empty).
+  std::string e = enc(none);
+  pg::range<std::int32_t> i{};
+  EXPECT_FALSE(pg::decode_value(e.data(), static_cast<int>(e.size()), i));
+  EXPECT_TRUE(i.empty);
 }

@@ -8,6 +8,8 @@
 #include <map>
 
 #include "inlet/pg/json_value.hpp"
+#include "inlet/pg/pool.hpp"
+#include "inlet/pg/request.hpp"
 #include "inlet/pg/type_lookup.hpp"
 #include "pg_test_env.hpp"
 
@@ -38,6 +40,10 @@ BOOST_DESCRIBE_ENUM(folder, inbox, sent, spam)
 struct address : pg::domain<std::string> {
   static constexpr std::string_view pg_type_name = "mail.address";
 };
+
+struct floatrange : pg::range<double> {  // a user-defined range type
+  static constexpr std::string_view pg_type_name = "mail.floatrange";
+};
 }  // namespace mail
 template <>
 inline constexpr std::string_view inlet::pg::type_name_v<mail::folder> = "mail.folder";
@@ -47,7 +53,8 @@ struct nowhere {
   int x;
   static constexpr std::string_view pg_type_name = "mail.nowhere";
 };
-using types_t = pg::oid_map<mail::attach, mail::envelope, mail::folder, mail::address, pg::hstore>;
+using types_t = pg::oid_map<mail::attach, mail::envelope, mail::folder, mail::address, pg::hstore,
+                            mail::floatrange>;
 
 class PgUserTypes : public ::testing::Test {
  protected:
@@ -62,7 +69,8 @@ class PgUserTypes : public ::testing::Test {
             "CREATE TYPE mail.attach AS (filename text, type text, size bigint)",
             "CREATE TYPE mail.envelope AS (sender text, parts mail.attach[], main mail.attach)",
             "CREATE TYPE mail.folder AS ENUM ('inbox', 'sent', 'spam')",
-            "CREATE DOMAIN mail.address AS text CHECK (VALUE LIKE '%@%')"})
+            "CREATE DOMAIN mail.address AS text CHECK (VALUE LIKE '%@%')",
+            "CREATE TYPE mail.floatrange AS RANGE (subtype = float8)"})
         setup.execute(stmt);
     }
     pg::connection_options o;
@@ -293,4 +301,132 @@ TEST_F(PgUserTypes, RowsByName) {
   EXPECT_NE(c_->last_diagnostics().client_message.find("\"mid\""), std::string::npos)
       << c_->last_diagnostics().client_message;
   EXPECT_TRUE(rows.empty());
+}
+
+TEST_F(PgUserTypes, UserDefinedRange) {
+  mail::floatrange r;
+  r.lower = 1.5;
+  r.upper = 2.5;
+  r.upper_inc = true;
+  EXPECT_EQ(echo(r, "mail.floatrange"), r);
+  mail::floatrange half;  // [-1, infinity)
+  half.lower = -1.0;
+  EXPECT_EQ(echo(half, "mail.floatrange"), half);
+  mail::floatrange none;
+  none.empty = true;
+  none.lower_inc = false;
+  EXPECT_EQ(echo(none, "mail.floatrange"), none);
+  const auto l = literal<mail::floatrange>("SELECT mail.floatrange(0.5, 1.0, '(]')");
+  EXPECT_EQ(l.lower, 0.5);
+  EXPECT_FALSE(l.lower_inc);
+  EXPECT_EQ(l.upper, 1.0);
+  EXPECT_TRUE(l.upper_inc);
+  const std::vector<mail::floatrange> v{r, half, none};
+  EXPECT_EQ(echo(v, "mail.floatrange[]"), v);
+  // The server reads what we send as the range it is.
+  std::vector<std::tuple<bool, bool>> rows;
+  c_->query(pg::sql("SELECT $1 @> 2.0::float8, $1 = mail.floatrange(1.5, 2.5, '[]')", r),
+            pg::into(rows));
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_TRUE(std::get<0>(rows[0]));
+  EXPECT_TRUE(std::get<1>(rows[0]));
+  // Another range type's column is not a floatrange.
+  std::vector<std::tuple<mail::floatrange>> wrong;
+  std::error_code ec;
+  c_->query(pg::sql("SELECT numrange(1, 2)"), pg::into(wrong), ec);
+  EXPECT_EQ(ec, pg::errc::type_mismatch);
+}
+
+TEST_F(PgUserTypes, BatchAndRawResultsSeeTheConnectionsMap) {
+  c_->execute(
+      "CREATE TABLE mail.box (id int4, env mail.envelope, f mail.folder, r mail.floatrange)");
+  const mail::envelope env{"a@b", {{"x", "t", 1}, {"y", "u", 2}}, {"m", "v", 3}};
+  mail::floatrange r;
+  r.lower = 0.25;
+  r.upper = 0.75;
+  // Without the map a batch is refused before anything is sent, saying what to do.
+  pg::batch plain;
+  plain.add("INSERT INTO mail.box VALUES ($1, $2)", 1, env);
+  EXPECT_EQ(plain.encode_error(), pg::errc::unknown_type);
+  std::error_code ec;
+  c_->execute(std::move(plain), ec);
+  EXPECT_EQ(ec, pg::errc::unknown_type);
+  EXPECT_NE(c_->last_diagnostics().client_message.find("pg::batch b(conn.types())"),
+            std::string::npos)
+      << c_->last_diagnostics().client_message;
+  // With the connection's map: nested composites, an enum and a user range as parameters.
+  pg::batch b(c_->types());
+  b.add("INSERT INTO mail.box VALUES ($1, $2, $3, $4)", 1, env, mail::folder::spam, r)
+      .add("SELECT env, f, r FROM mail.box WHERE id = $1", 1);
+  EXPECT_FALSE(b.encode_error());
+  pg::batch_result res = c_->execute(std::move(b));
+  ASSERT_EQ(res.failed, pg::batch_result::npos);
+  EXPECT_EQ(res.affected_rows(0), 1u);
+  // The batch's raw results decode user types by hand (read_all).
+  using box_row = std::tuple<mail::envelope, mail::folder, mail::floatrange>;
+  std::vector<box_row> rows;
+  ASSERT_FALSE(res.results[1].read_all<box_row>(rows));
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(std::get<0>(rows[0]), env);
+  EXPECT_EQ(std::get<1>(rows[0]), mail::folder::spam);
+  EXPECT_EQ(std::get<2>(rows[0]), r);
+  // field::as on a raw result, synchronous and asynchronous.
+  pg::result raw = c_->query(pg::sql("SELECT env, r FROM mail.box"));
+  EXPECT_EQ(raw.types(), c_->types());
+  mail::envelope got;
+  EXPECT_FALSE(raw.at(0, 0).as(got));
+  EXPECT_EQ(got, env);
+  mail::floatrange got_r;
+  EXPECT_FALSE(raw.at(0, 1).as(got_r));
+  EXPECT_EQ(got_r, r);
+  std::vector<mail::attach> parts;
+  run_co(io_, [&]() -> asio::awaitable<void> {
+    pg::result a = co_await c_->async_query(pg::sql("SELECT (env).parts FROM mail.box"));
+    EXPECT_FALSE(a.at(0, 0).as(parts));
+  });
+  EXPECT_EQ(parts, env.parts);
+  // A result that has no map (made by hand, or its map dropped): a user type's column
+  // is a type mismatch, not a guess.
+  raw.set_types(nullptr);
+  EXPECT_EQ(raw.at(0, 0).as(got), pg::errc::type_mismatch);
+}
+
+TEST_F(PgUserTypes, AsyncRequestOnConnectionPoolAndHandle) {
+  pg::pool_options po;
+  po.dsn = pg_dsn();
+  po.size = 2;
+  po.connection.types = types_;  // looked up already: the pool's connections share it
+  pg::pool p(io_.get_executor(), po);
+  c_->execute("CREATE TABLE mail.msgs (mid int8, parts mail.attach[])");
+  c_->execute(pg::sql("INSERT INTO mail.msgs VALUES (1, $1), (2, '{}')",
+                      std::vector<mail::attach>{{"a", "b", 7}}));
+  using row = std::tuple<std::int64_t, std::vector<mail::attach>>;
+  std::vector<row> on_conn, on_pool, on_handle;
+  std::string sqlstate;
+  run_co(io_, [&]() -> asio::awaitable<void> {
+    pg::connection_options o;
+    o.types = types_;
+    pg::connection c(io_.get_executor(), o);
+    co_await c.async_connect(pg_dsn());
+    const auto q = pg::sql("SELECT mid, parts FROM mail.msgs WHERE mid = ANY($1) ORDER BY mid",
+                           std::vector<std::int64_t>{1, 2});
+    co_await pg::async_request(c, q, pg::into(on_conn));
+    co_await pg::async_request(p, q, pg::into(on_pool));
+    {
+      auto h = co_await p.async_acquire();
+      co_await pg::async_request(h, q, pg::into(on_handle));
+    }
+    try {
+      co_await pg::async_request(p, pg::sql("SELECT no_such_column FROM mail.msgs"));
+    } catch (const pg::error& e) {
+      sqlstate = e.diag().sqlstate;  // the server's diagnostics reach the caller
+    }
+    p.close();
+  });
+  const std::vector<row> want{{1, {{"a", "b", 7}}}, {2, {}}};
+  EXPECT_EQ(on_conn, want);
+  EXPECT_EQ(on_pool, want);
+  EXPECT_EQ(on_handle, want);
+  EXPECT_EQ(sqlstate, "42703");
+  EXPECT_EQ(p.stats().total, p.stats().idle);  // every loan went back
 }

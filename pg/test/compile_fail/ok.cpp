@@ -20,3 +20,13 @@ struct attach_ok {
 inlet::pg::oid_t attach_oid(const inlet::pg::oid_map<attach_ok>& m) {
   return inlet::pg::type_oid<attach_ok>(m);
 }
+
+// pg::async_request on a connection, a pooled connection and the pool (a provider).
+#include "inlet/pg/request.hpp"
+asio::awaitable<void> request_ok(pg::pool& p, pg::connection& c) {
+  std::vector<int> rows;
+  co_await pg::async_request(c, pg::sql("SELECT 1"), pg::into(rows));
+  co_await pg::async_request(p, pg::sql("SELECT 1"), pg::into(rows));
+  auto h = co_await p.async_acquire();
+  pg::result r = co_await pg::async_request(h, pg::sql("SELECT 1"));
+}

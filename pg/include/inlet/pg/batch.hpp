@@ -51,6 +51,10 @@ struct batch_result {
 class batch {
  public:
   batch() = default;
+  /// A batch whose parameters of user-defined types (composites, enums, domains, user
+  /// ranges) are encoded with `types`, the OID map of the connection that will run it:
+  /// `pg::batch b(conn.types());`. The map must outlive the batch's add() calls.
+  explicit batch(const type_map* types) noexcept { params_.user_types = types; }
 
   /// Appends a statement; its parameters are encoded now.
   template <class... A>
@@ -59,17 +63,23 @@ class batch {
   }
   template <class... A>
   batch& add(const query<A...>& q) {
-    stmt s{q.text(), static_cast<std::uint32_t>(params_.types.size()), static_cast<std::uint32_t>(sizeof...(A))};
+    stmt s{q.text(), static_cast<std::uint32_t>(params_.types.size()),
+           static_cast<std::uint32_t>(sizeof...(A))};
     std::error_code ec;
     q.bind(params_, ec);
     if (ec && !ec_) ec_ = ec;
+    // A user type's parameter needs its OID (the server checks nested composites' and
+    // arrays' element OIDs): without the map the batch is refused when executed.
+    if (params_.unmapped && !ec_) ec_ = make_error_code(errc::unknown_type);
     stmts_.push_back(s);
     return *this;
   }
 
   std::size_t size() const noexcept { return stmts_.size(); }
   bool empty() const noexcept { return stmts_.empty(); }
-  /// The first error encoding a parameter (the batch is then refused when executed).
+  /// The first error encoding a parameter (the batch is then refused when executed);
+  /// errc::unknown_type for a user-defined type's parameter added without an OID map
+  /// that knows it (construct the batch with the connection's map).
   std::error_code encode_error() const noexcept { return ec_; }
   /// The result of the last execution (moved out by the connection on completion).
   batch_result& out_ref() noexcept { return out_; }
@@ -77,6 +87,7 @@ class batch {
   void clear() {
     stmts_.clear();
     params_.clear();
+    params_.unmapped = false;
     ec_ = {};
   }
 
@@ -103,7 +114,9 @@ class batch {
   batch_result out_;
 };
 
-template <class T> struct is_batch : std::false_type {};
-template <> struct is_batch<batch> : std::true_type {};
+template <class T>
+struct is_batch : std::false_type {};
+template <>
+struct is_batch<batch> : std::true_type {};
 
 }  // namespace inlet::pg

@@ -30,6 +30,9 @@ struct domain {
   friend bool operator==(const domain&, const domain&) = default;
 };
 
+template <class T>
+struct range;  // range.hpp
+
 namespace oid {
 inline constexpr oid_t record = 2249, record_array = 2287;
 }
@@ -46,9 +49,15 @@ template <class T>
 concept domain_type = user_type<T> && requires(const T* t) { derives_domain(t); };
 template <class T>
 concept enum_type = user_type<T> && std::is_enum_v<T>;
+template <class S>
+void derives_range(const range<S>*);
+/// A user-defined range type (CREATE TYPE floatrange AS RANGE (subtype = float8)): a
+/// struct deriving from pg::range<S> with a pg_type_name (range.hpp).
+template <class T>
+concept user_range_type = user_type<T> && requires(const T* t) { derives_range(t); };
 template <class T>
 concept composite_type = user_type<T> && std::is_class_v<T> && !domain_type<T> &&
-                         (described_struct<T> || std::is_aggregate_v<T>);
+                         !user_range_type<T> && (described_struct<T> || std::is_aggregate_v<T>);
 
 // Fields of a composite, in declaration order.
 template <class T, bool = described_struct<T>>
@@ -77,9 +86,11 @@ struct struct_fields<T, false> {  // PFR
   }
 };
 
-// One field of a composite in: oid, length, value. Advances p.
+// One field of a composite in: oid, length, value. Advances p. Inlined into the
+// composite's decode, so the field loop has no call per field.
 template <class F>
-std::error_code read_composite_field(const char*& p, const char* end, F& out) {
+[[gnu::always_inline]] inline std::error_code read_composite_field(const char*& p, const char* end,
+                                                                   F& out) {
   if (end - p < 8) return make_error_code(errc::invalid_value);
   const auto o = static_cast<oid_t>(load_be<std::int32_t>(p));
   const auto len = load_be<std::int32_t>(p + 4);

@@ -101,6 +101,8 @@ class connection {
   const diagnostics& last_diagnostics() const noexcept;
   connection_stats stats() const noexcept;
   PGconn* native_handle() const noexcept;
+  /// The OID map of user types this connection binds and decodes with (null: none).
+  const type_map* types() const noexcept { return impl_ ? detail::types_of(*impl_) : nullptr; }
 
   /// Connects (conninfo string or URI as libpq takes them). Signature void(error_code).
   template <class Token = pg::use_awaitable_t>
@@ -166,6 +168,7 @@ class connection {
   result query(const Q& q, std::error_code& ec) {
     sync_op<Q> op(q);
     run_sync(op, ec);
+    if (const auto& t = detail::shared_types_of(*impl_)) op.res.set_types(t);
     return std::move(op.res);
   }
   template <class Q>
@@ -204,6 +207,8 @@ class connection {
   batch_result execute(batch b, std::error_code& ec) {
     sync_op<batch> op(b);
     run_sync(op, ec);
+    if (const auto& t = detail::shared_types_of(*impl_))
+      for (auto& res : b.out_ref().results) res.set_types(t);
     return std::move(b.out_ref());
   }
   batch_result execute(batch b) {

@@ -108,6 +108,15 @@ class pool {
   pool(const pool&) = delete;
   pool& operator=(const pool&) = delete;
 
+  /// What async_get_connection yields (the pool is a connection_provider, concepts.hpp).
+  using connection_type = pooled_connection;
+
+  /// The provider interface (pg::async_request): the same as async_acquire.
+  template <class Token = pg::use_awaitable_t>
+  auto async_get_connection(Token&& token = {}) {
+    return async_acquire(std::forward<Token>(token));
+  }
+
   /// void(error_code, pooled_connection)
   template <class Token = pg::use_awaitable_t>
   auto async_acquire(Token&& token = {}) {

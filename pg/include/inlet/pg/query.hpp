@@ -21,6 +21,7 @@ namespace detail {
 /// allocation once warm).
 struct param_buffer {
   const type_map* user_types = nullptr;  // the connection's OID map (user types), or null
+  bool unmapped = false;                 // a user type was added with OID 0 (no map had it)
   std::string data;
   std::vector<oid_t> types;
   std::vector<std::ptrdiff_t> offsets;  // -1 for NULL
@@ -34,10 +35,15 @@ struct param_buffer {
   }
   template <class T>
   void add(const T& v, std::error_code& ec) {
-    types.push_back(value_traits<T>::type_oid());
+    const oid_t t = value_traits<T>::type_oid();
+    if constexpr (user_type<typename value_traits<T>::scalar>)
+      if (t == 0) unmapped = true;
+    types.push_back(t);
     std::size_t at = data.size();
-    if (encode_value(v, data, ec)) offsets.push_back(static_cast<std::ptrdiff_t>(at));
-    else offsets.push_back(-1);
+    if (encode_value(v, data, ec))
+      offsets.push_back(static_cast<std::ptrdiff_t>(at));
+    else
+      offsets.push_back(-1);
   }
   /// Builds the pointer arrays once every value is in `data`.
   void finish() {
@@ -96,12 +102,15 @@ query<std::decay_t<A>...> sql(std::string_view text, A&&... a) {
   return query<std::decay_t<A>...>(text, std::forward<A>(a)...);
 }
 
-template <class T> struct is_query : std::false_type {};
-template <class... A> struct is_query<query<A...>> : std::true_type {};
+template <class T>
+struct is_query : std::false_type {};
+template <class... A>
+struct is_query<query<A...>> : std::true_type {};
 
 /// Where typed rows go: a container (push_back) or an output iterator.
 template <class Row, class Out>
 struct into_t {
+  using row_type = Row;
   Out* out;
 };
 /// pg::into(vec) deduces the row type from vec's value_type.

@@ -1,5 +1,12 @@
 // Ranges of built-in types (int4range, int8range, numrange, daterange, tsrange,
 // tstzrange): pg::range<T>, in binary format. Their OIDs are fixed, no OID map needed.
+// User-defined range types are named on the C++ side and looked up in the OID map:
+//
+//   struct floatrange : pg::range<double> {       // CREATE TYPE floatrange AS RANGE (subtype =
+//   float8)
+//     static constexpr std::string_view pg_type_name = "floatrange";
+//   };
+//   auto types = pg::register_types<floatrange>();
 //
 // Wire: one flags byte, then the lower and the upper bound when present, each as
 // int32 length + the subtype's binary value. Included by codec.hpp.
@@ -77,47 +84,83 @@ void write_bound(const T& v, std::string& out, std::error_code& ec) {
 }
 }  // namespace detail
 
+namespace detail {
+template <class T>
+void encode_range(const range<T>& v, std::string& out, std::error_code& ec) {
+  if (v.empty) {
+    out.push_back(static_cast<char>(range_empty));
+    return;
+  }
+  std::uint8_t f = 0;
+  if (!v.lower)
+    f |= range_lb_inf;
+  else if (v.lower_inc)
+    f |= range_lb_inc;
+  if (!v.upper)
+    f |= range_ub_inf;
+  else if (v.upper_inc)
+    f |= range_ub_inc;
+  out.push_back(static_cast<char>(f));
+  if (v.lower) write_bound(*v.lower, out, ec);
+  if (v.upper) write_bound(*v.upper, out, ec);
+}
+template <class T>
+std::error_code decode_range(const char* p, int len, range<T>& out) {
+  if (len < 1) return bad();
+  const char* end = p + len;
+  const auto f = static_cast<std::uint8_t>(*p++);
+  out = range<T>{};
+  if (f & range_empty) {
+    out.empty = true;
+    out.lower_inc = false;
+    return p == end ? ok() : bad();
+  }
+  // An infinite bound is never inclusive (the server canonicalises the same way).
+  out.lower_inc = (f & range_lb_inc) && !(f & range_lb_inf);
+  out.upper_inc = (f & range_ub_inc) && !(f & range_ub_inf);
+  if (!(f & range_lb_inf))
+    if (auto ec = read_bound(p, end, out.lower)) return ec;
+  if (!(f & range_ub_inf))
+    if (auto ec = read_bound(p, end, out.upper)) return ec;
+  return p == end ? ok() : bad();
+}
+template <class S>
+S range_subtype(const range<S>*);
+}  // namespace detail
+
 template <class T>
   requires requires { detail::range_oids<T>::o; }
 struct type_traits<range<T>> {
   static constexpr oid_t type_oid = detail::range_oids<T>::o, array_oid = detail::range_oids<T>::a;
   static constexpr bool accepts(oid_t o) noexcept { return o == type_oid; }
   static void encode(const range<T>& v, std::string& out, std::error_code& ec) {
-    if (v.empty) {
-      out.push_back(static_cast<char>(detail::range_empty));
-      return;
-    }
-    std::uint8_t f = 0;
-    if (!v.lower)
-      f |= detail::range_lb_inf;
-    else if (v.lower_inc)
-      f |= detail::range_lb_inc;
-    if (!v.upper)
-      f |= detail::range_ub_inf;
-    else if (v.upper_inc)
-      f |= detail::range_ub_inc;
-    out.push_back(static_cast<char>(f));
-    if (v.lower) detail::write_bound(*v.lower, out, ec);
-    if (v.upper) detail::write_bound(*v.upper, out, ec);
+    detail::encode_range(v, out, ec);
   }
   static std::error_code decode(const char* p, int len, range<T>& out) {
-    if (len < 1) return detail::bad();
-    const char* end = p + len;
-    const auto f = static_cast<std::uint8_t>(*p++);
-    out = range<T>{};
-    if (f & detail::range_empty) {
-      out.empty = true;
-      out.lower_inc = false;
-      return p == end ? detail::ok() : detail::bad();
-    }
-    // An infinite bound is never inclusive (the server canonicalises the same way).
-    out.lower_inc = (f & detail::range_lb_inc) && !(f & detail::range_lb_inf);
-    out.upper_inc = (f & detail::range_ub_inc) && !(f & detail::range_ub_inf);
-    if (!(f & detail::range_lb_inf))
-      if (auto ec = detail::read_bound(p, end, out.lower)) return ec;
-    if (!(f & detail::range_ub_inf))
-      if (auto ec = detail::read_bound(p, end, out.upper)) return ec;
-    return p == end ? detail::ok() : detail::bad();
+    return detail::decode_range(p, len, out);
+  }
+};
+
+/// A user-defined range type: the range codec over its subtype, its OIDs from the map.
+template <class T>
+  requires detail::user_range_type<T>
+struct value_traits<T> {
+  using subtype = decltype(detail::range_subtype(static_cast<const T*>(nullptr)));
+  using base_t = range<subtype>;
+  using scalar = T;
+  static_assert(
+      requires { type_traits<subtype>::type_oid; },
+      "a user-defined range's subtype needs a built-in codec (type_traits<subtype>)");
+  static oid_t type_oid() noexcept { return detail::user_oid<T>(); }
+  static oid_t array_oid() noexcept { return detail::user_array_oid<T>(); }
+  static bool accepts(oid_t o) noexcept { return o != 0 && o == type_oid(); }
+  static bool encode(const T& v, std::string& out, std::error_code& ec) {
+    detail::encode_range(static_cast<const base_t&>(v), out, ec);
+    return true;
+  }
+  static std::error_code decode(const char* p, int len, T& out) {
+    if (len < 0) return make_error_code(errc::unexpected_null);
+    return detail::decode_range(p, len, static_cast<base_t&>(out));
   }
 };
 

@@ -29,6 +29,7 @@ void cancel_request(const conn_ptr& c, const std::shared_ptr<cancel_link>& l);
 const asio::any_io_executor& executor_of(const conn_impl& c) noexcept;
 diagnostics& diag_of(conn_impl& c) noexcept;
 const type_map* types_of(const conn_impl& c) noexcept;
+const std::shared_ptr<const type_map>& shared_types_of(const conn_impl& c) noexcept;
 /// Installs a cancellation handler when op's handler has a connected slot. The handler
 /// only posts to the connection's executor (it may run on any thread).
 template <class Op>
@@ -79,8 +80,9 @@ struct lease_tag {
 struct connect_sink {
   auto args(conn_impl&, request_base&, std::error_code ec) { return std::make_tuple(ec); }
 };
-struct raw_sink {
-  auto args(conn_impl&, request_base& r, std::error_code ec) {
+struct raw_sink {  // the result remembers the connection's OID map (result::types)
+  auto args(conn_impl& c, request_base& r, std::error_code ec) {
+    if (const auto& t = shared_types_of(c)) r.res.set_types(t);
     return std::make_tuple(ec, std::move(r.res));
   }
 };
@@ -90,7 +92,9 @@ struct exec_sink {
   }
 };
 struct batch_sink {
-  auto args(conn_impl&, request_base& r, std::error_code ec) {
+  auto args(conn_impl& c, request_base& r, std::error_code ec) {
+    if (const auto& t = shared_types_of(c))
+      for (auto& res : r.bat->out_ref().results) res.set_types(t);
     return std::make_tuple(ec, std::move(r.bat->out_ref()));
   }
 };
