@@ -5,6 +5,7 @@
 
 #include "inlet/pg/builder.hpp"
 #include "inlet/pg/type_lookup.hpp"
+#include "mail_attach.hpp"
 #include "pg_test_env.hpp"
 
 namespace pg = inlet::pg;
@@ -12,12 +13,7 @@ namespace asio = boost::asio;
 using namespace pg::literals;
 
 namespace {
-struct attach {
-  std::string filename, type;
-  std::int64_t size = 0;
-  static constexpr std::string_view pg_type_name = "mail.attach";
-  friend bool operator==(const attach&, const attach&) = default;
-};
+using pg_test::attach;
 }  // namespace
 
 TEST(PgBuilder, SeedRequest) {

@@ -7,18 +7,14 @@
 
 #include "inlet/pg/repository.hpp"
 #include "inlet/pg/type_lookup.hpp"
+#include "mail_attach.hpp"
 #include "pg_test_env.hpp"
 
 namespace pg = inlet::pg;
 namespace asio = boost::asio;
 
 namespace {
-struct attach {
-  std::string filename, type;
-  std::int64_t size = 0;
-  static constexpr std::string_view pg_type_name = "mail.attach";
-  friend bool operator==(const attach&, const attach&) = default;
-};
+using pg_test::attach;
 struct GetMessages {
   static constexpr std::string_view name = "GetMessages";
   struct parameters_type {

@@ -15,18 +15,14 @@
 
 #include "inlet/pg/builder.hpp"
 #include "inlet/pg/pool.hpp"
+#include "mail_attach.hpp"
 
 namespace pg = inlet::pg;
 namespace asio = boost::asio;
 using namespace pg::literals;
 
 namespace {
-struct attach {
-  std::string filename, type;
-  std::int64_t size = 0;
-  static constexpr std::string_view pg_type_name = "mail.attach";
-  friend bool operator==(const attach&, const attach&) = default;
-};
+using pg_test::attach;
 struct message_row {  // matched by name: the double returns the columns in another order
   std::int64_t mid = 0;
   std::string st_id;

@@ -8,16 +8,12 @@
 #include <random>
 
 #include "inlet/pg/codec.hpp"
+#include "mail_attach.hpp"
 
 namespace pg = inlet::pg;
 
 namespace {
-struct attach {
-  std::string filename, type;
-  std::int64_t size = 0;
-  static constexpr std::string_view pg_type_name = "mail.attach";
-  friend bool operator==(const attach&, const attach&) = default;
-};
+using pg_test::attach;
 struct envelope {
   std::optional<std::string> sender;
   std::vector<attach> parts;

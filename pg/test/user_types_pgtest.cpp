@@ -11,19 +11,14 @@
 #include "inlet/pg/pool.hpp"
 #include "inlet/pg/request.hpp"
 #include "inlet/pg/type_lookup.hpp"
+#include "mail_attach.hpp"
 #include "pg_test_env.hpp"
 
 namespace pg = inlet::pg;
 namespace asio = boost::asio;
 
 namespace mail {
-struct attach {
-  std::string filename;
-  std::string type;
-  std::int64_t size = 0;
-  static constexpr std::string_view pg_type_name = "mail.attach";
-  friend bool operator==(const attach&, const attach&) = default;
-};
+using pg_test::attach;
 // Described: fields by Boost.Describe; the NULL-able field is an optional.
 struct envelope {
   std::optional<std::string> sender;
