@@ -132,6 +132,7 @@ endfunction()
 
 # One test executable linked with GoogleTest, registered with ctest. KIND is "unit" or
 # "pg" (run under scripts/with-postgres.sh); tests labelled tsan join inlet_tsan_tests.
+# Every test is also labelled with its component's folder (`ctest -L smtp`).
 function(_inlet_test kind default_timeout name)
   cmake_parse_arguments(A "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${A_SOURCES})
@@ -145,7 +146,9 @@ function(_inlet_test kind default_timeout name)
   if(NOT A_TIMEOUT)
     set(A_TIMEOUT ${default_timeout})
   endif()
-  set_tests_properties(${name} PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "${kind};${A_LABELS}")
+  get_filename_component(component ${CMAKE_CURRENT_SOURCE_DIR} NAME)
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${A_TIMEOUT}
+    LABELS "${kind};${component};${A_LABELS}")
   if("tsan" IN_LIST A_LABELS)
     add_dependencies(inlet_tsan_tests ${name})
   endif()
