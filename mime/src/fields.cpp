@@ -420,11 +420,14 @@ struct addr_parser {
     }
   }
 
-  // Past `keep`, a bare addr-spec (atext but '?', '.' and '@') that ends at a comma or
-  // the end is one address whatever address() would make of it: counted in one tight
-  // scan. '?' is left out because "=?" may start an encoded word, which spans commas.
-  // Returns where it ends, or npos for anything else (address() walks it).
-  std::size_t bare_end(std::size_t j) const noexcept {
+  // Past `keep`, an address of the common forms -- `local@domain`, `Name <local@domain>`,
+  // `"Last, First" <local@domain>` -- ending at a comma or the end is one address
+  // whatever address() would make of it, so it is counted by one tight scan. Words and
+  // addresses here are atext but '?' ("=?" may start an encoded word, which may span
+  // commas), '.' and '@'; spaces and quoted strings may stand between words. Returns
+  // where it ends, or npos for anything else (comments, groups, encoded words: address()
+  // walks those).
+  std::size_t simple_end(std::size_t j) const noexcept {
     static constexpr auto table = [] {
       std::array<bool, 256> t{};
       for (int c = 0; c < 256; ++c)
@@ -432,11 +435,29 @@ struct addr_parser {
             (is_atext_local(static_cast<char>(c)) && c != '?') || c == '.' || c == '@';
       return t;
     }();
-    const std::size_t b = j;
-    while (j < s.size() && table[static_cast<unsigned char>(s[j])]) ++j;
-    if (j == b) return std::string_view::npos;
-    while (j < s.size() && (s[j] == ' ' || s[j] == '\t')) ++j;
-    return j == s.size() || s[j] == ',' ? j : std::string_view::npos;
+    constexpr auto npos = std::string_view::npos;
+    auto word = [&](char c) { return table[static_cast<unsigned char>(c)]; };
+    const std::size_t n = s.size();
+    while (j < n) {
+      if (word(s[j]) || s[j] == ' ' || s[j] == '\t') {
+        ++j;
+      } else if (s[j] == '"') {
+        for (++j; j < n && s[j] != '"'; j += s[j] == '\\' && j + 1 < n ? 2 : 1) {
+        }
+        if (j >= n) return npos;
+        ++j;
+      } else {
+        break;
+      }
+    }
+    if (j < n && s[j] == '<') {
+      for (++j; j < n && word(s[j]); ++j) {
+      }
+      if (j >= n || s[j] != '>') return npos;
+      for (++j; j < n && (s[j] == ' ' || s[j] == '\t'); ++j) {
+      }
+    }
+    return j == n || s[j] == ',' ? j : npos;
   }
 
   void list() {
@@ -448,7 +469,7 @@ struct addr_parser {
         continue;
       }
       if (!keeping()) {
-        if (std::size_t e = bare_end(i); e != std::string_view::npos) {
+        if (std::size_t e = simple_end(i); e != std::string_view::npos) {
           ++dropped;
           i = e;
           continue;

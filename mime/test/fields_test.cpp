@@ -93,12 +93,17 @@ TEST(addresses, keep_first_and_count_the_rest) {
     }
   }
   EXPECT_EQ(A(many).size(), 300u);
-  // Bare addresses and ones that only look bare (a phrase, a trailing comment, no comma).
+  // The forms counted by the quick scan, and ones that only look like them (a trailing
+  // comment or junk, a comment inside the brackets, an unterminated quote, a group).
   for (std::string_view in :
-       {"a@b, c.d@e, f, g@h", "a@b, c d@e, f@g (x), h@i j, k@l;", "a@b,,c@d,"}) {
-    std::size_t total = 0;
-    parse_address_list(in, 0, &total);
-    EXPECT_EQ(total, A(in).size()) << in;
+       {"a@b, c.d@e, f, g@h", "a@b, c d@e, f@g (x), h@i j, k@l;", "a@b,,c@d,",
+        "\"a, b\" <x@y>, c, \"\" <>, d", "n <a@b> junk, d, e <f@g>x, h", "x <a(b)@c>, d <e>",
+        "<a\"q,\"@b>, c, \"unterminated, <d@e>", "a@b <c@d>, w \"q\" v <e@f> , g:h;, i"}) {
+    for (std::size_t keep = 0; keep < 3; ++keep) {
+      std::size_t total = 0;
+      parse_address_list(in, keep, &total);
+      EXPECT_EQ(total, A(in).size()) << in << " keep " << keep;
+    }
   }
 }
 
