@@ -47,7 +47,9 @@ def read_reply(s):
 def start_inletd(a):
     cmd = [os.path.join(a.bin_dir, "inletd"), "--smtp", "127.0.0.1:0", "--listen", "127.0.0.1:0",
            "--store", "memory", "--max-connections", str(a.n + 100),
-           "--max-connections-per-ip", str(a.n + 100), "--io-model", a.io_model] + a.inletd_args.split()
+           "--max-connections-per-ip", str(a.n + 100), "--max-connections-per-subnet", "0",
+           # what is measured is an idle connection's memory, not admission: no slot pressure
+           "--pressure-at", "0", "--io-model", a.io_model] + a.inletd_args.split()
     if a.tls:
         cmd += ["--tls-cert", a.cert, "--tls-key", a.key]
     if a.cpu:
