@@ -546,6 +546,10 @@ class HttpDefenceTest(unittest.TestCase):
                                                "Attachments": 0})
             few = json.loads(srv.get("/api/v1/search?query=subject:many&limit=1")[2])["messages"][0]
             self.assertIn("Totals", few)
+            # the message itself keeps the same first addresses, and says so too
+            whole = json.loads(srv.get(f"/api/v1/message/{few['ID']}")[2])
+            self.assertEqual(len(whole["To"]), 100)
+            self.assertEqual(whole["Totals"]["To"], 80000)
             self.assertEqual(self.raw_get(srv, "/api/v1/messages", "rebound.example")[0], 403)
             self.assertEqual(self.raw_get(srv, "/api/v1/messages", "mail.test.example:8025")[0], 200)
         finally:
