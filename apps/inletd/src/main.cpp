@@ -269,6 +269,8 @@ int main(int argc, char** argv) {
   hc.port = opt.http.port;
   hc.threads = 0;  // one per core: a client fetching large messages holds up no one else
   hc.max_connections = opt.http_max_connections;
+  hc.max_event_streams = opt.http_max_event_streams;
+  hc.max_event_streams_per_client = opt.http_max_event_streams_per_client;
   hc.api.allowed_hosts = opt.allowed_hosts;
   hc.api.public_mode = opt.public_mode;
   hc.api.rate_limit = opt.api_rate_limit >= 0 ? opt.api_rate_limit : opt.public_mode ? 10.0 : 0.0;

@@ -441,8 +441,8 @@ std::optional<int> parse_options(int argc, char** argv, options& o) {
          "--max-age",
          [&o](const std::string& v) {
            if (!parse_duration(v, o.max_age_seconds) || o.max_age_seconds == 0)
-             throw CLI::ValidationError(
-                 "--max-age", "expected a duration such as 12h or 7d, got '" + v + "'");
+             throw CLI::ValidationError("--max-age",
+                                        "expected a duration such as 12h or 7d, got '" + v + "'");
          },
          "Mailpit: delete messages older than this (memory store: a sweep; PostgreSQL store: "
          "--retention when that is not given)")
@@ -481,6 +481,15 @@ std::optional<int> parse_options(int argc, char** argv, options& o) {
   app.add_option("--http-max-connections", o.http_max_connections,
                  "HTTP: connections at once; past it the longest-waiting idle one is closed, "
                  "or 503")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--http-max-event-streams", o.http_max_event_streams,
+                 "HTTP: event streams (SSE, websocket) open at once in all; past it 503")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--http-max-event-streams-per-client", o.http_max_event_streams_per_client,
+                 "HTTP: event streams open at once per client IP address (IPv6: per /64); "
+                 "past it 429")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_flag("--block-remote-css-and-fonts", o.block_remote_css_and_fonts,

@@ -77,11 +77,13 @@ struct options {
   std::string ui_auth;        ///< MP_UI_AUTH: "user:password user2:password2"
   std::string api_cors;       ///< --api-cors, MP_API_CORS
   // HTTP defences (inletd's own)
-  std::vector<std::string> allowed_hosts;   ///< --allowed-host (repeatable)
-  bool public_mode = false;                 ///< --public
-  double api_rate_limit = -1;               ///< --api-rate-limit; <0: 10 with --public, else 0
-  double api_rate_burst = 0;                ///< --api-rate-burst; 0: max(10, 2 x rate)
-  std::size_t http_max_connections = 4096;  ///< --http-max-connections
+  std::vector<std::string> allowed_hosts;     ///< --allowed-host (repeatable)
+  bool public_mode = false;                   ///< --public
+  double api_rate_limit = -1;                 ///< --api-rate-limit; <0: 10 with --public, else 0
+  double api_rate_burst = 0;                  ///< --api-rate-burst; 0: max(10, 2 x rate)
+  std::size_t http_max_connections = 4096;    ///< --http-max-connections
+  std::size_t http_max_event_streams = 1024;  ///< --http-max-event-streams
+  std::size_t http_max_event_streams_per_client = 32;  ///< --http-max-event-streams-per-client
   bool block_remote_css_and_fonts = false;
   bool allow_untrusted_tls = false;  ///< link check: do not verify certificates
   std::vector<std::string> tags;     ///< --tag, MP_TAG: `tag=query ...` rules

@@ -546,6 +546,10 @@ class HttpDefenceTest(unittest.TestCase):
                                                "Attachments": 0})
             few = json.loads(srv.get("/api/v1/search?query=subject:many&limit=1")[2])["messages"][0]
             self.assertIn("Totals", few)
+            # the message itself keeps the same first addresses, and says so too
+            whole = json.loads(srv.get(f"/api/v1/message/{few['ID']}")[2])
+            self.assertEqual(len(whole["To"]), 100)
+            self.assertEqual(whole["Totals"]["To"], 80000)
             self.assertEqual(self.raw_get(srv, "/api/v1/messages", "rebound.example")[0], 403)
             self.assertEqual(self.raw_get(srv, "/api/v1/messages", "mail.test.example:8025")[0], 200)
         finally:
@@ -564,6 +568,46 @@ class HttpDefenceTest(unittest.TestCase):
             self.assertIn("Retry-After:", refused[0][1])
         finally:
             pub.stop()
+
+    def test_event_stream_caps_from_flags(self):
+        def sse(src):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.settimeout(DEADLINE)
+            s.bind((src, 0))  # any 127/8 address is this machine's loopback
+            s.connect(("127.0.0.1", srv.http_port))
+            s.sendall(b"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                head += chunk
+            return s, head.decode(errors="replace")
+
+        # per client from the flag, in all from the environment
+        with scoped_environ(INLET_HTTP_MAX_EVENT_STREAMS="3"):
+            srv = Inletd("--http-max-event-streams-per-client", "2")
+        opened = []
+        try:
+            for _ in range(2):
+                s, head = sse("127.0.0.1")
+                opened.append(s)
+                self.assertTrue(head.startswith("HTTP/1.1 200"), head)
+            s, head = sse("127.0.0.1")
+            opened.append(s)
+            self.assertTrue(head.startswith("HTTP/1.1 429"), head)
+            self.assertIn("Retry-After:", head)
+            s, head = sse("127.0.0.2")  # another client: its own share, the third in all
+            opened.append(s)
+            self.assertTrue(head.startswith("HTTP/1.1 200"), head)
+            s, head = sse("127.0.0.3")
+            opened.append(s)
+            self.assertTrue(head.startswith("HTTP/1.1 503"), head)
+            self.assertIn("Retry-After:", head)
+        finally:
+            for s in opened:
+                s.close()
+            srv.stop()
 
 
 def scoped_environ(**env):

@@ -431,3 +431,28 @@ TEST(InletdOptions, HttpDefenceFlags) {
   inletd::options bad;
   EXPECT_TRUE(parse({"--api-rate-limit", "-1"}, bad).has_value());
 }
+
+TEST(InletdOptions, EventStreamCaps) {
+  inletd::options d;
+  EXPECT_FALSE(parse({}, d).has_value());
+  EXPECT_EQ(d.http_max_event_streams, 1024u);
+  EXPECT_EQ(d.http_max_event_streams_per_client, 32u);
+  inletd::options o;
+  EXPECT_FALSE(
+      parse({"--http-max-event-streams", "5", "--http-max-event-streams-per-client", "2"}, o)
+          .has_value());
+  EXPECT_EQ(o.http_max_event_streams, 5u);
+  EXPECT_EQ(o.http_max_event_streams_per_client, 2u);
+  // The environment sets them too; the command line wins over it.
+  ::setenv("INLET_HTTP_MAX_EVENT_STREAMS", "7", 1);
+  ::setenv("INLET_HTTP_MAX_EVENT_STREAMS_PER_CLIENT", "3", 1);
+  inletd::options e;
+  EXPECT_FALSE(parse({"--http-max-event-streams-per-client", "4"}, e).has_value());
+  ::unsetenv("INLET_HTTP_MAX_EVENT_STREAMS");
+  ::unsetenv("INLET_HTTP_MAX_EVENT_STREAMS_PER_CLIENT");
+  EXPECT_EQ(e.http_max_event_streams, 7u);
+  EXPECT_EQ(e.http_max_event_streams_per_client, 4u);
+  inletd::options zero, neg;
+  EXPECT_TRUE(parse({"--http-max-event-streams", "0"}, zero).has_value());
+  EXPECT_TRUE(parse({"--http-max-event-streams-per-client", "-1"}, neg).has_value());
+}

@@ -323,6 +323,25 @@ class T02Message(PageTest):
         self.until(lambda: not any(r["unread"] for r in self.rows() if r["id"] == rich["ID"]), "the row marked read")
         self.assertTrue(self.srv.get(f"/api/v1/search?query=subject:%22Rich%20HTML%22")["messages"][0]["Read"])
 
+    def test_cut_address_list_says_how_many_more(self):
+        to = ",\r\n ".join(f"reader{i}@list.test.example" for i in range(150))
+        self.srv.send([(f"From: Big List <list@test.example>\r\nTo: {to}\r\nSubject: One hundred fifty readers\r\n"
+                        "Message-ID: <cut-list@test.example>\r\n\r\nTo everyone.\r\n").encode()])
+        big = self.srv.find("One hundred fifty readers")
+        self.assertEqual(big["Totals"]["To"], 150)  # the server kept 100 and says so
+        self.open_page(f"?m={big['ID']}")
+        self.page.locator("#msg-subject").wait_for()
+        to = self.js("(() => { const dt = [...document.querySelectorAll('.hdrs dt')].find(d => d.textContent === 'To');"
+                     " return dt.nextElementSibling.textContent; })()")
+        self.assertEqual(to.count("@list.test.example"), 100)
+        self.assertIn("reader99@list.test.example", to)
+        self.assertTrue(to.endswith(" and 50 more"), to[-60:])
+        # Whole lists say nothing more.
+        self.assertNotIn("more", self.js("[...document.querySelectorAll('.hdrs dt')].find(d => d.textContent === 'From')"
+                                         ".nextElementSibling.textContent"))
+        self.shot("message-cut-address-list")
+        self.axe("cut-address-list")
+
     def test_attachment_download_and_thumbnail(self):
         needs("parts")
         rich = self.srv.find("Rich HTML")

@@ -6,6 +6,16 @@ export interface Address {
   Address: string;
 }
 
+/** inlet: every list's whole count, on a summary (or message) whose lists were cut to
+ * their first entries; absent when every list is whole. */
+export interface Totals {
+  To: number;
+  Cc: number;
+  Bcc: number;
+  ReplyTo: number;
+  Attachments: number;
+}
+
 export interface Summary {
   ID: string;
   MessageID?: string;
@@ -20,6 +30,7 @@ export interface Summary {
   Tags: string[] | null;
   Attachments: number;
   Snippet?: string;
+  Totals?: Totals;
 }
 
 export interface ListPage {
@@ -69,6 +80,7 @@ export interface Message {
   Inline: Part[] | null;
   Attachments: Part[] | null;
   Envelope?: Envelope;
+  Totals?: Totals;
 }
 
 export interface WebUIConfig {

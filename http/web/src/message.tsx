@@ -142,10 +142,10 @@ export function MessageView(p: MessageProps) {
       </h2>
       <dl class="hdrs">
         <Field k="From" v={addr(m.From)} />
-        <Field k="To" v={addrs(m.To)} />
-        <Field k="Cc" v={addrs(m.Cc)} />
-        <Field k="Bcc" v={addrs(m.Bcc)} />
-        <Field k="Reply-To" v={addrs(m.ReplyTo)} />
+        <Field k="To" v={addrs(m.To)} more={more(m.To, m.Totals?.To)} />
+        <Field k="Cc" v={addrs(m.Cc)} more={more(m.Cc, m.Totals?.Cc)} />
+        <Field k="Bcc" v={addrs(m.Bcc)} more={more(m.Bcc, m.Totals?.Bcc)} />
+        <Field k="Reply-To" v={addrs(m.ReplyTo)} more={more(m.ReplyTo, m.Totals?.ReplyTo)} />
         <Field k="Date" v={longDate(m.Date)} />
         <Field k="Received" v={longDate(m.Created)} />
         <Field k="Size" v={size(m.Size)} />
@@ -163,7 +163,14 @@ export function MessageView(p: MessageProps) {
           />
         </dd>
       </dl>
-      {parts.length ? <Attachments id={m.ID} parts={m.Attachments ?? []} inline={m.Inline ?? []} /> : null}
+      {parts.length ? (
+        <Attachments
+          id={m.ID}
+          parts={m.Attachments ?? []}
+          inline={m.Inline ?? []}
+          more={more(m.Attachments, m.Totals?.Attachments)}
+        />
+      ) : null}
       <div class="tabs" role="tablist" aria-label="Views of the message">
         {tabs.map(([t, label]) => (
           <button
@@ -199,12 +206,25 @@ export function MessageView(p: MessageProps) {
   );
 }
 
-function Field({ k, v }: { k: string; v: string }) {
-  if (!v) return null;
+// How many entries of a list the server cut (it keeps the first ones and says how many
+// there were in Totals), so a cut list is never shown as whole.
+function more(shown: unknown[] | null | undefined, total: number | undefined): number {
+  return Math.max(0, (total ?? 0) - (shown?.length ?? 0));
+}
+
+function AndMore({ n }: { n: number }) {
+  return n > 0 ? <span class="more"> and {n.toLocaleString("en-US")} more</span> : null;
+}
+
+function Field({ k, v, more = 0 }: { k: string; v: string; more?: number }) {
+  if (!v && !more) return null;
   return (
     <>
       <dt>{k}</dt>
-      <dd>{v}</dd>
+      <dd>
+        {v}
+        <AndMore n={more} />
+      </dd>
     </>
   );
 }
@@ -229,7 +249,7 @@ function Envelope({ e }: { e: api.Envelope }) {
   );
 }
 
-function Attachments({ id, parts, inline }: { id: string; parts: Part[]; inline: Part[] }) {
+function Attachments({ id, parts, inline, more }: { id: string; parts: Part[]; inline: Part[]; more: number }) {
   const list = [...parts, ...inline];
   return (
     <section class="atts" aria-label="Attachments">
@@ -241,6 +261,11 @@ function Attachments({ id, parts, inline }: { id: string; parts: Part[]; inline:
           </li>
         ))}
       </ul>
+      {more > 0 ? (
+        <p class="more">
+          and {more.toLocaleString("en-US")} more attachment{more > 1 ? "s" : ""}
+        </p>
+      ) : null}
     </section>
   );
 }
