@@ -61,12 +61,26 @@ json::array strings_json(const std::vector<std::string>& v) {
   return out;
 }
 
-json::object summary_object(const store::stored_message& m) {
-  const auto& s = m.summary;
+std::optional<json::object> totals_object(const store::summary& s,
+                                          std::optional<std::size_t> attachments) {
   const auto& t = s.totals;
   auto all = [](std::uint32_t total, std::size_t kept) {
     return std::max<std::uint64_t>(total, kept);
   };
+  const bool cut = t.to > s.to.size() || t.cc > s.cc.size() || t.bcc > s.bcc.size() ||
+                   t.reply_to > s.reply_to.size() ||
+                   (!attachments && t.attachments > s.attachments.size());
+  if (!cut) return std::nullopt;
+  return json::object{
+      {"To", all(t.to, s.to.size())},
+      {"Cc", all(t.cc, s.cc.size())},
+      {"Bcc", all(t.bcc, s.bcc.size())},
+      {"ReplyTo", all(t.reply_to, s.reply_to.size())},
+      {"Attachments", attachments ? *attachments : all(t.attachments, s.attachments.size())}};
+}
+
+json::object summary_object(const store::stored_message& m) {
+  const auto& s = m.summary;
   json::object o{
       {"ID", m.id},
       {"MessageID", js(m.summary.message_id)},
@@ -81,17 +95,10 @@ json::object summary_object(const store::stored_message& m) {
       {"Username", js(m.envelope.auth_user)},
       {"Tags", strings_json(*m.tags())},
       {"Size", m.size},
-      {"Attachments", all(t.attachments, s.attachments.size())},
+      {"Attachments", std::max<std::uint64_t>(s.totals.attachments, s.attachments.size())},
       {"Snippet", js(m.summary.snippet)},
   };
-  // inlet: a list that holds only the first entries says so, with every count.
-  if (t.to > s.to.size() || t.cc > s.cc.size() || t.bcc > s.bcc.size() ||
-      t.reply_to > s.reply_to.size() || t.attachments > s.attachments.size())
-    o["Totals"] = json::object{{"To", all(t.to, s.to.size())},
-                               {"Cc", all(t.cc, s.cc.size())},
-                               {"Bcc", all(t.bcc, s.bcc.size())},
-                               {"ReplyTo", all(t.reply_to, s.reply_to.size())},
-                               {"Attachments", all(t.attachments, s.attachments.size())}};
+  if (auto totals = totals_object(s)) o["Totals"] = std::move(*totals);
   return o;
 }
 

@@ -21,6 +21,7 @@
 #include <boost/json.hpp>
 #include <exception>
 #include <initializer_list>
+#include <optional>
 #include <type_traits>
 
 #include "inlet/http/api.hpp"
@@ -65,6 +66,11 @@ json::object address_json(const store::address& a);
 json::array addresses_json(const std::vector<store::address>& v);
 json::array strings_json(const std::vector<std::string>& v);
 json::object summary_object(const store::stored_message& m);
+/// Mailpit has no such field: the "Totals" object when a list of `s` holds only its first
+/// entries, else none. `attachments`: the whole message's count where the caller has it
+/// (then the attachment list is never the cut one).
+std::optional<json::object> totals_object(const store::summary& s,
+                                          std::optional<std::size_t> attachments = std::nullopt);
 
 bool iequals(std::string_view a, std::string_view b);
 /// The members of a JSON body matched to `keys` case-insensitively (as Mailpit's decoder

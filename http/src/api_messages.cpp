@@ -279,20 +279,9 @@ awaitable<response> get_message(const ctx_t& c, const request& req, std::string 
                                 {"Remote", js(m->envelope.remote)},
                                 {"Protocol", js(m->envelope.protocol)}}},
   };
-  // inlet: an address list that holds only the first entries says so, as in summaries
-  // (the attachments here come from the whole message, so they are never cut).
-  const auto& t = s.totals;
-  if (t.to > s.to.size() || t.cc > s.cc.size() || t.bcc > s.bcc.size() ||
-      t.reply_to > s.reply_to.size()) {
-    auto all = [](std::uint32_t total, std::size_t kept) {
-      return std::max<std::uint64_t>(total, kept);
-    };
-    o["Totals"] = json::object{{"To", all(t.to, s.to.size())},
-                               {"Cc", all(t.cc, s.cc.size())},
-                               {"Bcc", all(t.bcc, s.bcc.size())},
-                               {"ReplyTo", all(t.reply_to, s.reply_to.size())},
-                               {"Attachments", o["Attachments"].as_array().size()}};
-  }
+  // The attachments here come from the whole message, so only an address list is cut.
+  if (auto totals = totals_object(s, o["Attachments"].as_array().size()))
+    o["Totals"] = std::move(*totals);
   co_return json_response(req, o);
 }
 
