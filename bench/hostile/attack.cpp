@@ -50,11 +50,24 @@ std::string hostile_source(const options& o, int i) {
   return "127.1." + std::to_string(i % 256) + ".1";
 }
 
-std::string address_list_message(int count) {
+std::string address_list_message(int count, const std::string& form) {
+  static constexpr const char* forms[] = {"bare", "named", "comment", "encoded", "group"};
   std::string m = "From: list@hostile.test\r\nSubject: many recipients\r\nTo: ";
   std::size_t line = 4;
   for (int i = 0; i < count; ++i) {
-    std::string a = "u" + std::to_string(i) + "@h.test";
+    const std::string n = std::to_string(i);
+    const std::string f = form == "mixed" ? forms[i % 5] : form;
+    std::string a;
+    if (f == "named")
+      a = "User " + n + " <u" + n + "@h.test>";
+    else if (f == "comment")
+      a = "u" + n + "@h.test (User " + n + ")";
+    else if (f == "encoded")
+      a = "=?utf-8?q?J=C3=BCrgen_" + n + "?= <u" + n + "@h.test>";
+    else if (f == "group" && i % 2 == 0)
+      a = "g" + n + ": u" + n + "@h.test;";
+    else
+      a = "u" + n + "@h.test";
     if (i + 1 < count) a += ',';
     if (line + a.size() > 76) {
       m += "\r\n ";
@@ -93,7 +106,7 @@ struct engine::impl {
   impl(const options& o, kind k, const target& t) : opt(o), k(k), tgt(t) {
     for (int i = 0; i < o.sources; ++i)
       sources.push_back(asio::ip::make_address_v4(hostile_source(o, i)));
-    if (k == kind::address_list) message = address_list_message(o.address_count);
+    if (k == kind::address_list) message = address_list_message(o.address_count, o.address_form);
     if (k == kind::heavy_reader)
       request = "GET /api/v1/message/" + t.heavy_id +
                 "/raw HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n\r\n";

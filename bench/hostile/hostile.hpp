@@ -55,6 +55,10 @@ struct options {
   int reconnect_ms = 1000;
   double churn_rate = 3000;  ///< connections per second (churn attacks)
   int address_conns = 32, address_count = 80000;
+  /// address-list attack: how each address is written: "bare" (u1@h.test), "named"
+  /// (User 1 <u1@h.test>), "comment" (u1@h.test (User 1)), "encoded" (an RFC 2047 name),
+  /// "group" (every other one a group of one), "mixed" (the five in turn)
+  std::string address_form = "bare";
   int heavy_conns = 4;
   std::size_t heavy_size = std::size_t{30} << 20;
   std::size_t max_store_bytes = std::size_t{256} << 20;
@@ -108,6 +112,6 @@ class engine {
 std::string hostile_source(const options& o, int i);
 
 /// A message whose To: holds `count` addresses, folded into lines under 80 octets.
-std::string address_list_message(int count);
+std::string address_list_message(int count, const std::string& form = "bare");
 
 }  // namespace hostile

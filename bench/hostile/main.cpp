@@ -810,6 +810,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--address-count", o.address_count, "address-list attack: addresses per message")
       ->capture_default_str();
+  app.add_option("--address-form", o.address_form,
+                 "address-list attack: bare, named, comment, encoded, group or mixed")
+      ->check(CLI::IsMember({"bare", "named", "comment", "encoded", "group", "mixed"}))
+      ->capture_default_str();
   app.add_option("--heavy-conns", o.heavy_conns, "heavy-reader attack: connections")
       ->capture_default_str();
   app.add_option("--heavy-size", o.heavy_size, "heavy-reader attack: message size")

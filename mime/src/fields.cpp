@@ -54,23 +54,39 @@ std::string_view unfold_raw(std::string_view raw, std::string& buf) {
   return buf;
 }
 
-// An RFC 2047 encoded word at s[i] ("=?charset?B|Q?text?="). On success fills the
-// charset and decoded bytes and returns its length; 0 when it is not one.
+// The length of the RFC 2047 encoded word at s[i] ("=?charset?B|Q?text?="), 0 when
+// there is none. The text is at most 2,000 bytes, so the search for its end is bounded
+// too: a long field of "=?x?q?" openings never closed costs a linear scan, not a
+// quadratic one.
+std::size_t encoded_word_length(std::string_view s, std::size_t i) noexcept {
+  const std::size_t n = s.size();
+  if (i + 1 >= n || s[i] != '=' || s[i + 1] != '?') return 0;
+  // One pass each over the charset and the text (words are short: no memchr set-up).
+  std::size_t q1 = i + 2;
+  for (; q1 < n && s[q1] != '?'; ++q1)
+    if (is_ws(s[q1])) return 0;
+  if (q1 >= n || q1 == i + 2 || q1 + 2 >= n || s[q1 + 2] != '?') return 0;
+  const char enc = to_lower(s[q1 + 1]);
+  if (enc != 'b' && enc != 'q') return 0;
+  constexpr std::size_t max_text = 2000;
+  const std::size_t tb = q1 + 3;
+  for (std::size_t k = tb; k + 1 < n && k <= tb + max_text; ++k) {
+    if (s[k] == '?' && s[k + 1] == '=') return k + 2 - i;
+    if (s[k] == ' ' || s[k] == '\t') return 0;
+  }
+  return 0;
+}
+
+// An RFC 2047 encoded word at s[i]. On success fills the charset and decoded bytes and
+// returns its length; 0 when it is not one.
 std::size_t encoded_word(std::string_view s, std::size_t i, std::string& charset,
                          std::string& bytes) {
-  if (s.compare(i, 2, "=?") != 0) return 0;
-  std::size_t q1 = s.find('?', i + 2);
-  if (q1 == std::string_view::npos || q1 == i + 2 || q1 + 2 >= s.size() || s[q1 + 2] != '?')
-    return 0;
-  for (std::size_t k = i + 2; k < q1; ++k)
-    if (is_ws(s[k])) return 0;
-  char enc = to_lower(s[q1 + 1]);
-  if (enc != 'b' && enc != 'q') return 0;
-  std::size_t tb = q1 + 3;
-  std::size_t te = s.find("?=", tb);
-  if (te == std::string_view::npos || te - tb > 2000) return 0;
+  const std::size_t len = encoded_word_length(s, i);
+  if (len == 0) return 0;
+  const std::size_t q1 = s.find('?', i + 2);
+  const std::size_t tb = q1 + 3, te = i + len - 2;
+  const char enc = to_lower(s[q1 + 1]);
   std::string_view text = s.substr(tb, te - tb);
-  if (text.find_first_of(" \t") != std::string_view::npos) return 0;
   charset.assign(s.substr(i + 2, q1 - i - 2));
   if (enc == 'b') {
     bytes = decode_base64(text);
@@ -208,8 +224,8 @@ struct addr_parser {
   std::vector<mailbox>& out;
   bool defect = false;
   // Past `keep` entries an address is walked (the list's syntax still decides where
-  // it ends) but not decoded or stored, only counted: a To: of 80,000 addresses costs
-  // a scan, not 80,000 charset conversions and strings.
+  // it ends) but not decoded or stored, only counted (count_address): a To: of 80,000
+  // addresses costs a scan, not 80,000 charset conversions and strings.
   std::size_t keep = static_cast<std::size_t>(-1);
   std::size_t dropped = 0;
 
@@ -310,7 +326,6 @@ struct addr_parser {
     std::string name, raw, cs, bytes;
     bool last_ew = false, pending_space = false;
     auto add_word = [&](const std::string& w, bool ew) {
-      if (!keeping()) return;  // a name nobody keeps is not built
       if (!name.empty() && pending_space && !(ew && last_ew)) name.push_back(' ');
       name += w;
       last_ew = ew;
@@ -324,13 +339,8 @@ struct addr_parser {
       char c = s[i];
       if (c == ',' || (c == ';' && in_group)) break;
       if (c == '<') {
-        if (keeping()) {
-          std::string a = angle();
-          out.push_back({collapse_ws(decode_words(name)), a});
-        } else {
-          skip_angle();
-          ++dropped;
-        }
+        std::string a = angle();
+        out.push_back({collapse_ws(decode_words(name)), a});
         skip_cfws();
         while (i < s.size() && s[i] != ',' && !(in_group && s[i] == ';')) {  // junk after '>'
           defect = true;
@@ -358,7 +368,7 @@ struct addr_parser {
       }
       if (c == '=' && s.compare(i, 2, "=?") == 0) {
         if (std::size_t n = encoded_word(s, i, cs, bytes)) {
-          if (keeping()) add_word(to_utf8(bytes, cs), true);
+          add_word(to_utf8(bytes, cs), true);
           raw.append(s.substr(i, n));
           i += n;
           continue;
@@ -392,11 +402,7 @@ struct addr_parser {
       raw.append(w);
       add_word(std::string(w), false);
     }
-    if (raw.empty()) return;
-    if (keeping())
-      out.push_back({std::string{}, valid_utf8(quote_local(raw))});
-    else
-      ++dropped;
+    if (!raw.empty()) out.push_back({std::string{}, valid_utf8(quote_local(raw))});
   }
 
   void group() {
@@ -415,7 +421,161 @@ struct addr_parser {
         continue;
       }
       std::size_t before = i;
-      address(true);
+      if (keeping())
+        address(true);
+      else
+        dropped += count_address(true);
+      if (i == before) ++i;
+    }
+  }
+
+  // Byte classes of count_address's run: the bytes that neither end an address nor
+  // change how the next one is read.
+  enum : unsigned char { other, word, eq, dot, at_sign, space };
+  static constexpr std::array<unsigned char, 256> run_class = [] {
+    std::array<unsigned char, 256> t{};
+    for (int c = 0; c < 256; ++c) {
+      const char ch = static_cast<char>(c);
+      t[static_cast<std::size_t>(c)] = ch == '='              ? eq
+                                       : ch == '.'            ? dot
+                                       : ch == '@'            ? at_sign
+                                       : is_ws(ch)            ? space
+                                       : !is_addr_special(ch) ? word
+                                                              : other;
+    }
+    return t;
+  }();
+
+  // address() for an address past `keep`: the same decisions -- where it ends, whether it
+  // holds anything, whether a ':' opens a group (no '@' before it) -- without building
+  // its strings or decoding its words. Returns how many addresses it counts: 0 or 1, or
+  // a group's members. Words, dots, '@' and white space are taken in one run; the run
+  // stops at any other special and at an '=' that starts a token (it may open an
+  // encoded word, which may hold commas).
+  std::size_t count_address(bool in_group) {
+    const std::size_t n = s.size();
+    bool any = false, at = false;
+    auto has_at = [&](std::size_t b, std::size_t e) {
+      return std::memchr(s.data() + b, '@', e - b) != nullptr;
+    };
+    for (;;) {
+      skip_cfws();
+      if (i >= n) break;
+      const char c = s[i];
+      switch (c) {
+        case ',':
+          return any;
+        case ';':
+          if (in_group) return any;
+          break;
+        case '<':
+          skip_angle();
+          skip_cfws();
+          while (i < n && s[i] != ',' && !(in_group && s[i] == ';')) {  // junk after '>'
+            defect = true;
+            ++i;
+          }
+          return 1;
+        case ':':
+          if (in_group || at) break;
+          {
+            ++i;
+            const std::size_t members = count_group();
+            skip_cfws();
+            while (i < n && s[i] != ',') {  // junk after ';'
+              defect = true;
+              ++i;
+            }
+            return members;
+          }
+        case '"':
+          for (++i; i < n && s[i] != '"'; ++i) {
+            if (s[i] == '\\' && i + 1 < n) ++i;
+            at = at || s[i] == '@';
+          }
+          if (i < n)
+            ++i;
+          else
+            defect = true;
+          any = true;
+          continue;
+        case '[': {  // domain literal
+          std::size_t e = s.find(']', i);
+          e = e == std::string_view::npos ? n : e + 1;
+          at = at || has_at(i, e);
+          any = true;
+          i = e;
+          continue;
+        }
+        case ']':
+          defect = true;
+          break;
+        case '>':
+        case '\\':
+        case ')':
+          break;
+        default:
+          if (c == '=') {
+            if (std::size_t len = encoded_word_length(s, i)) {
+              at = at || has_at(i, i + len);
+              any = true;
+              i += len;
+              continue;
+            }
+          }
+          i = run(i, at);
+          any = true;
+          continue;
+      }
+      any = true;  // one special octet, kept in the address as it is
+      ++i;
+    }
+    return any;
+  }
+
+  // From s[j] (a word octet, '=', '.' or '@'), past words, dots, '@' and white space;
+  // sets `at` on an '@'. Stops before an '=' that starts a token (after white space, an
+  // '@' or a dot that was not inside a word), as address() looks for an encoded word there.
+  std::size_t run(std::size_t j, bool& at) const noexcept {
+    const std::size_t n = s.size();
+    const unsigned char first = run_class[static_cast<unsigned char>(s[j])];
+    bool in_word = first == word || first == eq;
+    at = at || s[j] == '@';
+    for (++j; j < n; ++j) {
+      const unsigned char k = run_class[static_cast<unsigned char>(s[j])];
+      if (k == word) {
+        in_word = true;
+      } else if (k == eq) {
+        if (!in_word) break;
+      } else if (k == other) {
+        break;
+      } else if (k != dot) {  // a dot inside a word is part of it, else a token of its own
+        at = at || k == at_sign;
+        in_word = false;
+      }
+    }
+    return j;
+  }
+
+  // group() for a group past `keep`: its members counted.
+  std::size_t count_group() {
+    std::size_t members = 0;
+    for (;;) {
+      skip_cfws();
+      if (i >= s.size()) {
+        defect = true;  // group without ';'
+        return members;
+      }
+      if (s[i] == ';') {
+        ++i;
+        return members;
+      }
+      if (s[i] == ',') {
+        ++i;
+        continue;
+      }
+      std::size_t before = i;
+      members += count_address(true);
       if (i == before) ++i;
     }
   }
@@ -468,15 +628,15 @@ struct addr_parser {
         ++i;
         continue;
       }
-      if (!keeping()) {
-        if (std::size_t e = simple_end(i); e != std::string_view::npos) {
-          ++dropped;
-          i = e;
-          continue;
-        }
-      }
       std::size_t before = i;
-      address(false);
+      if (keeping()) {
+        address(false);
+      } else if (std::size_t e = simple_end(i); e != std::string_view::npos) {
+        ++dropped;
+        i = e;
+      } else {
+        dropped += count_address(false);
+      }
       if (i == before) ++i;
     }
   }

@@ -107,6 +107,64 @@ TEST(addresses, keep_first_and_count_the_rest) {
   }
 }
 
+// The count past `keep` for the forms the quick scan leaves (comments, encoded words,
+// groups, domain literals, stray specials) agrees with the whole parse, in lists long
+// enough that most of each is only counted.
+TEST(addresses, count_agrees_for_every_form) {
+  static constexpr const char* forms[] = {
+      "u@h.test (User, the first)",            // a comment holding a comma
+      "=?utf-8?q?a,b?= <e@x.test>",            // an encoded word holding a comma
+      "x=?utf-8?q?a,b?=",                      // not a token start: the comma ends it
+      "a.=?utf-8?q?c,d?=@x.test",              // after a dot: a token start again
+      "=?x@y?q?z?= : m@x.test;",               // '@' inside an encoded word: no group
+      "\"q@r\" : s@x.test",                    // '@' in a quoted string: no group
+      "[1.2.3.4] : t@x.test",                  // a domain literal
+      "[a@b] : t@x.test",                      // '@' in a domain literal
+      "g: a@x.test, (c) b@x.test;",            // a group of two
+      "g:;",                                   // an empty group
+      "h: a@x.test; junk",                     // junk after a group
+      "p(nested (comment\\) here)) q@x.test",  // nested and escaped comment
+      "=?utf-8?b?",                            // an unfinished encoded word
+      "=?utf-8?q?a b?= c@d",                   // a space: not an encoded word
+      "\"open, quote",                         // an unterminated quote
+      "a]b@x.test",                            // a stray ']'
+      "x <a@b> trailing, junk",                // junk after '>'
+      ";",                                     // a stray ';' at the top level
+      "k@x.test ; l@x.test",                   // ';' inside an address
+      "(only a comment)",                      // nothing: not counted
+      "x@y.test\t(t) ==?utf-8?q?z?=",          // '=' then an encoded word
+  };
+  for (std::size_t f = 0; f < std::size(forms); ++f) {
+    std::string in;
+    for (int i = 0; i < 40; ++i) {
+      in += forms[(f + static_cast<std::size_t>(i)) % std::size(forms)];
+      in += i % 3 ? ", " : ",";
+    }
+    const std::size_t whole = A(in).size();
+    for (std::size_t keep : {std::size_t{0}, std::size_t{1}, std::size_t{7}, whole / 2}) {
+      std::size_t total = 0;
+      parse_address_list(in, keep, &total);
+      ASSERT_EQ(total, whole) << in << " keep " << keep;
+    }
+  }
+  for (const char* in : forms) {
+    std::size_t total = 0;
+    parse_address_list(in, 0, &total);
+    EXPECT_EQ(total, A(in).size()) << in;
+  }
+}
+
+// An encoded word's text is at most 2,000 bytes; past that it is plain text.
+TEST(addresses, encoded_word_length_is_bounded) {
+  const std::string ok = "=?us-ascii?q?" + std::string(2000, 'a') + "?= <a@b.test>";
+  const std::string over = "=?us-ascii?q?" + std::string(2001, 'a') + "?= <a@b.test>";
+  ASSERT_EQ(A(ok).size(), 1u);
+  EXPECT_EQ(A(ok)[0].name, std::string(2000, 'a'));
+  ASSERT_EQ(A(over).size(), 1u);
+  EXPECT_EQ(A(over)[0].name.substr(0, 13), "=?us-ascii?q?");
+  EXPECT_EQ(decode_unstructured(ok.substr(0, ok.size() - 11)), std::string(2000, 'a'));
+}
+
 TEST(dates, rfc5322_and_obsolete) {
   auto iso = [](std::string_view s) {
     auto d = parse_date(s);

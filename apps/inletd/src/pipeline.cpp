@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "filter_stage.hpp"
+#include "heavy_work.hpp"
 #include "message_view.hpp"
 #include "streaming_parse.hpp"
 
@@ -26,7 +27,11 @@ std::string flatten(const inlet::buffer::segment& body) {
 }  // namespace
 
 pipeline::pipeline(st::store* store, filter_stage* filter, pipeline_options opts)
-    : store_(store), filter_(filter), opts_(std::move(opts)) {}
+    : store_(store), filter_(filter), opts_(std::move(opts)) {
+  if (opts_.heavy_bytes > 0) heavy_ = std::make_unique<heavy_work>();
+}
+
+pipeline::~pipeline() = default;
 
 void pipeline::tag(const inlet::mime::parsed_message& parse, st::new_message& msg) const {
   if (opts_.tags.x_tags || opts_.tags.plus_addresses)
@@ -51,6 +56,18 @@ st::envelope to_store_envelope(sm::envelope e) {
 }
 
 void pipeline::deliver(sm::received_message&& m, sm::delivery_callback done) {
+  // A large message is parsed off the I/O thread; its reply waits for the worker. (A
+  // streamed parse stays: its observer belongs to this thread's pool.)
+  if (heavy_ && m.body.size() >= opts_.heavy_bytes && !streamed_parse(m)) {
+    heavy_->post([this, m = std::move(m), done = std::move(done)]() mutable {
+      deliver_now(std::move(m), std::move(done));
+    });
+    return;
+  }
+  deliver_now(std::move(m), std::move(done));
+}
+
+void pipeline::deliver_now(sm::received_message&& m, sm::delivery_callback done) {
   counters_.received.fetch_add(1, std::memory_order_relaxed);
   counters_.bytes.fetch_add(m.body.size(), std::memory_order_relaxed);
 

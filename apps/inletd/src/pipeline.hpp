@@ -20,6 +20,7 @@
 namespace inletd {
 
 class filter_stage;  // defined in filter_stage.hpp
+class heavy_work;    // defined in heavy_work.hpp
 
 struct pipeline_counters {
   std::atomic<std::uint64_t> received{0};
@@ -34,12 +35,16 @@ struct pipeline_counters {
 struct pipeline_options {
   tag_options tags;
   tag_rules rules;
+  /// Messages of at least this many bytes are parsed and stored on heavy_work's
+  /// threads, not on the SMTP I/O thread that received them (0: never).
+  std::size_t heavy_bytes = 256 * 1024;
 };
 
 class pipeline {
  public:
   /// `store` null = sink: parse and filter, then accept and discard.
   pipeline(inlet::store::store* store, filter_stage* filter, pipeline_options opts = {});
+  ~pipeline();
 
   void deliver(inlet::smtp::received_message&& m, inlet::smtp::delivery_callback done);
 
@@ -53,11 +58,14 @@ class pipeline {
  private:
   // Tags from the message itself and from the rules, then the filter's verdict.
   void tag(const inlet::mime::parsed_message& parse, inlet::store::new_message& msg) const;
+  // deliver()'s work, on the calling thread.
+  void deliver_now(inlet::smtp::received_message&& m, inlet::smtp::delivery_callback done);
 
   inlet::store::store* store_;
   filter_stage* filter_;
   pipeline_options opts_;
   pipeline_counters counters_;
+  std::unique_ptr<heavy_work> heavy_;  // last: its jobs use the members above
 };
 
 /// Envelope as the store keeps it (moves the strings out of `e`).
