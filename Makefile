@@ -46,9 +46,11 @@ test-uring: build
 # cannot see, and compiling the clone is a third of this build), tests that run no
 # code of ours under the sanitizer (compile-fail, packaging) and the benchmark smokes.
 INLET_ASAN_URING ?= OFF
+# -Og: ASan+UBSan at -O1 spends most of its compile time optimizing the checks; -Og
+# compiles the same suite in about 2/3 of the time and still inlines enough to run it.
 test-asan: deps
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1" -DINLET_SANITIZE=address,undefined \
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-Og" -DINLET_SANITIZE=address,undefined \
 	  -DINLET_IO_URING=$(INLET_ASAN_URING) $(CMAKE_ARGS)
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \

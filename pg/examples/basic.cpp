@@ -1,9 +1,9 @@
 // Tutorial: connect, typed rows into structs, parameters, affected rows, the pool.
 //   pg_example_basic "postgresql://postgres@127.0.0.1:5432/postgres"
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <cstdio>
 
+#include "example_main.hpp"
 #include "inlet/pg/pool.hpp"
 
 namespace pg = inlet::pg;
@@ -22,10 +22,10 @@ asio::awaitable<void> tutorial(asio::io_context& io, std::string dsn) {
 
   // 2. Parameters are sent in binary ($1, $2); rows come back typed.
   std::vector<type_info> types;
-  co_await conn.async_query(
-      pg::sql("SELECT typname::text, typlen, typcategory::text FROM pg_type WHERE typlen = $1 LIMIT $2::int8",
-              std::int16_t{4}, std::int64_t{5}),
-      pg::into(types));
+  co_await conn.async_query(pg::sql("SELECT typname::text, typlen, typcategory::text FROM pg_type "
+                                    "WHERE typlen = $1 LIMIT $2::int8",
+                                    std::int16_t{4}, std::int64_t{5}),
+                            pg::into(types));
   for (auto& t : types) std::printf("%-12s len=%d\n", t.name.c_str(), t.length);
 
   // 3. Affected rows of a command.
@@ -53,21 +53,5 @@ asio::awaitable<void> tutorial(asio::io_context& io, std::string dsn) {
 }
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: %s DSN\n", argv[0]);
-    return 2;
-  }
-  asio::io_context io;
-  int rc = 0;
-  asio::co_spawn(io, tutorial(io, argv[1]), [&](std::exception_ptr e) {
-    if (!e) return;
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& x) {
-      std::fprintf(stderr, "failed: %s\n", x.what());
-      rc = 1;
-    }
-  });
-  io.run();
-  return rc;
+  return run_example(argc, argv, tutorial);
 }

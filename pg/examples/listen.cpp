@@ -2,10 +2,10 @@
 // the connection was re-established and notifications may have been missed (re-read the
 // state they were about, then go on).
 //   pg_example_listen "postgresql://postgres@127.0.0.1:5432/postgres"
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <cstdio>
 
+#include "example_main.hpp"
 #include "inlet/pg/listener.hpp"
 
 namespace pg = inlet::pg;
@@ -41,21 +41,5 @@ asio::awaitable<void> tutorial(asio::io_context& io, std::string dsn) {
 }
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: %s DSN\n", argv[0]);
-    return 2;
-  }
-  asio::io_context io;
-  int rc = 0;
-  asio::co_spawn(io, tutorial(io, argv[1]), [&](std::exception_ptr e) {
-    if (!e) return;
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& x) {
-      std::fprintf(stderr, "failed: %s\n", x.what());
-      rc = 1;
-    }
-  });
-  io.run();
-  return rc;
+  return run_example(argc, argv, tutorial);
 }

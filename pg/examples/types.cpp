@@ -2,13 +2,13 @@
 // map for a composite, the _SQL builder, a typed request into tuples with an array of
 // composites, the raw result, rows by name, the query repository and a transaction.
 //   pg_example_types "postgresql://postgres@127.0.0.1:5432/postgres"
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/describe/class.hpp>
 #include <cstdio>
 #include <functional>
 #include <stdexcept>
 
+#include "example_main.hpp"
 #include "inlet/pg/builder.hpp"
 #include "inlet/pg/pool.hpp"
 #include "inlet/pg/repository.hpp"
@@ -172,21 +172,5 @@ asio::awaitable<void> use_repository(pg::connection& conn) {
 }
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: %s DSN\n", argv[0]);
-    return 2;
-  }
-  asio::io_context io;
-  int rc = 0;
-  asio::co_spawn(io, talk(io, argv[1]), [&](std::exception_ptr e) {
-    if (!e) return;
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& x) {
-      std::fprintf(stderr, "failed: %s\n", x.what());
-      rc = 1;
-    }
-  });
-  io.run();
-  return rc;
+  return run_example(argc, argv, talk);
 }
