@@ -87,12 +87,6 @@ namespace {
 // (observers reload) instead of a list of IDs.
 constexpr std::size_t max_event_ids = 1000;
 
-// One empty tag list shared by every untagged record (most are): no allocation per put.
-const std::shared_ptr<const std::vector<std::string>>& no_tags() {
-  static const auto empty = std::make_shared<const std::vector<std::string>>();
-  return empty;
-}
-
 // A recipient as normalize_mailbox() sees it before lower-casing: trimmed, <> stripped.
 std::string_view trimmed_mailbox(std::string_view a) {
   auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
@@ -330,8 +324,9 @@ void memory_store::put(new_message msg, put_handler done) {
     rec->seq = next_seq_++;
     tags = canonical_tags_locked(std::move(tags));
     count_tags_locked(tags, true);
-    rec->set_tags(tags.empty() ? no_tags()
-                               : std::make_shared<const std::vector<std::string>>(std::move(tags)));
+    // An untagged record keeps the shared empty list it was built with.
+    if (!tags.empty())
+      rec->set_tags(std::make_shared<const std::vector<std::string>>(std::move(tags)));
     while (!order_.empty() &&
            (order_.size() >= cfg_.max_messages ||
             stats_.bytes + lazy_bytes_.load(std::memory_order_relaxed) + bytes > cfg_.max_bytes)) {
