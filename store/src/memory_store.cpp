@@ -1,10 +1,13 @@
 #include "inlet/store/memory_store.hpp"
 
 #include <algorithm>
-#include <condition_variable>
-#include <thread>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/dispatch.hpp>
+#include <condition_variable>
+#include <cstddef>
+#include <new>
+#include <span>
+#include <thread>
 #include <unordered_set>
 #include <vector>
 
@@ -18,9 +21,14 @@ namespace inlet::store {
 // does not pay for it, a store that is never searched never builds it. Two readers may
 // build the same piece at once (under the shared lock); one wins the pointer, the other
 // frees its copy. The built bytes count against max_bytes from then on (lazy_bytes_).
+//
+// Layout: one allocation holds the shared_ptr's control block, the record, and a tail
+// of the record's own: the normalised distinct recipients as string_views, then their
+// bytes (tail_allocator below). `mailboxes` views that tail, so a record costs one
+// allocation however many recipients it has; the tail lives and dies with the record.
 struct memory_store::record : stored_message {
-  std::vector<std::string> mailboxes;  // normalised distinct recipients, for unlinking
-  std::size_t base_bytes = 0;          // footprint without the tags and the lazy parts
+  std::span<const std::string_view> mailboxes;  // normalised distinct recipients (tail)
+  std::size_t base_bytes = 0;                   // footprint without the tags and the lazy parts
   search_text_builder builder = nullptr;
   mutable std::atomic<const search::prepared_fields*> fields{nullptr};
   mutable std::atomic<const std::string*> text{nullptr};  // only with a builder
@@ -79,23 +87,77 @@ namespace {
 // (observers reload) instead of a list of IDs.
 constexpr std::size_t max_event_ids = 1000;
 
-// The distinct normalised mailboxes of one message, in rcpt order.
-// One empty tag list shared by every untagged record (most are): no allocation per put.
-const std::shared_ptr<const std::vector<std::string>>& no_tags() {
-  static const auto empty = std::make_shared<const std::vector<std::string>>();
-  return empty;
+// A recipient as normalize_mailbox() sees it before lower-casing: trimmed, <> stripped.
+std::string_view trimmed_mailbox(std::string_view a) {
+  auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  while (!a.empty() && is_space(a.front())) a.remove_prefix(1);
+  while (!a.empty() && is_space(a.back())) a.remove_suffix(1);
+  if (a.size() >= 2 && a.front() == '<' && a.back() == '>') a = a.substr(1, a.size() - 2);
+  return a;
 }
 
-std::vector<std::string> mailboxes_of(const envelope& e) {
-  std::vector<std::string> out;
-  out.reserve(e.rcpt_to.size());
-  for (const auto& r : e.rcpt_to) {
-    auto n = normalize_mailbox(r);
-    if (n.empty() || std::find(out.begin(), out.end(), n) != out.end()) continue;
-    out.push_back(std::move(n));
-  }
-  return out;
+// Bytes of a record's tail for these recipients (an upper bound: duplicates counted).
+std::size_t mailbox_tail_bytes(const std::vector<std::string>& rcpt_to) {
+  std::size_t n = rcpt_to.size() * sizeof(std::string_view);
+  for (const auto& r : rcpt_to) n += trimmed_mailbox(r).size();
+  return n;
 }
+
+// Writes the distinct normalised mailboxes of `rcpt_to`, in rcpt order, into `tail`
+// (mailbox_tail_bytes(rcpt_to) bytes, aligned for string_view): the views first, then
+// their bytes. Returns the views.
+std::span<const std::string_view> write_mailboxes(const std::vector<std::string>& rcpt_to,
+                                                  std::byte* tail) {
+  auto* views = reinterpret_cast<std::string_view*>(tail);
+  char* chars = reinterpret_cast<char*>(tail + rcpt_to.size() * sizeof(std::string_view));
+  std::size_t k = 0;
+  for (const auto& r : rcpt_to) {
+    std::string_view t = trimmed_mailbox(r);
+    if (t.empty()) continue;
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      char c = t[i];
+      chars[i] = c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+    }
+    std::string_view n(chars, t.size());
+    if (std::find(views, views + k, n) != views + k) continue;  // bytes reused next time
+    new (views + k) std::string_view(n);
+    ++k;
+    chars += t.size();
+  }
+  return {views, k};
+}
+
+// The allocator std::allocate_shared uses for a record: `extra` bytes more than asked
+// for, past the object (the record's tail). `tail` learns where they start.
+template <class T>
+struct tail_allocator {
+  using value_type = T;
+  std::size_t extra = 0;
+  std::byte** tail = nullptr;
+
+  tail_allocator(std::size_t e, std::byte** t) noexcept : extra(e), tail(t) {}
+  template <class U>
+  tail_allocator(const tail_allocator<U>& o) noexcept : extra(o.extra), tail(o.tail) {}
+
+  T* allocate(std::size_t n) {
+    static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+    // Round the object up so the tail is aligned for string_view.
+    const std::size_t head =
+        (n * sizeof(T) + alignof(std::string_view) - 1) & ~(alignof(std::string_view) - 1);
+    auto* p = static_cast<std::byte*>(::operator new(head + extra));
+    if (tail) *tail = p + head;
+    return reinterpret_cast<T*>(p);
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    const std::size_t head =
+        (n * sizeof(T) + alignof(std::string_view) - 1) & ~(alignof(std::string_view) - 1);
+    ::operator delete(static_cast<void*>(p), head + extra);
+  }
+  template <class U>
+  bool operator==(const tail_allocator<U>& o) const noexcept {
+    return extra == o.extra;
+  }
+};
 
 std::size_t string_bytes(const std::string& s) {
   return s.size() + sizeof(std::string);
@@ -230,7 +292,10 @@ std::size_t memory_store::footprint_of(const stored_message& m) {
 void memory_store::put(new_message msg, put_handler done) {
   // Build the record and its index keys before taking the lock (what only searches read
   // is built by the first search that needs it).
-  auto rec = std::make_shared<record>();
+  // One allocation: control block, record, and the mailboxes' tail.
+  std::byte* tail = nullptr;
+  auto rec = std::allocate_shared<record>(
+      tail_allocator<record>(mailbox_tail_bytes(msg.envelope.rcpt_to), &tail));
   rec->created = msg.created.value_or(std::chrono::system_clock::now());
   rec->envelope = std::move(msg.envelope);
   rec->summary = std::move(msg.summary);
@@ -238,7 +303,7 @@ void memory_store::put(new_message msg, put_handler done) {
   rec->raw = std::move(msg.raw);
   rec->has_raw = true;
   rec->builder = msg.build_search_text;
-  rec->mailboxes = mailboxes_of(rec->envelope);
+  rec->mailboxes = write_mailboxes(rec->envelope.rcpt_to, tail);
   rec->id = make_message_id();
   rec->base_bytes = footprint_of(*rec);
   auto tags = distinct_tags(std::move(msg.tags));
@@ -259,8 +324,9 @@ void memory_store::put(new_message msg, put_handler done) {
     rec->seq = next_seq_++;
     tags = canonical_tags_locked(std::move(tags));
     count_tags_locked(tags, true);
-    rec->set_tags(tags.empty() ? no_tags()
-                               : std::make_shared<const std::vector<std::string>>(std::move(tags)));
+    // An untagged record keeps the shared empty list it was built with.
+    if (!tags.empty())
+      rec->set_tags(std::make_shared<const std::vector<std::string>>(std::move(tags)));
     while (!order_.empty() &&
            (order_.size() >= cfg_.max_messages ||
             stats_.bytes + lazy_bytes_.load(std::memory_order_relaxed) + bytes > cfg_.max_bytes)) {
@@ -268,8 +334,10 @@ void memory_store::put(new_message msg, put_handler done) {
     }
     published = rec;  // from here on the record is read-only (tags and flag aside)
     order_.push_back(published);
-    for (const auto& b : published->mailboxes) {
-      auto& box = by_mailbox_[b];
+    for (std::string_view b : published->mailboxes) {
+      auto it = by_mailbox_.find(b);
+      if (it == by_mailbox_.end()) it = by_mailbox_.try_emplace(std::string(b)).first;
+      auto& box = it->second;
       box.order.push_back(published);
       box.unread.fetch_add(1, std::memory_order_relaxed);
     }

@@ -314,6 +314,65 @@ TEST(MemoryStore, MailboxIndexIsCaseInsensitiveAndDeduplicated) {
   EXPECT_EQ(list(s, 0, 10, "nobody@example.com").total, 0u);
 }
 
+TEST(MemoryStore, ManyRecipientsIndexedUnreadCountedAndUnlinked) {
+  // 300 recipients, long enough that no string fits inline, each given twice in other
+  // spellings: every distinct one indexed once, counted unread, and unlinked on delete.
+  st::memory_store s;
+  std::vector<std::string> rcpt;
+  for (int i = 0; i < 300; ++i) {
+    std::string a = "Recipient-Number-" + std::to_string(i) + "@Example.Org";
+    rcpt.push_back(" <" + a + "> ");
+    rcpt.push_back(a);
+  }
+  rcpt.push_back("");  // empty: not a mailbox
+  auto keep = put(s, make("k", {"other@example.org"}, "keep"));
+  auto m = put(s, make("m", rcpt, "many"));
+  ASSERT_TRUE(m);
+  for (int i : {0, 1, 150, 299}) {
+    auto p = list(s, 0, 10, "recipient-number-" + std::to_string(i) + "@example.org");
+    EXPECT_EQ(subjects(p), (std::vector<std::string>{"many"})) << i;
+    EXPECT_EQ(p.unread, 1u) << i;
+  }
+  EXPECT_EQ(set_read_sync(s, st::selection::of_ids({m->id}), true).value, 1u);
+  EXPECT_EQ(list(s, 0, 10, "recipient-number-7@example.org").unread, 0u);
+  EXPECT_EQ(list(s, 0, 10, "recipient-number-7@example.org").total, 1u);
+  EXPECT_EQ(remove_sync(s, st::selection::of_ids({m->id})).value, 1u);
+  EXPECT_EQ(list(s, 0, 10, "recipient-number-7@example.org").total, 0u);
+  EXPECT_EQ(subjects(list(s, 0, 10)), (std::vector<std::string>{"keep"}));
+  // The record outlives its deletion with its envelope intact.
+  EXPECT_EQ(m->envelope.rcpt_to.size(), rcpt.size());
+  EXPECT_EQ(m->summary.subject, "many");
+}
+
+TEST(MemoryStore, BigAddressListCountsAgainstTheByteBound) {
+  // A summary with 100 To and 100 Cc addresses counts their bytes, not only the raw bytes.
+  auto with_list = [](std::size_t n) {
+    auto m = make("x", {"a@x"}, "s");
+    for (std::size_t i = 0; i < n; ++i) {
+      m.summary.to.push_back(
+          {"Name " + std::to_string(i), "to" + std::to_string(i) + "@example.org"});
+      m.summary.cc.push_back({"", "cc" + std::to_string(i) + "@example.org"});
+    }
+    return m;
+  };
+  st::memory_store plain, big;
+  auto pm = put(plain, with_list(0));
+  auto m = put(big, with_list(100));
+  ASSERT_TRUE(m);
+  std::size_t list_bytes = 0;
+  for (const auto* l : {&m->summary.to, &m->summary.cc})
+    for (const auto& a : *l) list_bytes += a.name.size() + a.address.size();
+  EXPECT_GE(big.stats().bytes, plain.stats().bytes + list_bytes);
+  EXPECT_EQ(big.stats().bytes - plain.stats().bytes,
+            st::memory_store::footprint_of(*m) - st::memory_store::footprint_of(*pm));
+  // And a store bounded below that refuses it.
+  st::memory_store tight({.max_messages = 10, .max_bytes = plain.stats().bytes + list_bytes / 2});
+  std::error_code ec;
+  EXPECT_EQ(tight.put_sync(with_list(100), ec), nullptr);
+  EXPECT_EQ(ec, st::errc::too_large);
+  EXPECT_TRUE(put(tight, with_list(0)));
+}
+
 TEST(MemoryStore, RemoveBySelection) {
   st::memory_store s;
   std::vector<std::string> ids;

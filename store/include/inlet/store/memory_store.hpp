@@ -28,6 +28,7 @@
 #pragma once
 
 #include <atomic>
+#include <boost/unordered/unordered_flat_map.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -135,8 +136,9 @@ class memory_store final : public store {
   mutable std::shared_mutex mutex_;
   std::uint64_t next_seq_ = 1;
   order_index order_;
-  // Keyed by a view of the record's own id (the value keeps the record alive).
-  std::unordered_map<std::string_view, record_ptr, string_hash, std::equal_to<>> by_id_;
+  // Keyed by a view of the record's own id (the value keeps the record alive). Open
+  // addressing: no node allocated per message.
+  boost::unordered_flat_map<std::string_view, record_ptr, string_hash, std::equal_to<>> by_id_;
   std::unordered_map<std::string, mailbox, string_hash, std::equal_to<>> by_mailbox_;
   std::map<std::string, tag_info, std::less<>> tags_;  // keyed by the folded tag
   store_stats stats_;                                  // all but `unread`, under mutex_

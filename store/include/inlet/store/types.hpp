@@ -133,7 +133,12 @@ struct stored_message {
 
  private:
   mutable std::atomic<bool> read_{false};
-  mutable std::atomic<tag_list> tags_{std::make_shared<const std::vector<std::string>>()};
+  // Starts as the one shared empty list: a record costs no allocation for its tags.
+  static const tag_list& no_tags() {
+    static const tag_list empty = std::make_shared<const std::vector<std::string>>();
+    return empty;
+  }
+  mutable std::atomic<tag_list> tags_{no_tags()};
 };
 
 using message_ptr = std::shared_ptr<const stored_message>;
