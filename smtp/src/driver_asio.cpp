@@ -5,6 +5,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
@@ -54,6 +55,21 @@ void reserve_socket_states(asio::io_context& ctx, std::size_t n) {
     socks.push_back(std::move(s));
   }
 }
+
+// The accept operation's memory comes from the heap, not from Asio's
+// per-thread recycling cache: a larger accept block left there would be
+// taken by the new connection's first wait and held for as long as the
+// connection idles (measured: ~100 bytes more per idle connection).
+template <class T>
+struct plain_allocator {
+  using value_type = T;
+  plain_allocator() = default;
+  template <class U>
+  plain_allocator(const plain_allocator<U>&) noexcept {}
+  T* allocate(std::size_t n) { return std::allocator<T>().allocate(n); }
+  void deallocate(T* p, std::size_t n) noexcept { std::allocator<T>().deallocate(p, n); }
+  friend bool operator==(const plain_allocator&, const plain_allocator&) noexcept { return true; }
+};
 
 // A connection the server does not take: 421, then shutdown and close (a
 // best-effort blocking send of one short line).
@@ -181,7 +197,7 @@ asio::io_context& asio_server::next_ctx() {
 // more by non-blocking accept before waiting again.
 void asio_server::accept_next(std::size_t i) {
   tcp::acceptor& acc = *acceptors_[i];
-  acc.async_accept(asio::make_strand(next_ctx()), [this, i](error_code ec, tcp::socket s) {
+  auto on_accept = [this, i](error_code ec, tcp::socket s) {
     tcp::acceptor& a = *acceptors_[i];
     if (ec) {
       if (stopping_.load() || ec == asio::error::operation_aborted || !a.is_open()) return;
@@ -195,7 +211,9 @@ void asio_server::accept_next(std::size_t i) {
       take(std::move(more), bound_[i].lmtp);
     }
     accept_next(i);
-  });
+  };
+  acc.async_accept(asio::make_strand(next_ctx()),
+                   asio::bind_allocator(plain_allocator<void>(), std::move(on_accept)));
 }
 
 // A freshly accepted connection: limits (which may evict the slowest
