@@ -3,7 +3,7 @@
 // connections, the deadline reaper, the graceful stop, the thread topology,
 // the STARTTLS context (TLS itself runs in the connection core) and the bridge from the deliver
 // hook's callback back to the connection's strand. A model adds only its dispatcher: how it waits
-// for an action to complete (C++20 coroutine or stackful fiber), in
+// for an action to complete (completion handlers or a stackful fiber), in
 // driver_coro.cpp and driver_stackful.cpp.
 //
 // Internal to inlet::smtp.
