@@ -7,7 +7,7 @@
 //   wait       wait until the socket is readable, then read into
 //              read_buffers(); `idle`: the connection holds no input, body or
 //              reply (a driver may drop whatever it keeps per busy
-//              connection, a coroutine frame)
+//              connection, a fiber's stack)
 //   write      write output() whole
 //   deliver    hand take_message() to the deliver hook
 //   close      close the socket; close_reason() says why

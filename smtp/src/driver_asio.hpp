@@ -3,7 +3,7 @@
 // connections, the deadline reaper, the graceful stop, the thread topology,
 // the STARTTLS context (TLS itself runs in the connection core) and the bridge from the deliver
 // hook's callback back to the connection's strand. A model adds only its dispatcher: how it waits
-// for an action to complete (C++20 coroutine or stackful fiber), in
+// for an action to complete (completion handlers or a stackful fiber), in
 // driver_coro.cpp and driver_stackful.cpp.
 //
 // Internal to inlet::smtp.
@@ -44,13 +44,15 @@ using boost::system::error_code;
 // strand. The pending wait's deadline is kept as it is with and without slot
 // pressure, so a flip of the pressure needs no work per connection: the
 // reaper reads the one that applies.
+struct delivery_slot;
+
 struct asio_conn : std::enable_shared_from_this<asio_conn>, slot {
   static constexpr clock::rep no_deadline = std::numeric_limits<clock::rep>::max();
   asio_conn(tcp::socket s, const conn_policy& p, std::shared_ptr<const session_config> cfg)
       : sock(std::move(s)), conn(p, std::move(cfg)) {
     conn.set_slot(this);
   }
-  ~asio_conn() override { leave(); }
+  ~asio_conn() override;
   void wake() noexcept override;
   tcp::socket sock;
 
@@ -58,6 +60,7 @@ struct asio_conn : std::enable_shared_from_this<asio_conn>, slot {
   // The pending wait's deadline (steady_clock ticks), without and with pressure.
   std::atomic<clock::rep> deadline{no_deadline}, deadline_pressed{no_deadline};
   bool armed = false;  // a wait, write or handshake the reaper may cancel is pending
+  delivery_slot* delivering = nullptr;  // the delivery in progress, if any
 
   /// The pending action's deadlines, for the reaper.
   void arm() noexcept {
@@ -93,21 +96,31 @@ action after_write(asio_conn& c, const error_code& ec);
 /// the usual case.
 bool write_now(asio_conn& c, asio::const_buffer& rest, action& next);
 
-// The deliver hook's answer for one message. The hook may answer inline
-// (taken at once) or later from any thread (posted to the connection's strand,
-// where it cancels `timer` to resume the dispatcher, which waits on it while
-// waiting() is true). Only a weak reference to the connection travels with the
-// callback: a copy the application keeps after calling it must not keep
-// sockets alive past the server.
-struct pending_delivery : std::enable_shared_from_this<pending_delivery> {
-  void answer(delivery_result r);  // the callback; any thread, the first call counts
-  bool waiting() const noexcept { return !result.has_value(); }
+// The deliver hook's answer for one message, in a slot that comes from a
+// per-thread pool and goes back to it once the answer is taken: a delivery
+// allocates nothing. The callback the hook gets holds the slot and its
+// generation only (16 trivially copyable bytes, which std::function keeps
+// inline); a stale copy of a callback (a second call, or one after the slot
+// went on to another delivery) sees another generation and is ignored. The
+// hook may answer inline (taken at once) or later from any thread: then the
+// answer is posted to the connection's strand, the slot holding the
+// connection until that handler has run (asio_server::resume_delivery).
+// A slot is freed only with its thread's pool, when the I/O thread ends.
+struct delivery_slot {
+  /// The callback; any thread. Only the first call of generation `g` counts.
+  void answer(std::uint64_t g, delivery_result r);
+  static delivery_slot* acquire();
+  static void release(delivery_slot* s) noexcept;
+
   std::mutex m;
+  std::uint64_t gen = 0;  // guarded by m
   bool inline_phase = true;
   bool answered = false;
-  std::optional<delivery_result> result;    // set on the strand
-  std::optional<asio::steady_timer> timer;  // only when the answer did not come inline
-  std::weak_ptr<asio_conn> conn;
+  bool ready = false;  // on the strand: the later answer has arrived
+  std::optional<delivery_result> result;
+  std::shared_ptr<asio_conn> conn;      // only while a later answer is awaited
+  asio::steady_timer* timer = nullptr;  // stackful: what the fiber waits on
+  class asio_server* server = nullptr;
 };
 
 class asio_server : public model_driver {
@@ -120,18 +133,18 @@ class asio_server : public model_driver {
   server_stats stats() const override;
 
  protected:
+  friend struct delivery_slot;
   /// Runs a connection that was just admitted, from its first action, on
   /// `ex` (the connection's strand).
   virtual void spawn(std::shared_ptr<asio_conn> c, const asio::any_io_executor& ex) = 0;
-  /// A dispatcher's plain-TCP wait: hand the connection to a readiness wait
-  /// and return. The handler reads (or reports the interruption) and calls
-  /// `resume` with the connection and its next action.
-  template <class Resume>
-  static void wait_readable(std::shared_ptr<asio_conn> c, const action& a, Resume resume);
-  /// Starts the delivery of the connection's message.
-  std::shared_ptr<pending_delivery> deliver(const std::shared_ptr<asio_conn>& c);
+  /// Starts the delivery of the connection's message. True when the answer
+  /// came inline: delivered() takes it. False: the answer comes later, and
+  /// resume_delivery() runs on the connection's strand when it has.
+  bool deliver(const std::shared_ptr<asio_conn>& c);
   /// The answer of a finished delivery, counted, as the next action.
-  action delivered(asio_conn& c, pending_delivery& p);
+  action delivered(asio_conn& c);
+  /// A later answer has arrived (c->delivering->ready): go on with delivered().
+  virtual void resume_delivery(std::shared_ptr<asio_conn> c) = 0;
 
   /// The close action: shut the socket, release the admission slot.
   void finish(asio_conn& c);
@@ -171,17 +184,6 @@ class asio_server : public model_driver {
   std::mutex mu_;                              // guards conns_
   std::list<std::weak_ptr<asio_conn>> conns_;  // pruned by reap()
 };
-
-template <class Resume>
-void asio_server::wait_readable(std::shared_ptr<asio_conn> c, const action&, Resume resume) {
-  c->arm();
-  tcp::socket& sock = c->sock;
-  sock.async_wait(tcp::socket::wait_read,
-                  [c = std::move(c), resume = std::move(resume)](error_code ec) mutable {
-                    action next = ec ? after_read(*c, ec, 0) : read_now(*c);
-                    resume(std::move(c), next);
-                  });
-}
 
 std::unique_ptr<model_driver> make_coro_driver(const server_config& cfg, deliver_fn deliver);
 

@@ -1,13 +1,16 @@
-// The coroutine models (coro, async-1n, async-nn, async-n2n): a C++20
-// coroutine per busy connection runs the connection core's actions. They
-// differ in io_context/thread topology only (asio_server::start). An idle
-// wait ends the coroutine: the connection is handed to a readiness wait whose
-// handler starts a new one, so an idle connection holds no coroutine frame.
-// Writes and inline delivery answers complete without suspending.
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/use_awaitable.hpp>
+// The event-driven Asio models (coro, async-1n, async-nn, async-n2n): a
+// connection's actions run from completion handlers, on its strand. They
+// differ in io_context/thread topology only (asio_server::start).
+//
+// Each asynchronous step (a readiness wait, the rest of a write the socket
+// did not take, a delivery answered later) is one operation whose handler
+// holds the connection and goes on with the next action; everything that
+// completes at once (a read, a reply write, an inline delivery answer) runs
+// in the same handler's loop. So a message costs no coroutine frame, spawn or
+// shared state: the only per-step memory is Asio's operation, which Asio
+// recycles per thread (it is freed before the handler runs, and the handler
+// starts the next one). An idle connection holds its pending wait only.
+#include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 
 #include "driver_asio.hpp"
@@ -15,57 +18,57 @@
 namespace inlet::smtp::detail {
 namespace {
 
-constexpr auto tok = asio::as_tuple(asio::use_awaitable);
-
 class coro_driver final : public asio_server {
  public:
   using asio_server::asio_server;
 
  private:
   void spawn(std::shared_ptr<asio_conn> c, const asio::any_io_executor& ex) override {
-    asio::co_spawn(ex, run(std::move(c), std::nullopt), asio::detached);
+    asio::post(ex, [this, c = std::move(c)]() mutable {
+      action first = c->conn.start(clock::now());
+      run(std::move(c), first);
+    });
   }
-  void resume(std::shared_ptr<asio_conn> c, action a) {
-    auto ex = c->sock.get_executor();
-    asio::co_spawn(ex, run(std::move(c), a), asio::detached);
+  void resume_delivery(std::shared_ptr<asio_conn> c) override {
+    action next = delivered(*c);
+    run(std::move(c), next);
   }
-  asio::awaitable<void> run(std::shared_ptr<asio_conn> c, std::optional<action> first);
+  void run(std::shared_ptr<asio_conn> c, action a);
 };
 
-asio::awaitable<void> coro_driver::run(std::shared_ptr<asio_conn> c, std::optional<action> first) {
-  action a = first ? *first : c->conn.start(clock::now());
+// Runs actions until one has to wait; that one's handler calls run() again.
+void coro_driver::run(std::shared_ptr<asio_conn> c, action a) {
   for (;;) {
     switch (a.kind) {
       case act::read:
         a = read_now(*c);
         break;
       case act::wait: {
-        if (a.idle) {  // nothing held: no coroutine either while the peer is silent
-          wait_readable(std::move(c), a,
-                        [this](auto conn, action next) { resume(std::move(conn), next); });
-          co_return;
-        }
         c->arm();
-        auto [ec] = co_await c->sock.async_wait(tcp::socket::wait_read, tok);
-        a = after_wait(*c, ec);
-        break;
+        tcp::socket& sock = c->sock;
+        sock.async_wait(tcp::socket::wait_read, [this, c = std::move(c)](error_code ec) mutable {
+          action next = after_wait(*c, ec);
+          run(std::move(c), next);
+        });
+        return;
       }
       case act::write: {
         asio::const_buffer rest;
         if (write_now(*c, rest, a)) break;
-        auto [ec, n] = co_await asio::async_write(c->sock, rest, tok);
-        a = after_write(*c, ec);
-        break;
+        tcp::socket& sock = c->sock;
+        asio::async_write(sock, rest, [this, c = std::move(c)](error_code ec, std::size_t) mutable {
+          action next = after_write(*c, ec);
+          run(std::move(c), next);
+        });
+        return;
       }
-      case act::deliver: {
-        auto p = deliver(c);
-        while (p->waiting()) co_await p->timer->async_wait(tok);
-        a = delivered(*c, *p);
+      case act::deliver:
+        if (!deliver(c)) return;  // resume_delivery() goes on
+        a = delivered(*c);
         break;
-      }
       case act::close:
         finish(*c);
-        co_return;
+        return;
     }
   }
 }

@@ -36,6 +36,9 @@ class stackful_driver final : public asio_server {
         [this, c = std::move(c)](asio::yield_context y) { run(c, y); }, ignore_exception{});
   }
   void run(const std::shared_ptr<asio_conn>& c, asio::yield_context& y);
+  void resume_delivery(std::shared_ptr<asio_conn> c) override {
+    if (asio::steady_timer* t = c->delivering->timer) t->cancel();
+  }
 };
 
 void stackful_driver::run(const std::shared_ptr<asio_conn>& c, asio::yield_context& y) {
@@ -62,12 +65,14 @@ void stackful_driver::run(const std::shared_ptr<asio_conn>& c, asio::yield_conte
           a = after_write(*c, ec);
         }
         break;
-      case act::deliver: {
-        auto p = deliver(c);
-        while (p->waiting()) p->timer->async_wait(y[ec]);
-        a = delivered(*c, *p);
+      case act::deliver:
+        if (!deliver(c)) {  // the answer comes later: sleep until resume_delivery()
+          asio::steady_timer t(c->sock.get_executor(), clock::time_point::max());
+          c->delivering->timer = &t;
+          while (!c->delivering->ready) t.async_wait(y[ec]);
+        }
+        a = delivered(*c);
         break;
-      }
       case act::close:
         return;
     }

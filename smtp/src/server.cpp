@@ -1,7 +1,7 @@
 // inlet::smtp::server: a facade over the I/O model chosen in server_config.
 // Each model is a model_driver (driver_common.hpp) that runs the sans-io
-// connection core (connection.hpp) in its own way of waiting: C++20
-// coroutines (driver_coro.cpp), stackful fibers (driver_stackful.cpp), a
+// connection core (connection.hpp) in its own way of waiting: completion
+// handlers (driver_coro.cpp), stackful fibers (driver_stackful.cpp), a
 // thread or a process per connection (driver_thread.cpp, driver_process.cpp).
 #include <inlet/smtp/server.hpp>
 

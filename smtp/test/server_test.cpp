@@ -439,6 +439,38 @@ TEST_P(server_test, asynchronous_delivery_from_another_thread) {
   EXPECT_EQ(box.size(), 0u);
 }
 
+// The first call of a callback counts: a copy kept and called again, even
+// while the connection delivers its next message, answers nothing.
+TEST_P(server_test, stale_delivery_callback_is_ignored) {
+  std::mutex km;
+  std::optional<smtp::delivery_callback> kept;
+  int n = 0;
+  start({}, [&](smtp::received_message&&, smtp::delivery_callback cb) {
+    std::optional<smtp::delivery_callback> old;
+    int k = 0;
+    {
+      std::lock_guard lk(km);
+      old = kept;
+      kept = cb;
+      k = ++n;
+    }
+    if (old) (*old)({smtp::delivery_status::rejected(554, "5.0.0", "stale"), {}});
+    smtp::delivery_result ok{smtp::delivery_status::accepted("S" + std::to_string(k)), {}};
+    cb(ok);
+    cb({smtp::delivery_status::rejected(554, "5.0.0", "twice"), {}});
+  });
+  client c(port);
+  c.send(txn + "one\r\n.\r\n");
+  EXPECT_THAT(c.replies(5), HasSubstr("250 2.0.0 Ok: queued as S1\r\n"));
+  c.send("MAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nDATA\r\ntwo\r\n.\r\n");
+  EXPECT_EQ(c.replies(4),
+            "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n354 End data with <CR><LF>.<CR><LF>\r\n"
+            "250 2.0.0 Ok: queued as S2\r\n");
+  srv->stop();
+  srv->wait();
+  srv.reset();
+}
+
 TEST_P(server_test, bdat_and_lmtp_listener) {
   smtp::server_config cfg;
   cfg.listen = {smtp::listen_endpoint{"127.0.0.1", 0, false}, smtp::listen_endpoint{"127.0.0.1", 0, true}};
