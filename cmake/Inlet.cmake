@@ -17,6 +17,25 @@ set(INLET_ROOT ${CMAKE_CURRENT_LIST_DIR}/..)
 add_custom_target(inlet_tsan_tests)
 add_custom_target(inlet_fuzzers)
 
+# Links the allocator INLET_ALLOCATOR names into an executable (system: nothing).
+# Libraries never link one: the release-memory code finds the process's allocator
+# at run time.
+function(inlet_link_allocator target)
+  if(INLET_SANITIZE OR INLET_ALLOCATOR STREQUAL "system")
+    return()
+  endif()
+  if(INLET_ALLOCATOR STREQUAL "jemalloc")
+    pkg_check_modules(INLET_JEMALLOC REQUIRED IMPORTED_TARGET GLOBAL jemalloc)
+    target_link_libraries(${target} PRIVATE PkgConfig::INLET_JEMALLOC)
+    target_compile_definitions(${target} PRIVATE INLET_ALLOCATOR_JEMALLOC)
+  elseif(INLET_ALLOCATOR STREQUAL "tcmalloc")
+    pkg_check_modules(INLET_TCMALLOC REQUIRED IMPORTED_TARGET GLOBAL libtcmalloc_minimal)
+    target_link_libraries(${target} PRIVATE PkgConfig::INLET_TCMALLOC)
+  else()
+    message(FATAL_ERROR "INLET_ALLOCATOR: jemalloc, tcmalloc or system, not '${INLET_ALLOCATOR}'")
+  endif()
+endfunction()
+
 function(inlet_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra
     $<$<BOOL:${INLET_WERROR}>:-Werror>)

@@ -5,7 +5,8 @@
 # load for http/bench). Idempotent.
 set -euo pipefail
 bash "$(dirname "$0")/install-deps.sh"
-PKGS=(python3-aiosmtpd python3-matplotlib libpython3.11-testsuite nodejs npm libpqxx-dev wrk)
+PKGS=(python3-aiosmtpd python3-matplotlib libpython3.11-testsuite nodejs npm libpqxx-dev wrk
+      libtcmalloc-minimal4)  # tcmalloc for the allocator comparison (LD_PRELOAD; docs/benchmarks/hostile.md)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

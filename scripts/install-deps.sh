@@ -12,6 +12,8 @@ PKGS=(
   libpq-dev libssl-dev liburing-dev libhyperscan-dev libgmime-3.0-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libfmt-dev libspdlog-dev libcli11-dev
+  # inletd's allocator (INLET_ALLOCATOR=jemalloc, the default)
+  libjemalloc-dev
   # time zones of search dates (the date library reads the system zoneinfo)
   libhowardhinnant-date-dev tzdata
   # the HTTP API: thumbnails (GraphicsMagick), link check and message release (libcurl)

@@ -41,7 +41,21 @@ using tcp = asio::ip::tcp;
 using asio::awaitable;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
+// The executable chooses the allocator (INLET_ALLOCATOR, or LD_PRELOAD): a weak
+// reference to each allocator's release call is null unless it is in the process.
+extern "C" int mallctl(const char*, void*, std::size_t*, void*, std::size_t) __attribute__((weak));
+extern "C" void MallocExtension_ReleaseFreeMemory() __attribute__((weak));
+
 namespace {
+
+void release_free_heap() noexcept {
+  if (mallctl != nullptr)
+    mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0);  // MALLCTL_ARENAS_ALL
+  else if (MallocExtension_ReleaseFreeMemory != nullptr)
+    MallocExtension_ReleaseFreeMemory();
+  else
+    malloc_trim(0);
+}
 
 using websocket_stream = beast::websocket::stream<beast::tcp_stream>;
 using steady = std::chrono::steady_clock;
@@ -336,7 +350,7 @@ awaitable<void> server::impl::trim_loop(std::shared_ptr<impl> self) {
     if (closed_since_trim.load(std::memory_order_relaxed) >= cfg.trim_after_closed &&
         live.load(std::memory_order_relaxed) * 4 <= cfg.max_connections) {
       closed_since_trim.store(0, std::memory_order_relaxed);
-      malloc_trim(0);
+      release_free_heap();
     }
   }
 }

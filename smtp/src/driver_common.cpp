@@ -8,7 +8,28 @@
 #include <inlet/buffer/pool.hpp>
 #include <optional>
 
+// The allocator is the executable's choice (INLET_ALLOCATOR, or LD_PRELOAD), so
+// each allocator's release call is a weak reference: null unless that
+// allocator is in the process.
+extern "C" {
+int mallctl(const char* name, void* oldp, std::size_t* oldlenp, void* newp, std::size_t newlen)
+    __attribute__((weak));
+void MallocExtension_ReleaseFreeMemory() __attribute__((weak));
+}
+
 namespace inlet::smtp::detail {
+
+void release_free_heap() noexcept {
+  if (mallctl != nullptr) {
+    // jemalloc: purge every arena's unused dirty pages now (MALLCTL_ARENAS_ALL
+    // is 4096), rather than after its decay time.
+    mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0);
+  } else if (MallocExtension_ReleaseFreeMemory != nullptr) {
+    MallocExtension_ReleaseFreeMemory();  // tcmalloc: its page heap's free spans
+  } else {
+    ::malloc_trim(0);
+  }
+}
 
 delivery_result sink_answer(driver_counters& c) {
   char id[24];
@@ -67,11 +88,24 @@ delivery_result deliver_sync(const deliver_fn& hook, driver_counters& c, receive
   return std::move(*w->res);
 }
 
+bool memory_keeper::tick(std::size_t active, clock::time_point now) {
+  return tick(active, enabled_ ? spare_fragment_bytes() : 0, now);
+}
+
+bool memory_keeper::tick(std::size_t active, std::size_t spare_bytes, clock::time_point now) {
+  if (!enabled_) return false;
+  bool wave = wave_over(active, now);
+  bool spare = spare_unused(spare_bytes, now);
+  if (!wave && !spare) return false;
+  spare_from_ = clock::time_point::max();  // a fresh window after any release
+  release_memory();
+  return true;
+}
+
 // Memory is freed as connections close, so the release waits until the
 // count stops falling: trimming half way through would leave the second
 // half's memory (and refill the pool's spare list) until the next wave.
-bool memory_keeper::tick(std::size_t active, clock::time_point now) {
-  if (!enabled_) return false;
+bool memory_keeper::wave_over(std::size_t active, clock::time_point now) {
   peak_ = std::max(peak_, active);
   bool falling = active < last_active_;
   last_active_ = active;
@@ -83,15 +117,39 @@ bool memory_keeper::tick(std::size_t active, clock::time_point now) {
   if (falling && now - low_since_ < std::chrono::seconds(5)) return false;
   peak_ = active;
   low_since_ = clock::time_point::max();
-  release_memory();
   return true;
+}
+
+// The least spare amount over a window is what no connection needed in it:
+// when even that is above the limit, the spare lists go (under steady
+// traffic they refill from the heap as needed).
+bool memory_keeper::spare_unused(std::size_t spare_bytes, clock::time_point now) {
+  if (spare_from_ == clock::time_point::max()) {
+    spare_from_ = now;
+    spare_low_ = spare_bytes;
+    return false;
+  }
+  spare_low_ = std::min(spare_low_, spare_bytes);
+  if (now - spare_from_ < spare_window) return false;
+  bool release = spare_low_ > spare_bytes_max;
+  spare_from_ = now;
+  spare_low_ = spare_bytes;
+  return release;
+}
+
+std::size_t spare_fragment_bytes() noexcept {
+  std::size_t bytes = 0;
+  for (std::size_t size : {buffer::pool::min_fragment_size, buffer::pool::default_fragment_size,
+                           buffer::pool::max_fragment_size})
+    bytes += static_cast<std::size_t>(buffer::pool::get(size).stats().global_cached) * size;
+  return bytes;
 }
 
 void release_memory() noexcept {
   for (std::size_t size : {buffer::pool::min_fragment_size, buffer::pool::default_fragment_size,
                            buffer::pool::max_fragment_size})
     buffer::pool::get(size).trim();
-  ::malloc_trim(0);
+  release_free_heap();
 }
 
 std::string refusal_reply(const server_config& cfg) {

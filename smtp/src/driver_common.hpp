@@ -66,28 +66,48 @@ void count(driver_counters& c, const delivery_result& r);
 /// Calls the hook and blocks until its callback ran (blocking models).
 delivery_result deliver_sync(const deliver_fn& hook, driver_counters& c, received_message&& msg);
 
-/// Gives freed memory back to the system after a wave of connections: once
-/// the open count has fallen to half its peak since the last release (the
-/// peak at least min_wave above it) and stopped falling (or 5 s later), the
-/// buffer pool's spare fragments are freed and malloc_trim(0) returns free
-/// heap pages. Called from one thread (the reaper, the accept loop) about
-/// once a second with the open count; cheap when nothing happens.
+/// Gives freed memory back to the system: the buffer pools' spare fragments
+/// are freed and the allocator returns its free pages (release_memory), when
+/// - a wave of connections is over: the open count has fallen to half its peak
+///   since the last release (the peak at least min_wave above it) and stopped
+///   falling (or 5 s later); or
+/// - the pools' spare fragments stayed above spare_bytes_max for a whole
+///   spare_window: a few connections with large messages (no wave) leave up
+///   to the pools' global limit (4,096 fragments, 32 MB of 8 KB ones) unused.
+/// Called from one thread (the reaper, the accept loop) about once a second
+/// with the open count; cheap when nothing happens.
 class memory_keeper {
  public:
   explicit memory_keeper(bool enabled) : enabled_(enabled) {}
   /// True when it released memory now.
   bool tick(std::size_t active, clock::time_point now);
+  /// The same with the pools' spare bytes given (tests).
+  bool tick(std::size_t active, std::size_t spare_bytes, clock::time_point now);
   static constexpr std::size_t min_wave = 256;
+  static constexpr std::size_t spare_bytes_max = std::size_t{4} << 20;
+  static constexpr clock::duration spare_window = std::chrono::seconds(5);
 
  private:
+  bool wave_over(std::size_t active, clock::time_point now);
+  bool spare_unused(std::size_t spare_bytes, clock::time_point now);
+
   bool enabled_;
   std::size_t peak_ = 0;
   std::size_t last_active_ = 0;
-  clock::time_point low_since_ = clock::time_point::max();  // the wave was over from then
+  clock::time_point low_since_ = clock::time_point::max();   // the wave was over from then
+  std::size_t spare_low_ = 0;                                // the window's least spare bytes
+  clock::time_point spare_from_ = clock::time_point::max();  // the window's start
 };
 
-/// Frees the buffer pools' spare fragments and trims malloc's free pages.
+/// The bytes of the buffer pools' global spare lists (what release_memory frees).
+std::size_t spare_fragment_bytes() noexcept;
+
+/// Frees the buffer pools' spare fragments and gives the allocator's free pages back.
 void release_memory() noexcept;
+/// Gives the allocator's free pages back to the system: jemalloc's purge of every
+/// arena, tcmalloc's ReleaseFreeMemory, or glibc's malloc_trim(0), whichever is
+/// the process's malloc.
+void release_free_heap() noexcept;
 
 std::string refusal_reply(const server_config& cfg);        ///< 421 4.7.0 too many connections
 std::string shutting_down_reply(const server_config& cfg);  ///< 421 4.3.2

@@ -262,3 +262,24 @@ TEST(MemoryKeeper, ReleasesOnceAWaveIsOver) {
   EXPECT_FALSE(off.tick(0, t += 1s));
   EXPECT_FALSE(off.tick(0, t += 1s));
 }
+
+// Without a wave (a few connections with large messages), spare fragments go
+// back once the least spare amount over a whole window stayed above the limit;
+// not while the spare list is drawn below the limit, not for small amounts.
+TEST(MemoryKeeper, ReleasesSpareFragmentsNoConnectionNeeded) {
+  using namespace std::chrono_literals;
+  constexpr std::size_t big = d::memory_keeper::spare_bytes_max + 1;
+  constexpr std::size_t small = d::memory_keeper::spare_bytes_max / 2;
+  d::memory_keeper k(true);
+  auto t = d::clock::time_point{} + 1000h;
+  for (int i = 0; i < 12; ++i) EXPECT_FALSE(k.tick(32, small, t += 1s)) << i;
+  // Large, but drawn below the limit once in each window: in use.
+  for (int i = 0; i < 12; ++i) EXPECT_FALSE(k.tick(32, i % 4 == 0 ? small : 8 * big, t += 1s)) << i;
+  // Above the limit for a whole window (the current one may have begun low):
+  // released within two windows, once, then a new window begins.
+  int released = 0;
+  for (int i = 0; i < 11; ++i) released += k.tick(32, 8 * big, t += 1s) ? 1 : 0;
+  EXPECT_EQ(released, 1);
+  d::memory_keeper off(false);
+  for (int i = 0; i < 12; ++i) EXPECT_FALSE(off.tick(32, 8 * big, t += 1s));
+}
