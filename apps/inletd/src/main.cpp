@@ -250,6 +250,7 @@ int main(int argc, char** argv) {
 
   inletd::pipeline_options popts;
   popts.tags.title_case = opt.tags_title_case;
+  popts.heavy_bytes = opt.heavy_message_bytes;
   popts.tags.x_tags = opt.tags_disable.find("x-tags") == std::string::npos;
   popts.tags.plus_addresses = opt.tags_disable.find("plus-addresses") == std::string::npos;
   {

@@ -361,6 +361,11 @@ std::optional<int> parse_options(int argc, char** argv, options& o) {
          "receiving: every io model)")
       ->capture_default_str()
       ->check(CLI::IsMember({"after", "streaming"}));
+  app.add_option("--heavy-message-bytes", o.heavy_message_bytes,
+                 "messages of at least this many bytes are parsed and stored on a worker pool, "
+                 "so that they do not hold up the other connections of an SMTP I/O thread "
+                 "(0: every message on its I/O thread)")
+      ->capture_default_str();
   app.add_option("--max-connections", o.max_connections,
                  "SMTP connections in total (421 4.7.0 past it)")
       ->capture_default_str()

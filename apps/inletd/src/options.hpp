@@ -47,6 +47,7 @@ struct options {
   std::string receive_buffer = "segment";  ///< "segment" (zero-copy) or "flat" (copying baseline)
   std::string parse =
       "after";  ///< "after" (parse the complete message) or "streaming" (while receiving)
+  std::size_t heavy_message_bytes = 256 * 1024;  ///< --heavy-message-bytes; 0: never off-thread
   std::size_t max_connections = 10000;
   std::size_t max_connections_per_ip = 1000;
   std::size_t max_connections_per_subnet = 2500;  ///< 0 = no limit

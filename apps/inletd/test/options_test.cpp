@@ -456,3 +456,15 @@ TEST(InletdOptions, EventStreamCaps) {
   EXPECT_TRUE(parse({"--http-max-event-streams", "0"}, zero).has_value());
   EXPECT_TRUE(parse({"--http-max-event-streams-per-client", "-1"}, neg).has_value());
 }
+
+TEST(InletdOptions, HeavyMessageBytes) {
+  inletd::options d;
+  EXPECT_FALSE(parse({}, d).has_value());
+  EXPECT_EQ(d.heavy_message_bytes, 256u * 1024u);
+  inletd::options o, off, bad;
+  EXPECT_FALSE(parse({"--heavy-message-bytes", "65536"}, o).has_value());
+  EXPECT_EQ(o.heavy_message_bytes, 65536u);
+  EXPECT_FALSE(parse({"--heavy-message-bytes", "0"}, off).has_value());
+  EXPECT_EQ(off.heavy_message_bytes, 0u);
+  EXPECT_TRUE(parse({"--heavy-message-bytes", "lots"}, bad).has_value());
+}
