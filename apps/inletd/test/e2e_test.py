@@ -440,6 +440,15 @@ class LoadTest(Base):
         self.assertGreaterEqual(m["Size"], 9000)
 
 
+class HeavyPathDeliveryTest(DeliveryTest):
+    """Every delivery test again, each message parsed and stored on the worker pool."""
+    extra_args = ("--heavy-message-bytes", "1")
+
+
+class HeavyPathLoadTest(LoadTest):
+    extra_args = ("--max-messages", "100000", "--heavy-message-bytes", "1")
+
+
 class EvictionTest(Base):
     extra_args = ("--max-messages", "3")
 
@@ -735,7 +744,14 @@ class TlsTest(Base):
 
 class ShutdownTest(unittest.TestCase):
     def test_sigterm_finishes_transaction_in_flight(self):
-        srv = Inletd()
+        self.sigterm_in_flight()
+
+    def test_sigterm_finishes_transaction_on_the_worker_pool(self):
+        # The message is parsed and stored on the heavy-message pool while the server stops.
+        self.sigterm_in_flight("--heavy-message-bytes", "1")
+
+    def sigterm_in_flight(self, *extra):
+        srv = Inletd(*extra)
         try:
             s = socket.create_connection(("127.0.0.1", srv.smtp_port), timeout=10)
             recv_reply(s)
