@@ -32,7 +32,7 @@ constexpr const char* message_columns =
     "protocol, "
     "auth_user, from_addr, to_addrs, cc_addrs, bcc_addrs, reply_to_addrs, subject, sent, "
     "message_id, snippet, "
-    "attachments, inline_parts, search_text, fields, size, tags, read, raw";
+    "attachments, inline_parts, search_text, fields, size, tags, read, raw, totals";
 
 bool ok(PGconn* c, PGresult* r, ExecStatusType want) {
   bool good = PQresultStatus(r) == want;
@@ -82,7 +82,7 @@ bool load(shard_info& s, std::size_t shard_index, std::size_t mailboxes) {
   PGresult* r =
       PQexec(c,
              "SELECT typname, oid, typarray FROM pg_type WHERE typnamespace = 'mail'::regnamespace "
-             "AND typname IN ('addr', 'attach', 'new_message_v1')");
+             "AND typname IN ('addr', 'attach', 'new_message_v2')");
   for (int i = 0; i < PQntuples(r); ++i) {
     std::string name = PQgetvalue(r, i, 0);
     auto oid = static_cast<pgs::oid_t>(std::stoul(PQgetvalue(r, i, 1)));
@@ -91,7 +91,7 @@ bool load(shard_info& s, std::size_t shard_index, std::size_t mailboxes) {
       s.types.addr = oid, s.types.addr_array = arr;
     else if (name == "attach")
       s.types.attach = oid, s.types.attach_array = arr;
-    else if (name == "new_message_v1")
+    else if (name == "new_message_v2")
       s.types.new_message = oid, s.types.new_message_array = arr;
   }
   PQclear(r);

@@ -14,6 +14,7 @@
 
 #include "search_cases.hpp"
 #include "sync_ops.hpp"
+#include "totals_cases.hpp"
 
 namespace st = inlet::store;
 namespace asio = boost::asio;
@@ -205,6 +206,11 @@ TEST(MemoryStore, SearchTable) {
 TEST(MemoryStore, SearchTableWithTheTextLeftToTheStore) {
   st::memory_store s;
   run_search_table(s, st::test::search_text_mode::deferred);
+}
+
+TEST(MemoryStore, KeepsTheListTotalsThroughEveryRead) {
+  st::memory_store s;
+  run_totals_case(s, "box@example.com");
 }
 
 namespace {

@@ -196,6 +196,33 @@ class TwoInstances(unittest.TestCase):
         self.assertEqual(self.a.json("/api/v1/search?query=zyzzyv")["messages_count"], 1)
         self.assertEqual(self.a.json("/api/v1/search?query=nowhere-in-it")["messages_count"], 0)
 
+    def test_cut_address_lists_answer_their_totals_through_the_other_instance(self):
+        # inletd keeps the first addresses of a long list and the whole count (Totals);
+        # the PostgreSQL store keeps the count, so the answers are the memory store's
+        # (apps/inletd/test/api_e2e_test.py).
+        to = ",\r\n ".join(f"t{i}@example.com" for i in range(5000))
+        raw = f"From: k@example.org\r\nTo: {to}\r\nSubject: many addresses\r\n\r\nbody\r\n".encode()
+        with smtplib.SMTP("127.0.0.1", self.a.smtp_port, timeout=DEADLINE) as s:
+            s.sendmail("k@example.org", ["t0@example.com"], raw)
+        want = {"To": 5000, "Cc": 0, "Bcc": 0, "ReplyTo": 0, "Attachments": 0}
+        m = self.find(self.b, "many addresses")
+        self.assertLessEqual(len(m["To"]), 100)
+        self.assertEqual(m.get("Totals"), want, "listing")
+        found = self.b.json("/api/v1/search?query=subject:%22many%20addresses%22")["messages"]
+        self.assertEqual([x.get("Totals") for x in found], [want], "search")
+        box = self.b.json("/api/v1/mailbox/t0@example.com")["messages"]
+        self.assertEqual([x.get("Totals") for x in box], [want], "mailbox")
+        whole = self.b.json(f"/api/v1/message/{m['ID']}")
+        self.assertEqual(len(whole["To"]), len(m["To"]))
+        self.assertEqual(whole.get("Totals"), want, "message")
+        # A message whose lists are whole has no Totals (Mailpit's shape).
+        raw = b"From: l@example.org\r\nTo: lee@example.com\r\nSubject: few addresses\r\n\r\nbody\r\n"
+        with smtplib.SMTP("127.0.0.1", self.a.smtp_port, timeout=DEADLINE) as s:
+            s.sendmail("l@example.org", ["lee@example.com"], raw)
+        few = self.find(self.b, "few addresses")
+        self.assertNotIn("Totals", few)
+        self.assertNotIn("Totals", self.b.json(f"/api/v1/message/{few['ID']}"))
+
     def test_read_flag_and_delete_cross_instances(self):
         raw = b"Subject: to delete\r\n\r\nbye\r\n"
         with smtplib.SMTP("127.0.0.1", self.a.smtp_port, timeout=DEADLINE) as s:

@@ -169,7 +169,10 @@ TEST_F(PgMove, AnInterruptedMoveResumes) {
     ASSERT_TRUE(s.wait_ready(20s));
     for (int i = 0; i < 20; ++i) {
       std::error_code ec;
-      pgtest::put(s, pgtest::message({box}, "r" + std::to_string(i)), ec);
+      auto m = pgtest::message({box}, "r" + std::to_string(i));
+      m.summary.totals.to = 1000 + static_cast<std::uint32_t>(i);  // a cut list's count
+      m.summary.totals.attachments = 7;
+      pgtest::put(s, std::move(m), ec);
       ASSERT_FALSE(ec);
     }
   }
@@ -195,6 +198,13 @@ TEST_F(PgMove, AnInterruptedMoveResumes) {
   auto [ec, p] = pgtest::wait<st::page>([&](auto h) { s.async_list(r, std::move(h)); });
   ASSERT_FALSE(ec) << ec.message();
   EXPECT_EQ(p.total, 20u);
+  // The copies on the new shard carry their list totals.
+  ASSERT_EQ(p.messages.size(), 20u);
+  for (auto& m : p.messages) {
+    EXPECT_EQ(m->summary.totals.to, 1000 + std::stoul(m->summary.subject.substr(1)));
+    EXPECT_EQ(m->summary.totals.attachments, 7u);
+  }
+  EXPECT_EQ(pgtest::count(0, "SELECT count(*) FROM mail.message WHERE totals IS NOT NULL"), 20);
   EXPECT_EQ(pgtest::count(1, "SELECT count(*) FROM mail.message"), 0);
 }
 

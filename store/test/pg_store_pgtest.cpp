@@ -13,7 +13,9 @@
 #include "inlet/store/pg_store.hpp"
 #include "params.hpp"
 #include "pg_test_env.hpp"
+#include "schema.hpp"
 #include "search_cases.hpp"
+#include "totals_cases.hpp"
 #include "wire.hpp"
 
 using namespace std::chrono_literals;
@@ -72,7 +74,8 @@ TEST_F(PgStore, SetsUpTheClusterOnceAndSplitsTheBuckets) {
                   i, "SELECT count(*) FROM mail.bucket WHERE bucket % 3 <> " + std::to_string(i)),
               0);
     EXPECT_EQ(pgtest::count(i, "SELECT value::int8 FROM mail.meta WHERE key = 'shard'"), i);
-    EXPECT_EQ(pgtest::count(i, "SELECT max(version)::int8 FROM mail.migration"), 1);
+    EXPECT_EQ(pgtest::count(i, "SELECT max(version)::int8 FROM mail.migration"),
+              static_cast<std::int64_t>(pgs::migrations().size()));
     total += owned;
   }
   EXPECT_EQ(total, 64);
@@ -504,7 +507,7 @@ TEST_F(PgStore, ARetriedBatchStoresNothingTwiceAndCopiesMerge) {
   std::vector<std::tuple<std::string, std::uint32_t, std::uint32_t>> types;
   c.query(
       inlet::pg::sql("SELECT typname::text, oid, typarray FROM pg_type WHERE typnamespace = "
-                     "'mail'::regnamespace AND typname IN ('addr', 'attach', 'new_message_v1')"),
+                     "'mail'::regnamespace AND typname IN ('addr', 'attach', 'new_message_v2')"),
       inlet::pg::into(types));
   for (auto& [name, oid, arr] : types) {
     if (name == "addr")
@@ -533,7 +536,7 @@ TEST_F(PgStore, ARetriedBatchStoresNothingTwiceAndCopiesMerge) {
     std::vector<std::int32_t> copy_of, bucket_of;
     for (auto x : bks) copy_of.push_back(1), bucket_of.push_back(x);
     auto r = c.query(inlet::pg::sql(
-        "SELECT refused FROM mail.put_v1($1::mail.new_message_v1[], $2, $3, 0, '{}', '{}', '', '')",
+        "SELECT refused FROM mail.put_v2($1::mail.new_message_v2[], $2, $3, 0, '{}', '{}', '', '')",
         p, copy_of, bucket_of));
     std::vector<std::int32_t> refused{-1};
     EXPECT_FALSE(r.at(0, 0).as(refused));
@@ -600,6 +603,163 @@ TEST_F(PgStore, PassesTheSearchTableWithTheTextLeftToTheStore) {
   st::pg_store s(pgtest::config(3));
   ASSERT_TRUE(s.wait_ready(20s));
   inlet::store::test::run_search_table(s, inlet::store::test::search_text_mode::deferred);
+}
+
+TEST_F(PgStore, KeepsTheListTotalsThroughEveryRead) {
+  // The same case as the memory store (store/test/totals_cases.hpp): a message whose
+  // lists were cut answers the same totals from either store.
+  st::pg_store s(pgtest::config(3));
+  ASSERT_TRUE(s.wait_ready(20s));
+  inlet::store::test::run_totals_case(s, mailbox_on(1, 3, 64));
+}
+
+namespace {
+
+// The OIDs of shard 0's composite types, the message record of `record_type`.
+pgs::shard_types load_types(inlet::pg::connection& c, const std::string& record_type) {
+  pgs::shard_types t;
+  std::vector<std::tuple<std::string, std::uint32_t, std::uint32_t>> types;
+  c.query(inlet::pg::sql("SELECT typname::text, oid, typarray FROM pg_type WHERE typnamespace = "
+                         "'mail'::regnamespace AND typname IN ('addr', 'attach', $1)",
+                         record_type),
+          inlet::pg::into(types));
+  for (auto& [name, oid, arr] : types) {
+    if (name == "addr")
+      t.addr = oid, t.addr_array = arr;
+    else if (name == "attach")
+      t.attach = oid, t.attach_array = arr;
+    else
+      t.new_message = oid, t.new_message_array = arr;
+  }
+  return t;
+}
+
+// Stores `m` in `box` (bucket `bk`, on shard 0) as a binary of schema version 1 does:
+// a mail.new_message_v1 record (this binary's record without its last column, the
+// totals, which must be NULL) through mail.put_v1.
+void put_v1(inlet::pg::connection& c, const st::stored_message& m, std::int64_t us, std::string box,
+            std::int32_t bk) {
+  auto t = load_types(c, "new_message_v1");
+  ASSERT_TRUE(t.complete());
+  std::vector<std::string> boxes{std::move(box)};
+  std::vector<std::int32_t> bks{bk};
+  pgs::copy_view v{&m, us, true, bk, &boxes, &bks, false};
+  std::string rec;
+  pgs::encode_copy(rec, t, v);
+  ASSERT_EQ(pgs::get_i32(rec.data() + rec.size() - 4), -1);  // totals: NULL
+  rec.resize(rec.size() - 8);
+  std::string count;
+  pgs::put_i32(count, 30);
+  rec.replace(0, 4, count);
+  pgs::array_param p;
+  p.element = t.new_message;
+  p.elements.push_back(rec);
+  std::vector<std::int32_t> copy_of{1, 1}, bucket_of{bk, bk};
+  auto r = c.query(inlet::pg::sql(
+      "SELECT refused FROM mail.put_v1($1::mail.new_message_v1[], $2, $3, 0, '{}', '{}', '', '')",
+      p, copy_of, bucket_of));
+  std::vector<std::int32_t> refused{-1};
+  EXPECT_FALSE(r.at(0, 0).as(refused));
+  EXPECT_TRUE(refused.empty());
+}
+
+void old_message(st::stored_message& m, std::int64_t us, std::uint32_t bucket,
+                 const std::string& box) {
+  m.id = pgs::make_id(us, bucket);
+  m.envelope.rcpt_to = {box};
+  m.summary.from = {"Old", "old@example.org"};
+  m.summary.to = {{"", box}};
+  m.summary.subject = "oldrow";
+  m.summary.search_text = "oldrow";
+  m.raw = "Subject: oldrow\r\n\r\nbody\r\n";
+  m.size = m.raw.size();
+}
+
+std::int64_t now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+TEST_F(PgStore, ADatabaseOfSchemaVersion1UpgradesAndItsRowsReadTotalsZero) {
+  {
+    st::pg_store s(pgtest::config(3));
+    ASSERT_TRUE(s.wait_ready(20s));
+  }
+  // Back to schema version 1 on every shard: what migration 2 adds is removed, and the
+  // function it replaced is restored from migration 1.
+  std::string store_copies_v1;
+  for (auto stmt : pgs::split_sql(pgs::migrations().at(0).sql)) {
+    std::string text(stmt);
+    auto at = text.find("CREATE FUNCTION mail.store_copies(");
+    if (at == std::string::npos) continue;
+    store_copies_v1 = text.replace(at, 15, "CREATE OR REPLACE FUNCTION");
+  }
+  ASSERT_FALSE(store_copies_v1.empty());
+  for (unsigned i = 0; i < 3; ++i) {
+    auto c = pgtest::connect(i);
+    c.execute("SET client_min_messages = warning");
+    c.execute("DROP TYPE mail.new_message_v2 CASCADE");
+    c.execute("ALTER TABLE mail.message DROP COLUMN totals");
+    c.execute(store_copies_v1);
+    c.execute("DELETE FROM mail.migration WHERE version > 1");
+    EXPECT_EQ(pgtest::count(i, "SELECT max(version)::int8 FROM mail.migration"), 1);
+  }
+  // A row written by a binary of version 1.
+  std::string box = mailbox_on(0, 3, 64);
+  auto bk = pgs::bucket_of(box, 64);
+  auto us = now_us();
+  st::stored_message old;
+  old_message(old, us, bk, box);
+  {
+    auto c = pgtest::connect(0);
+    put_v1(c, old, us, box, static_cast<std::int32_t>(bk));
+  }
+  ASSERT_EQ(pgtest::count(0, "SELECT count(*) FROM mail.message"), 1);
+
+  st::pg_store s(pgtest::config(3));
+  ASSERT_TRUE(s.wait_ready(20s)) << s.health().detail;
+  for (unsigned i = 0; i < 3; ++i)
+    EXPECT_EQ(pgtest::count(i, "SELECT max(version)::int8 FROM mail.migration"), 2);
+  const st::summary::list_totals zero{};
+  auto got = inlet::store::test::get_sync(s, old.id);
+  ASSERT_FALSE(got.ec) << got.ec.message();
+  inlet::store::test::expect_totals(got.value, zero, "get of an old row");
+  EXPECT_EQ(got.value->summary.subject, "oldrow");
+
+  // A new message with cut lists beside it, and one more from a binary of version 1
+  // (still running beside this one): each reads its own totals.
+  auto cut = inlet::store::test::totals_message(box, "newrow");
+  cut.summary.to = {{"", box}};
+  cut.summary.totals.to = 80'000;
+  cut.summary.totals.attachments = 9;
+  std::error_code ec;
+  auto stored = s.put_sync(std::move(cut), ec);
+  ASSERT_FALSE(ec) << ec.message();
+  auto us2 = now_us();
+  st::stored_message later;
+  old_message(later, us2, bk, box);
+  {
+    auto c = pgtest::connect(0);
+    put_v1(c, later, us2, box, static_cast<std::int32_t>(bk));
+  }
+  st::summary::list_totals want{};
+  want.to = 80'000;
+  want.attachments = 9;
+  auto p = inlet::store::test::list_all(s, 0, 10, box);
+  ASSERT_EQ(p.messages.size(), 3u);
+  inlet::store::test::expect_totals(p.messages[0], zero, "list: version 1 row");
+  inlet::store::test::expect_totals(p.messages[1], want, "list: new row");
+  inlet::store::test::expect_totals(p.messages[2], zero, "list: old row");
+  EXPECT_EQ(p.messages[2]->id, old.id);
+  st::list_request r(0, 10);
+  ASSERT_FALSE(st::search::parse("subject:oldrow", "", r.query));
+  auto found = inlet::store::test::list_sync(s, r);
+  ASSERT_FALSE(found.ec);
+  ASSERT_EQ(found.value.messages.size(), 2u);
+  inlet::store::test::expect_totals(found.value.messages[1], zero, "search: old row");
 }
 
 TEST_F(PgStore, EventsReachEveryInstance) {

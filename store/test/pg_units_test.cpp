@@ -3,6 +3,7 @@
 // pg_store_pgtest), SQL script splitting, DSN helpers.
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <set>
 
 #include "engine.hpp"
@@ -77,10 +78,10 @@ TEST(PgWire, AddressAndAttachmentArraysRoundTrip) {
   copy_view v{&m, 1'700'000'000'000'000, true, 7, &boxes, &buckets, false};
   std::string out;
   encode_copy(out, t, v);
-  // Walk the record: 30 columns, each OID + length, and decode the composite columns.
+  // Walk the record: 31 columns, each OID + length, and decode the composite columns.
   const char* p = out.data();
   const char* end = p + out.size();
-  ASSERT_EQ(get_i32(p), 30);
+  ASSERT_EQ(get_i32(p), 31);
   p += 4;
   std::vector<std::pair<std::uint32_t, std::string_view>> cols;
   while (p < end) {
@@ -92,7 +93,7 @@ TEST(PgWire, AddressAndAttachmentArraysRoundTrip) {
     if (len > 0) p += len;
   }
   ASSERT_EQ(p, end);
-  ASSERT_EQ(cols.size(), 30u);
+  ASSERT_EQ(cols.size(), 31u);
   EXPECT_EQ(cols[0].second, m.id);
   EXPECT_EQ(cols[13].first, t.addr);
   address from;
@@ -120,6 +121,36 @@ TEST(PgWire, AddressAndAttachmentArraysRoundTrip) {
   EXPECT_EQ(b, buckets);
   EXPECT_EQ(cols[19].second.size(), 0u);  // sent: NULL (no Date)
   EXPECT_EQ(cols[29].second, m.raw);
+  EXPECT_EQ(cols[30].first, oids::int4_array);
+  EXPECT_EQ(get_i32(out.data() + out.size() - 4), -1);  // totals: NULL (every list whole)
+}
+
+TEST(PgWire, ListTotalsAreAnArrayOfFiveWhenAListWasCut) {
+  shard_types t{100, 101, 200, 201, 300, 301};
+  stored_message m;
+  m.id = make_id(1'700'000'000'000'000, 7);
+  m.summary.totals.to = 80'000;
+  m.summary.totals.attachments = 4'000'000'000u;  // beyond int4: clamped
+  std::vector<std::string> boxes;
+  std::vector<std::int32_t> buckets;
+  copy_view v{&m, 1'700'000'000'000'000, true, 7, &boxes, &buckets, false};
+  std::string out;
+  encode_copy(out, t, v);
+  // The last column: OID, length, then a one-dimensional int4 array of 5.
+  std::string arr;
+  encode_array_header(arr, oids::int4, 5);
+  for (std::int32_t x : {80'000, 0, 0, 0, INT32_MAX}) {
+    put_i32(arr, 4);
+    put_i32(arr, x);
+  }
+  ASSERT_GT(out.size(), arr.size() + 8);
+  const char* col = out.data() + out.size() - arr.size() - 8;
+  EXPECT_EQ(static_cast<std::uint32_t>(get_i32(col)), oids::int4_array);
+  EXPECT_EQ(get_i32(col + 4), static_cast<std::int32_t>(arr.size()));
+  EXPECT_EQ(std::string_view(col + 8, arr.size()), arr);
+  std::vector<std::int32_t> back;
+  ASSERT_TRUE(decode_int4_array(std::string_view(col + 8, arr.size()), back));
+  EXPECT_EQ(back, (std::vector<std::int32_t>{80'000, 0, 0, 0, INT32_MAX}));
 }
 
 TEST(PgWire, DecodersRejectEveryTruncation) {
@@ -173,13 +204,13 @@ TEST(PgSchema, SplitsScripts) {
   EXPECT_NE(s[0].find("DEFAULT ';'"), std::string_view::npos);
   EXPECT_NE(s[1].find("SELECT 1; $$"), std::string_view::npos);
   EXPECT_NE(s[2].find("\"we;ird\""), std::string_view::npos);
-  // Every shipped migration splits into statements that each hold SQL.
-  for (auto& m : migrations()) {
-    auto parts = split_sql(m.sql);
-    EXPECT_GT(parts.size(), 10u) << m.name;
-  }
+  // Every shipped migration splits into statements, numbered 1, 2, ... without a gap.
   ASSERT_FALSE(migrations().empty());
-  EXPECT_EQ(migrations().front().version, 1);
+  EXPECT_GT(split_sql(migrations().front().sql).size(), 10u);
+  for (std::size_t i = 0; i < migrations().size(); ++i) {
+    EXPECT_FALSE(split_sql(migrations()[i].sql).empty()) << migrations()[i].name;
+    EXPECT_EQ(migrations()[i].version, static_cast<int>(i + 1)) << migrations()[i].name;
+  }
 }
 
 TEST(PgDsn, AddsParametersOnce) {

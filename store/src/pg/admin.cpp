@@ -52,14 +52,14 @@ pgs::shard_types load_types(pg::connection& c, std::error_code& ec) {
   std::vector<std::tuple<std::string, std::uint32_t, std::uint32_t>> rows;
   c.query(pg::sql("SELECT typname::text, oid, typarray FROM pg_type WHERE typnamespace = "
                   "'mail'::regnamespace "
-                  "AND typname IN ('addr', 'attach', 'new_message_v1')"),
+                  "AND typname IN ('addr', 'attach', 'new_message_v2')"),
           pg::into(rows), ec);
   for (auto& [name, oid, array] : rows) {
     if (name == "addr")
       t.addr = oid, t.addr_array = array;
     else if (name == "attach")
       t.attach = oid, t.attach_array = array;
-    else if (name == "new_message_v1")
+    else if (name == "new_message_v2")
       t.new_message = oid, t.new_message_array = array;
   }
   return t;
@@ -180,7 +180,7 @@ std::error_code copy_bucket(pg::connection& a, pg::connection& b, std::int32_t b
     std::string param;
     pgs::encode_array_header(param, types.new_message, encoded.size());
     for (auto& e : encoded) pgs::encode_element(param, e);
-    auto q = pg::sql("SELECT mail.import_v1($1::mail.new_message_v1[], $2)",
+    auto q = pg::sql("SELECT mail.import_v2($1::mail.new_message_v2[], $2)",
                      pgs::raw_param{std::move(param)}, bucket);
     b.query(q, ec);
     if (ec) {

@@ -65,7 +65,7 @@ struct put_state {
 };
 
 /// One copy of a put, for one shard: its mailboxes there and their buckets, and its
-/// encoded mail.new_message_v1 record (encoded with that shard's type OIDs).
+/// encoded mail.new_message_v2 record (encoded with that shard's type OIDs).
 struct copy_item {
   std::shared_ptr<put_state> put;
   std::vector<std::string> mailboxes;

@@ -1,7 +1,7 @@
 // Parameters that inlet::pg sends as they are: bytes already in PostgreSQL's binary
 // format for a type whose OID differs per database (the store's composites). They are
 // sent with OID 0, so the server takes the type from a cast in the SQL text
-// (`$1::mail.new_message_v1[]`).
+// (`$1::mail.new_message_v2[]`).
 #pragma once
 
 #include <string>

@@ -1,5 +1,7 @@
 #include "reads.hpp"
 
+#include <algorithm>
+
 #include "inlet/pg/codec.hpp"
 #include "inlet/store/error.hpp"
 #include "wire.hpp"
@@ -12,7 +14,7 @@ constexpr const char* summary_names[] = {
     "id",          "received",       "created",   "helo",      "mail_from",  "rcpt_to",
     "remote",      "protocol",       "auth_user", "from_addr", "to_addrs",   "cc_addrs",
     "bcc_addrs",   "reply_to_addrs", "subject",   "sent",      "message_id", "snippet",
-    "attachments", "inline_parts",   "size",      "read",      "tags"};
+    "attachments", "inline_parts",   "size",      "read",      "tags",       "totals"};
 constexpr int summary_count = sizeof summary_names / sizeof summary_names[0];
 
 std::error_code bad_row() {
@@ -31,6 +33,20 @@ bool text(const pg::result& r, int row, int col, std::string& out) {
 
 time_point to_time(pg::timestamptz t) {
   return time_point(std::chrono::duration_cast<time_point::duration>(t.time_since_epoch()));
+}
+
+// mail.message.totals: NULL (every list whole, or a row of schema version 1), or
+// {to, cc, bcc, reply_to, attachments}.
+bool read_totals(const pg::field& f, summary::list_totals& out) {
+  out = {};
+  if (f.is_null()) return true;
+  std::vector<std::int32_t> v;
+  if (!decode_int4_array(f.bytes(), v) || v.size() != 5) return false;
+  if (std::any_of(v.begin(), v.end(), [](std::int32_t x) { return x < 0; })) return false;
+  auto u = [](std::int32_t x) { return static_cast<std::uint32_t>(x); };
+  out.to = u(v[0]), out.cc = u(v[1]), out.bcc = u(v[2]), out.reply_to = u(v[3]);
+  out.attachments = u(v[4]);
+  return true;
 }
 
 }  // namespace
@@ -95,6 +111,7 @@ std::error_code read_summary_row(const pg::result& r, int row, bool with_raw, st
   std::vector<std::string> tags;
   if (r.at(row, c++).as(tags)) return bad_row();
   m.set_tags(std::make_shared<const std::vector<std::string>>(std::move(tags)));
+  if (!read_totals(r.at(row, c++), s.totals)) return bad_row();
   if (with_raw) {
     text(r, row, c++, s.search_text);
     auto raw = r.at(row, c++);

@@ -250,7 +250,7 @@ asio::awaitable<void> shard::bring_up(pg::connection& conn) {
   std::vector<std::tuple<std::string, std::uint32_t, std::uint32_t>> types;
   co_await conn.async_query(pg::sql("SELECT typname::text, oid, typarray FROM pg_type "
                                     "WHERE typnamespace = 'mail'::regnamespace AND typname IN "
-                                    "('addr', 'attach', 'new_message_v1')"),
+                                    "('addr', 'attach', 'new_message_v2')"),
                             pg::into(types));
   auto t = std::make_shared<shard_types>();
   for (auto& [name, oid, array] : types) {
@@ -258,7 +258,7 @@ asio::awaitable<void> shard::bring_up(pg::connection& conn) {
       t->addr = oid, t->addr_array = array;
     else if (name == "attach")
       t->attach = oid, t->attach_array = array;
-    else if (name == "new_message_v1")
+    else if (name == "new_message_v2")
       t->new_message = oid, t->new_message_array = array;
   }
   if (!t->complete()) throw std::runtime_error("the schema lacks the mail.* types");
@@ -459,7 +459,7 @@ void shard::pump() {
 }
 
 void shard::send(slot& s, std::vector<copy_item> batch) {
-  // The whole batch as one mail.new_message_v1[] parameter: this shard's element OID in
+  // The whole batch as one mail.new_message_v2[] parameter: this shard's element OID in
   // the array header, the copies' records as the elements.
   array_param p;
   p.element = types()->new_message;
@@ -488,7 +488,7 @@ void shard::send(slot& s, std::vector<copy_item> batch) {
     }
   }
   auto q = pg::sql(
-      "SELECT refused, trimmed FROM mail.put_v1($1::mail.new_message_v1[], $2, $3, $4, $5, $6, $7, "
+      "SELECT refused, trimmed FROM mail.put_v2($1::mail.new_message_v2[], $2, $3, $4, $5, $6, $7, "
       "$8)",
       std::move(p), std::move(copy_of), std::move(bucket_of), cap, std::move(box_names),
       std::move(box_buckets), eng_.channel(), eng_.instance());

@@ -1,7 +1,10 @@
 #include "wire.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstring>
+#include <iterator>
 
 #include "inlet/store/search.hpp"
 
@@ -161,6 +164,23 @@ void array_column(record_writer& r, oid_t array_type, oid_t elem, const Range& i
   r.close(at);
 }
 
+// The list totals as mail.message.totals reads them: {to, cc, bcc, reply_to,
+// attachments}, or NULL when every list is whole (nearly every message).
+void encode_totals(record_writer& r, const summary::list_totals& t) {
+  const std::uint32_t v[] = {t.to, t.cc, t.bcc, t.reply_to, t.attachments};
+  if (std::all_of(std::begin(v), std::end(v), [](std::uint32_t x) { return x == 0; })) {
+    r.null(oids::int4_array);
+    return;
+  }
+  std::size_t at = r.open(oids::int4_array);
+  encode_array_header(r.out(), oids::int4, std::size(v));
+  for (auto x : v) {
+    put_i32(r.out(), 4);
+    put_i32(r.out(), static_cast<std::int32_t>(std::min<std::uint32_t>(x, INT32_MAX)));
+  }
+  r.close(at);
+}
+
 std::int64_t unix_us(time_point t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
 }
@@ -185,7 +205,7 @@ void encode_copy(std::string& out, const shard_types& t, const copy_view& c) {
   const stored_message& m = *c.msg;
   const summary& s = m.summary;
   const envelope& e = m.envelope;
-  record_writer r(out, 30);
+  record_writer r(out, 31);
   r.text(m.id);
   r.timestamptz(c.received_us);
   r.timestamptz(unix_us(m.created));
@@ -239,6 +259,7 @@ void encode_copy(std::string& out, const shard_types& t, const copy_view& c) {
                [](std::string& o, const std::string& v) { append_text(o, v); });
   r.boolean(c.read);
   r.bytea(m.raw);
+  encode_totals(r, s.totals);
 }
 
 // ---- decoding ---------------------------------------------------------------------

@@ -1,5 +1,5 @@
 // Binary encoding of the PostgreSQL store's composite values: a message copy
-// (mail.new_message_v1), addresses (mail.addr), attachments (mail.attach) and arrays
+// (mail.new_message_v2), addresses (mail.addr), attachments (mail.attach) and arrays
 // of them, in PostgreSQL's binary send/receive format. inlet::pg maps only built-in
 // types; the composite types here have OIDs that differ per database, so every
 // encoder takes the OIDs of the shard it writes to (shard_types).
@@ -64,7 +64,7 @@ struct copy_view {
   bool read = false;
 };
 
-/// Appends one mail.new_message_v1 record (without the element length prefix).
+/// Appends one mail.new_message_v2 record (without the element length prefix).
 void encode_copy(std::string& out, const shard_types& t, const copy_view& c);
 
 /// Appends an array header for `n` elements of `elem` (ndim 1, or 0 when n == 0).

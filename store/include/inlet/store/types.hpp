@@ -70,7 +70,7 @@ struct summary {
   std::uint32_t inline_parts = 0;  ///< parts shown inline (`has:inline`)
   /// How many entries the message has in all when a list above keeps only the first of
   /// them (the receive path bounds each list); 0 when the list is whole. A reader takes
-  /// max(total, list size). Not kept by the PostgreSQL store.
+  /// max(total, list size).
   struct list_totals {
     std::uint32_t to = 0, cc = 0, bcc = 0, reply_to = 0, attachments = 0;
   } totals;
