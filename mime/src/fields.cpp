@@ -650,16 +650,22 @@ std::vector<mailbox> parse_address_list(std::string_view raw, bool* defect) {
 
 std::vector<mailbox> parse_address_list(std::string_view raw, std::size_t keep, std::size_t* total,
                                         bool* defect) {
+  std::vector<mailbox> out;
+  parse_address_list(raw, keep, total, defect, out);
+  return out;
+}
+
+void parse_address_list(std::string_view raw, std::size_t keep, std::size_t* total, bool* defect,
+                        std::vector<mailbox>& out) {
+  out.clear();
   std::string buf;
   const std::string_view u = unfold_raw(raw, buf);
-  std::vector<mailbox> out;
   addr_parser p{u, 0, out};
   p.keep = keep;
   p.list();
   for (auto& m : out) m.name = valid_utf8(m.name);
   if (defect) *defect = p.defect;
   if (total) *total = out.size() + p.dropped;
-  return out;
 }
 
 // ---- dates -------------------------------------------------------------------------

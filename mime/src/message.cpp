@@ -354,6 +354,19 @@ std::string html_to_text(std::string_view h) {
 
 summary summarize(const parsed_message& m, std::size_t snippet_chars, std::size_t max_addresses) {
   summary s;
+  summarize(m, s, snippet_chars, max_addresses);
+  return s;
+}
+
+void summarize(const parsed_message& m, summary& s, std::size_t snippet_chars,
+               std::size_t max_addresses) {
+  for (auto* v : {&s.from, &s.to, &s.cc, &s.bcc, &s.reply_to}) v->clear();
+  s.address_counts = {};
+  s.subject.reset();
+  s.date.reset();
+  s.message_id.reset();
+  s.snippet.clear();
+  s.attachments.clear();
   std::string scratch;
   // The fields the summary reads, found in one pass over the root's header (the first
   // of each name counts, as with find()).
@@ -376,7 +389,8 @@ summary summarize(const parsed_message& m, std::size_t snippet_chars, std::size_
     }
   }
   auto addrs = [&](slot k, std::vector<mailbox>& out, std::size_t& count) {
-    if (found[k]) out = parse_address_list(m.view(found[k]->value, scratch), max_addresses, &count);
+    if (found[k])
+      parse_address_list(m.view(found[k]->value, scratch), max_addresses, &count, nullptr, out);
   };
   summary::counts& c = s.address_counts;
   addrs(from, s.from, c.from);
@@ -415,7 +429,6 @@ summary summarize(const parsed_message& m, std::size_t snippet_chars, std::size_
     a.part = i;
     s.attachments.push_back(std::move(a));
   }
-  return s;
 }
 
 }  // namespace inlet::mime

@@ -1,8 +1,8 @@
-#include "split.hpp"
-
 #include <gtest/gtest.h>
 
 #include <cstdio>
+
+#include "split.hpp"
 
 namespace inlet::mime::test {
 namespace {
@@ -37,6 +37,39 @@ TEST(summary, simple) {
   });
 }
 
+// A reused summary holds exactly what a fresh one would: nothing of the message before.
+TEST(summary, reused_summary_equals_a_fresh_one) {
+  const std::string a = read_data("simple.eml");
+  const std::string b = read_data("nested.eml");
+  const parsed_message ma = parse(a);
+  const parsed_message mb = parse(b);
+  summary reused;
+  for (const parsed_message* m : {&ma, &mb, &ma, &mb}) {
+    summarize(*m, reused, 200, 2);
+    const summary fresh = summarize(*m, 200, 2);
+    EXPECT_EQ(reused.from, fresh.from);
+    EXPECT_EQ(reused.to, fresh.to);
+    EXPECT_EQ(reused.cc, fresh.cc);
+    EXPECT_EQ(reused.bcc, fresh.bcc);
+    EXPECT_EQ(reused.reply_to, fresh.reply_to);
+    EXPECT_EQ(reused.address_counts.to, fresh.address_counts.to);
+    EXPECT_EQ(reused.address_counts.cc, fresh.address_counts.cc);
+    EXPECT_EQ(reused.subject, fresh.subject);
+    EXPECT_EQ(reused.date, fresh.date);
+    EXPECT_EQ(reused.message_id, fresh.message_id);
+    EXPECT_EQ(reused.snippet, fresh.snippet);
+    ASSERT_EQ(reused.attachments.size(), fresh.attachments.size());
+    for (std::size_t i = 0; i < fresh.attachments.size(); ++i)
+      EXPECT_EQ(reused.attachments[i].filename, fresh.attachments[i].filename);
+  }
+  // The second message has no To list: the first's must not survive into it.
+  summarize(ma, reused);
+  ASSERT_FALSE(reused.to.empty());
+  summarize(mb, reused);
+  EXPECT_TRUE(reused.to.empty());
+  EXPECT_EQ(reused.address_counts.to, 0u);
+}
+
 TEST(summary, nested_text_and_attachments) {
   std::string in = read_data("nested.eml");
   for_each_split(in, [&](const parsed_message& m, const std::string& label) {
@@ -53,7 +86,8 @@ TEST(summary, nested_text_and_attachments) {
     std::vector<std::uint32_t> texts;
     for_each_text_part(m, [&](std::uint32_t p) { texts.push_back(p); });
     ASSERT_EQ(texts, (std::vector<std::uint32_t>{2, 3, 7}));
-    ASSERT_EQ(text_of(m, 3), "<html><body><p>Gr&uuml;&szlig;e &amp; <b>hello</b></p></body></html>");
+    ASSERT_EQ(text_of(m, 3),
+              "<html><body><p>Gr&uuml;&szlig;e &amp; <b>hello</b></p></body></html>");
     ASSERT_EQ(charset(m, 2), "iso-8859-1");
     ASSERT_EQ(filename(m, 4), "résumé.pdf");
     ASSERT_EQ(disposition(m, 4), "attachment");
@@ -83,7 +117,8 @@ TEST(summary, charset_parameter_forms) {
 TEST(summary, html_only_snippet_and_koi8) {
   parsed_message m = parse(
       "Content-Type: text/html; charset=utf-8\r\n\r\n<html><head><style>p{x}</style></head>"
-      "<body><script>var a;</script><p>Tom &amp; Jerry&#33;&nbsp;&#x263A;</p><!-- hidden --></body></html>");
+      "<body><script>var a;</script><p>Tom &amp; Jerry&#33;&nbsp;&#x263A;</p><!-- hidden "
+      "--></body></html>");
   EXPECT_EQ(summarize(m).snippet, "Tom & Jerry! ☺");
   std::string in = read_data("broken.eml");
   for_each_split(in, [&](const parsed_message& b, const std::string& label) {
@@ -100,7 +135,8 @@ TEST(summary, text_parts_named_in_any_spelling_are_attachments) {
       "Content-Type: text/plain;\r\n name*=utf-8''a.txt",
       "Content-Type: text/plain; charset=us-ascii;\r\n\tName*0=\"a\"; name*1=\".txt\"",
       "Content-Type: text/plain\r\nContent-Disposition: inline; FileName=\"a.txt\"",
-      "Content-Type: text/plain\r\nContent-Disposition: inline;\r\n filename*0*=utf-8''a; filename*1=.txt",
+      "Content-Type: text/plain\r\nContent-Disposition: inline;\r\n filename*0*=utf-8''a; "
+      "filename*1=.txt",
   };
   for (const char* f : fields) {
     const std::string in = std::string(f) + "\r\n\r\nbody\r\n";
@@ -163,9 +199,10 @@ TEST(summary, snippet_of_a_long_part_equals_the_full_decode) {
   const std::string lead_ws(3000, ' ');  // whitespace the snippet skips: more than one slice
   for (const std::string& body_text : {text, lead_ws + "\r\n" + text}) {
     for (int enc = 0; enc < 2; ++enc) {
-      const std::string msg = std::string("Subject: s\r\nContent-Type: text/plain; charset=utf-8\r\n") +
-                              (enc ? "Content-Transfer-Encoding: quoted-printable\r\n" : "") + "\r\n" +
-                              (enc ? qp(body_text) : body_text);
+      const std::string msg =
+          std::string("Subject: s\r\nContent-Type: text/plain; charset=utf-8\r\n") +
+          (enc ? "Content-Transfer-Encoding: quoted-printable\r\n" : "") + "\r\n" +
+          (enc ? qp(body_text) : body_text);
       parser ps;
       const parsed_message& m = ps.parse(msg);
       std::string full;

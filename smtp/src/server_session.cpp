@@ -221,8 +221,13 @@ std::string_view to_string(protocol p) noexcept {
 
 delivery_status delivery_status::accepted(std::string_view queue_id) {
   delivery_status s;
-  s.text = "Ok: queued as ";
-  s.text += queue_id;
+  if (!queue_id.empty() && queue_id.size() <= max_inline_queue_id) {
+    std::memcpy(s.queue_id_bytes.data(), queue_id.data(), queue_id.size());
+    s.queue_id_size = static_cast<std::uint8_t>(queue_id.size());
+  } else {
+    s.text = "Ok: queued as ";
+    s.text += queue_id;
+  }
   return s;
 }
 
@@ -784,10 +789,19 @@ void server_session::delivery_done(const delivery_result& r) {
     return;
   }
   auto one = [this](const delivery_status& st, std::string_view prefix) {
-    reply(st.code, st.enhanced, prefix,
-          !st.text.empty() ? std::string_view(st.text)
-          : st.ok()        ? "Ok"
-                           : "Error");
+    // "Ok: queued as ID" is formatted here, on the stack, from the inline ID.
+    constexpr std::string_view queued = "Ok: queued as ";
+    char buf[queued.size() + delivery_status::max_inline_queue_id];
+    std::string_view text = st.text;
+    if (text.empty() && st.queue_id_size > 0) {
+      const std::string_view id = st.queue_id();
+      std::memcpy(buf, queued.data(), queued.size());
+      std::memcpy(buf + queued.size(), id.data(), id.size());
+      text = std::string_view(buf, queued.size() + id.size());
+    } else if (text.empty()) {
+      text = st.ok() ? "Ok" : "Error";
+    }
+    reply(st.code, st.enhanced, prefix, text);
   };
   if (cfg_->lmtp) {
     const auto& rcpts = env_.rcpt_to.empty() ? lmtp_rcpts_ : env_.rcpt_to;

@@ -289,6 +289,25 @@ TEST(session, rejection_from_delivery_hook_is_relayed) {
   EXPECT_THAT(r.output, HasSubstr("\r\n550 5.7.1 rejected by filter\r\n"));
 }
 
+// The queue ID is kept inline up to max_inline_queue_id bytes and formatted into the
+// reply; a longer one travels as text. The wire reply is the same either way.
+TEST(session, accepted_reply_names_the_queue_id_short_or_long) {
+  const std::string short_id(22, 'a');
+  const std::string edge_id(smtp::delivery_status::max_inline_queue_id, 'b');
+  const std::string long_id(smtp::delivery_status::max_inline_queue_id + 1, 'c');
+  EXPECT_EQ(smtp::delivery_status::accepted(short_id).queue_id(), short_id);
+  EXPECT_TRUE(smtp::delivery_status::accepted(short_id).text.empty());
+  EXPECT_EQ(smtp::delivery_status::accepted(long_id).text, "Ok: queued as " + long_id);
+  for (const std::string& id : {short_id, edge_id, long_id, std::string("Q")}) {
+    auto r = run_all_splits(cfg_default(), ehlo + envelope_cmds + "x\r\n.\r\n",
+                            [&](const smtp::envelope&, const std::string&) {
+                              return smtp::delivery_result{smtp::delivery_status::accepted(id),
+                                                           {}};
+                            });
+    EXPECT_THAT(r.output, HasSubstr("\r\n250 2.0.0 Ok: queued as " + id + "\r\n")) << id;
+  }
+}
+
 TEST(session, command_line_too_long) {
   auto cfg = cfg_default();
   std::string in = ehlo + "NOOP " + std::string(600, 'x') + "\r\nNOOP\r\n";

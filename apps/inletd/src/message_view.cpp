@@ -155,7 +155,15 @@ mm::parser& thread_parser() {
 
 void analyze(const mm::parsed_message& m, const std::vector<std::string>& rcpt_to, st::summary& out,
              inlet::filter::scan* scan) {
-  mm::summary s = mm::summarize(m, 200, max_addresses);
+  // One summary per thread, reused: its address lists keep their capacity, so the
+  // From and To lists of an ordinary message cost no allocation (analyze is not
+  // re-entered on a thread; what is moved out of it is reset by the next summarize).
+  thread_local mm::summary scratch;
+  mm::summary& s = scratch;
+  // A long list seen once does not stay held by the thread.
+  for (auto* v : {&s.from, &s.to, &s.cc, &s.bcc, &s.reply_to})
+    if (v->capacity() > 8) *v = {};
+  mm::summarize(m, s, 200, max_addresses);
   if (!s.from.empty()) {
     mm::mailbox& f = s.from.front();
     bound(f.name, max_field_bytes);

@@ -24,6 +24,47 @@ std::string flatten(const inlet::buffer::segment& body) {
   return raw;
 }
 
+// One put between the store's call and its answer: the pipeline and the SMTP answer.
+// The put callback holds only a pointer to it, which std::function keeps inline, so a
+// message costs no callback allocation once the thread's free list is warm. The store
+// runs the callback exactly once (store.hpp); the callback gives the slot back to the
+// list of the thread it runs on (PostgreSQL: a store thread), bounded, the rest freed.
+struct put_slot {
+  pipeline* self = nullptr;
+  sm::delivery_callback done;
+  put_slot* next = nullptr;
+};
+
+class put_slot_list {
+ public:
+  put_slot_list() = default;
+  put_slot_list(const put_slot_list&) = delete;
+  put_slot_list& operator=(const put_slot_list&) = delete;
+  ~put_slot_list() {
+    while (head_) delete std::exchange(head_, head_->next);
+  }
+  put_slot* take() {
+    if (!head_) return new put_slot;
+    --size_;
+    return std::exchange(head_, head_->next);
+  }
+  void give(put_slot* s) {
+    if (size_ == max_kept) {
+      delete s;
+      return;
+    }
+    s->next = std::exchange(head_, s);
+    ++size_;
+  }
+
+ private:
+  static constexpr std::size_t max_kept = 64;
+  put_slot* head_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+thread_local put_slot_list put_slots;
+
 }  // namespace
 
 pipeline::pipeline(st::store* store, filter_stage* filter, pipeline_options opts)
@@ -126,10 +167,16 @@ void pipeline::deliver_now(sm::received_message&& m, sm::delivery_callback done)
     done({sm::delivery_status::accepted(st::make_message_id()), {}});
     return;
   }
-  store_->put(std::move(msg), [this, done = std::move(done)](std::error_code ec,
-                                                             st::message_ptr stored) {
+  put_slot* slot = put_slots.take();
+  slot->self = this;
+  slot->done = std::move(done);
+  store_->put(std::move(msg), [slot](std::error_code ec, st::message_ptr stored) {
+    pipeline* self = slot->self;
+    sm::delivery_callback done = std::move(slot->done);
+    slot->done = nullptr;
+    put_slots.give(slot);
     if (ec || !stored) {
-      counters_.store_errors.fetch_add(1, std::memory_order_relaxed);
+      self->counters_.store_errors.fetch_add(1, std::memory_order_relaxed);
       if (ec == st::errc::too_large)
         done({sm::delivery_status::rejected(552, "5.3.4", "Message too big for the store"), {}});
       else
@@ -137,7 +184,7 @@ void pipeline::deliver_now(sm::received_message&& m, sm::delivery_callback done)
               {}});
       return;
     }
-    counters_.stored.fetch_add(1, std::memory_order_relaxed);
+    self->counters_.stored.fetch_add(1, std::memory_order_relaxed);
     done({sm::delivery_status::accepted(stored->id), {}});
   });
 }

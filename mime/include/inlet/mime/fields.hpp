@@ -37,6 +37,10 @@ std::vector<mailbox> parse_address_list(std::string_view raw, bool* defect = nul
 /// list holds. The rest are walked, not decoded: what bounds the work of a huge list.
 std::vector<mailbox> parse_address_list(std::string_view raw, std::size_t keep, std::size_t* total,
                                         bool* defect = nullptr);
+/// The same, into `out`: cleared first, its capacity reused (a caller parsing many
+/// lists keeps one vector and allocates only when a list is longer than before).
+void parse_address_list(std::string_view raw, std::size_t keep, std::size_t* total, bool* defect,
+                        std::vector<mailbox>& out);
 
 /// RFC 5322 3.3 date-time (with obsolete forms: 2-digit years, named and military
 /// zones, comments) converted to UTC. nullopt when no date can be read.

@@ -64,6 +64,11 @@ struct summary {
 /// `max_addresses`: entries kept per address list (the rest are counted, not decoded).
 summary summarize(const parsed_message& m, std::size_t snippet_chars = 200,
                   std::size_t max_addresses = static_cast<std::size_t>(-1));
+/// The same, into `out`: every field is reset, and its vectors keep their capacity, so
+/// a caller that summarises many messages with one `summary` does not allocate the
+/// address lists again for each.
+void summarize(const parsed_message& m, summary& out, std::size_t snippet_chars = 200,
+               std::size_t max_addresses = static_cast<std::size_t>(-1));
 
 /// Header value of a field: unfolded, encoded words decoded, UTF-8.
 std::string header_value(const parsed_message& m, const header_field& h);

@@ -4,6 +4,7 @@
 
 #include <inlet/buffer/segment.hpp>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -95,13 +96,22 @@ struct received_message {
 
 /// One SMTP reply status chosen by the application for a delivery.
 struct delivery_status {
+  /// Longest queue ID that accepted() keeps inline.
+  static constexpr std::size_t max_inline_queue_id = 32;
+
   int code = 250;                 ///< 250, or 4xx / 5xx
   std::string enhanced = "2.0.0"; ///< RFC 3463 code, e.g. "5.7.1"
-  std::string text;               ///< reply text; "Ok: queued as ID" style if accepted
+  /// Reply text. Empty: "Ok: queued as ID" when queue_id() is set, else "Ok" / "Error".
+  std::string text;
+  /// Set by accepted() for an ID of up to max_inline_queue_id bytes (a longer one goes
+  /// to `text`): the reply is formatted from it, so accepting costs no allocation.
+  std::array<char, max_inline_queue_id> queue_id_bytes{};
+  std::uint8_t queue_id_size = 0;
 
   static delivery_status accepted(std::string_view queue_id);
   static delivery_status rejected(int code, std::string_view enhanced, std::string_view text);
   bool ok() const noexcept { return code >= 200 && code < 300; }
+  std::string_view queue_id() const noexcept { return {queue_id_bytes.data(), queue_id_size}; }
 };
 
 /// The answer of the delivery hook. For SMTP `status` is the one reply after the
