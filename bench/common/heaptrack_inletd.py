@@ -89,6 +89,13 @@ def main():
     a = ap.parse_args()
     a.inletd = os.path.join(a.bin_dir, "inletd")
     a.inlet_load = os.path.join(a.bin_dir, "inlet-load")
+    # heaptrack sees only the C library's malloc: an inletd linked with jemalloc or tcmalloc
+    # (the default build) would report 0 allocations, so refuse it.
+    linked = subprocess.run(["ldd", a.inletd], capture_output=True, text=True).stdout
+    for lib in ("libjemalloc", "libtcmalloc"):
+        if lib in linked:
+            sys.exit(f"{a.inletd} is linked with {lib}, which heaptrack does not see: measure a "
+                     "build configured with -DINLET_ALLOCATOR=system")
     n1, n2 = [int(x) for x in a.counts.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         t1, p1 = calls(one_run(a, n1, tmp))
