@@ -273,11 +273,12 @@ awaitable<response> get_message(const ctx_t& c, const request& req, std::string 
       {"Size", m->size},
       {"Inline", parts_json(parts, true)},
       {"Attachments", parts_json(parts, false)},
-      {"Envelope", json::object{{"From", js(m->envelope.mail_from)},
-                                {"To", strings_json(m->envelope.rcpt_to)},
-                                {"Helo", js(m->envelope.helo)},
-                                {"Remote", js(m->envelope.remote)},
-                                {"Protocol", js(m->envelope.protocol)}}},
+      {"Envelope",
+       json::object{{"From", js(m->envelope.mail_from)},
+                    {"To", strings_json({m->envelope.rcpt_to.data(), m->envelope.rcpt_to.size()})},
+                    {"Helo", js(m->envelope.helo)},
+                    {"Remote", js(m->envelope.remote)},
+                    {"Protocol", js(m->envelope.protocol)}}},
   };
   // The attachments here come from the whole message, so only an address list is cut.
   if (auto totals = totals_object(s, o["Attachments"].as_array().size()))

@@ -210,7 +210,7 @@ awaitable<response> send_message(const ctx_t& c, const request& req) {
   submission sub;
   sub.envelope.helo = "localhost";
   sub.envelope.mail_from = msg.mail_from;
-  sub.envelope.rcpt_to = msg.rcpt_to;
+  sub.envelope.rcpt_to.assign(msg.rcpt_to.begin(), msg.rcpt_to.end());
   sub.envelope.protocol = "HTTP";
   if (c.cfg.ui_auth) sub.envelope.auth_user = basic_user(req);
   sub.raw = std::move(msg.raw);

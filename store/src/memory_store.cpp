@@ -97,7 +97,7 @@ std::string_view trimmed_mailbox(std::string_view a) {
 }
 
 // Bytes of a record's tail for these recipients (an upper bound: duplicates counted).
-std::size_t mailbox_tail_bytes(const std::vector<std::string>& rcpt_to) {
+std::size_t mailbox_tail_bytes(const recipient_list& rcpt_to) {
   std::size_t n = rcpt_to.size() * sizeof(std::string_view);
   for (const auto& r : rcpt_to) n += trimmed_mailbox(r).size();
   return n;
@@ -106,8 +106,7 @@ std::size_t mailbox_tail_bytes(const std::vector<std::string>& rcpt_to) {
 // Writes the distinct normalised mailboxes of `rcpt_to`, in rcpt order, into `tail`
 // (mailbox_tail_bytes(rcpt_to) bytes, aligned for string_view): the views first, then
 // their bytes. Returns the views.
-std::span<const std::string_view> write_mailboxes(const std::vector<std::string>& rcpt_to,
-                                                  std::byte* tail) {
+std::span<const std::string_view> write_mailboxes(const recipient_list& rcpt_to, std::byte* tail) {
   auto* views = reinterpret_cast<std::string_view*>(tail);
   char* chars = reinterpret_cast<char*>(tail + rcpt_to.size() * sizeof(std::string_view));
   std::size_t k = 0;

@@ -27,7 +27,7 @@ st::new_message make(std::string raw, std::vector<std::string> rcpt = {"a@exampl
   st::new_message m;
   m.envelope.helo = "client.example";
   m.envelope.mail_from = "sender@example.org";
-  m.envelope.rcpt_to = std::move(rcpt);
+  m.envelope.rcpt_to.assign(rcpt.begin(), rcpt.end());
   m.envelope.remote = "127.0.0.1:4000";
   m.envelope.protocol = "ESMTP";
   m.summary.subject = std::move(subject);

@@ -123,7 +123,7 @@ TEST_F(PgStore, PutThenGetIsByteExact) {
   EXPECT_EQ(got->size, raw.size());
   EXPECT_EQ(got->id, stored->id);
   EXPECT_EQ(got->created, stored->created);
-  EXPECT_EQ(got->envelope.rcpt_to, std::vector<std::string>{"Alice@Example.com"});
+  EXPECT_EQ(got->envelope.rcpt_to, st::recipient_list{"Alice@Example.com"});
   EXPECT_EQ(got->envelope.remote, "127.0.0.1:40000");
   EXPECT_EQ(got->summary.from, stored->summary.from);
   EXPECT_EQ(got->summary.cc, stored->summary.cc);

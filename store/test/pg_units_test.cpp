@@ -115,7 +115,7 @@ TEST(PgWire, AddressAndAttachmentArraysRoundTrip) {
   EXPECT_EQ(att[0].size, 12345u);
   std::vector<std::string> rcpt;
   ASSERT_TRUE(decode_text_array(cols[9].second, rcpt));
-  EXPECT_EQ(rcpt, m.envelope.rcpt_to);
+  EXPECT_EQ(rcpt, std::vector<std::string>(m.envelope.rcpt_to.begin(), m.envelope.rcpt_to.end()));
   std::vector<std::int32_t> b;
   ASSERT_TRUE(decode_int4_array(cols[6].second, b));
   EXPECT_EQ(b, buckets);

@@ -79,7 +79,12 @@ std::error_code read_summary_row(const pg::result& r, int row, bool with_raw, st
   int c = 3;
   text(r, row, c++, m.envelope.helo);
   text(r, row, c++, m.envelope.mail_from);
-  if (r.at(row, c++).as(m.envelope.rcpt_to)) return bad_row();
+  {
+    std::vector<std::string> rcpt;  // the decoder fills vectors; the envelope keeps one inline
+    if (r.at(row, c++).as(rcpt)) return bad_row();
+    m.envelope.rcpt_to.assign(std::make_move_iterator(rcpt.begin()),
+                              std::make_move_iterator(rcpt.end()));
+  }
   text(r, row, c++, m.envelope.remote);
   text(r, row, c++, m.envelope.protocol);
   text(r, row, c++, m.envelope.auth_user);

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <boost/container/small_vector.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -30,11 +31,15 @@ struct address {
   friend bool operator==(const struct address&, const struct address&) = default;
 };
 
+/// Envelope recipients. Nearly every message has one: it stays inline in the envelope
+/// (no heap block per message); more spill to the heap like a vector.
+using recipient_list = boost::container::small_vector<std::string, 1>;
+
 /// What the SMTP session learnt, kept apart from the message bytes.
 struct envelope {
   std::string helo;                  ///< EHLO/HELO argument
   std::string mail_from;             ///< reverse-path, without <>; empty for the null sender
-  std::vector<std::string> rcpt_to;  ///< forward-paths, without <>
+  recipient_list rcpt_to;            ///< forward-paths, without <>
   std::string remote;                ///< peer "ip:port"
   std::string protocol;              ///< "SMTP", "ESMTP", "LMTP", ...
   std::string auth_user;             ///< SMTP AUTH (or send API) user name; empty if none
