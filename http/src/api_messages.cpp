@@ -307,7 +307,7 @@ awaitable<reply> get_raw(const ctx_t& c, const request& req, const target& t, st
   auto res = make_response(req, 200, "text/plain; charset=utf-8", stream ? std::string{} : m->raw);
   std::string dl;
   if (query_param(t.query, "dl", dl) == param::found && (dl == "1" || dl == "true"))
-    res.set(bh::field::content_disposition, "attachment; filename=\"" + m->id + ".eml\"");
+    res.set(bh::field::content_disposition, "attachment; filename=\"" + m->id.str() + ".eml\"");
   sandbox(res);
   if (stream) {
     res.content_length(m->raw.size());
@@ -407,7 +407,7 @@ awaitable<response> view_html(const ctx_t& c, const request& req, const target& 
   std::string embed;
   const bool is_embed =
       query_param(t.query, "embed", embed) == param::found && (embed == "1" || embed == "true");
-  const std::string prefix = c.root + "api/v1/message/" + m->id + "/part/";
+  const std::string prefix = c.root + "api/v1/message/" + m->id.str() + "/part/";
   auto res = make_response(req, 200, "text/html; charset=utf-8",
                            rewrite_html(mv.html(), mv.parts(false), prefix, is_embed));
   // The message's own HTML: no scripts, an opaque origin, popups only when embedded.

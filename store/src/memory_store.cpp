@@ -255,7 +255,7 @@ std::size_t memory_store::expire(time_point cutoff) {
       ev.what = store_event::kind::cleared;
     } else {
       ev.what = store_event::kind::deleted;
-      for (const auto& v : victims) ev.ids.push_back(v->id);
+      for (const auto& v : victims) ev.ids.push_back(v->id.str());
     }
     notify(ev);
   }
@@ -284,7 +284,6 @@ std::size_t memory_store::footprint_of(const stored_message& m) {
        string_bytes(s.search_text);
   for (const auto& a : s.attachments)
     n += string_bytes(a.filename) + string_bytes(a.content_type) + sizeof(a.size);
-  n += string_bytes(m.id);
   return n;
 }
 
@@ -351,7 +350,7 @@ void memory_store::put(new_message msg, put_handler done) {
     if (!victims.empty()) {
       store_event ev;
       ev.what = store_event::kind::deleted;
-      for (const auto& v : victims) ev.ids.push_back(v->id);
+      for (const auto& v : victims) ev.ids.push_back(v->id.str());
       notify(ev);
     }
     store_event ev;
@@ -569,7 +568,7 @@ void memory_store::do_remove(selection which, handler<void(std::error_code, std:
       ev.what = store_event::kind::cleared;
     } else {
       ev.what = store_event::kind::deleted;
-      for (const auto& v : victims) ev.ids.push_back(v->id);
+      for (const auto& v : victims) ev.ids.push_back(v->id.str());
     }
     notify(ev);
   }
@@ -603,7 +602,7 @@ void memory_store::do_set_read(selection which, bool read,
     for (const auto& r : resolve_locked(which, &which.query)) {
       if (!flip_read(*r, read)) continue;
       ++changed;
-      if (ids.size() <= max_event_ids) ids.push_back(r->id);
+      if (ids.size() <= max_event_ids) ids.push_back(r->id.str());
     }
   }
   if (has_observers() && changed) {

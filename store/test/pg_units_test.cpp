@@ -63,7 +63,7 @@ TEST(PgBuckets, SpreadEvenly) {
 TEST(PgWire, AddressAndAttachmentArraysRoundTrip) {
   shard_types t{100, 101, 200, 201, 300, 301};
   stored_message m;
-  m.id = make_id(1'700'000'000'000'000, 7);
+  m.id = message_id(make_id(1'700'000'000'000'000, 7));
   m.envelope.helo = "client.example";
   m.envelope.mail_from = "from@example.org";
   m.envelope.rcpt_to = {"a@example.com", "B@Example.com"};
@@ -128,7 +128,7 @@ TEST(PgWire, AddressAndAttachmentArraysRoundTrip) {
 TEST(PgWire, ListTotalsAreAnArrayOfFiveWhenAListWasCut) {
   shard_types t{100, 101, 200, 201, 300, 301};
   stored_message m;
-  m.id = make_id(1'700'000'000'000'000, 7);
+  m.id = message_id(make_id(1'700'000'000'000'000, 7));
   m.summary.totals.to = 80'000;
   m.summary.totals.attachments = 4'000'000'000u;  // beyond int4: clamped
   std::vector<std::string> boxes;

@@ -73,7 +73,12 @@ std::error_code read_summary_row(const pg::result& r, int row, bool with_raw, st
   if (r.columns() < summary_count + (with_raw ? 2 : 0)) return bad_row();
   pg::timestamptz received{}, created{};
   if (r.at(row, 1).as(received) || r.at(row, 2).as(created)) return bad_row();
-  text(r, row, 0, m.id);
+  {
+    std::string id;
+    text(r, row, 0, id);
+    if (id.size() != id_length) return bad_row();
+    m.id = message_id(id);
+  }
   m.created = to_time(created);
   m.seq = static_cast<std::uint64_t>(received.time_since_epoch().count());  // arrival order
   int c = 3;
