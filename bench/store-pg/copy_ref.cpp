@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
         std::int64_t us =
             std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
         auto b = static_cast<std::int32_t>(pgs::bucket_of(box, sh.buckets));
-        m.id = pgs::make_id(us, static_cast<std::uint32_t>(b));
+        m.id = inlet::store::message_id(pgs::make_id(us, static_cast<std::uint32_t>(b)));
         m.envelope = std::move(nm.envelope);
         m.summary = std::move(nm.summary);
         m.raw = std::move(nm.raw);

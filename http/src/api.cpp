@@ -54,7 +54,7 @@ json::array addresses_json(const std::vector<store::address>& v) {
   return out;
 }
 
-json::array strings_json(const std::vector<std::string>& v) {
+json::array strings_json(std::span<const std::string> v) {
   json::array out;
   out.reserve(v.size());
   for (const auto& s : v) out.push_back(js(s));

@@ -22,6 +22,7 @@
 #include <exception>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <type_traits>
 
 #include "inlet/http/api.hpp"
@@ -64,7 +65,7 @@ struct target {
 json::string js(std::string_view s);
 json::object address_json(const store::address& a);
 json::array addresses_json(const std::vector<store::address>& v);
-json::array strings_json(const std::vector<std::string>& v);
+json::array strings_json(std::span<const std::string> v);
 json::object summary_object(const store::stored_message& m);
 /// Mailpit has no such field: the "Totals" object when a list of `s` holds only its first
 /// entries, else none. `attachments`: the whole message's count where the caller has it

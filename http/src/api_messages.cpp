@@ -273,11 +273,12 @@ awaitable<response> get_message(const ctx_t& c, const request& req, std::string 
       {"Size", m->size},
       {"Inline", parts_json(parts, true)},
       {"Attachments", parts_json(parts, false)},
-      {"Envelope", json::object{{"From", js(m->envelope.mail_from)},
-                                {"To", strings_json(m->envelope.rcpt_to)},
-                                {"Helo", js(m->envelope.helo)},
-                                {"Remote", js(m->envelope.remote)},
-                                {"Protocol", js(m->envelope.protocol)}}},
+      {"Envelope",
+       json::object{{"From", js(m->envelope.mail_from)},
+                    {"To", strings_json({m->envelope.rcpt_to.data(), m->envelope.rcpt_to.size()})},
+                    {"Helo", js(m->envelope.helo)},
+                    {"Remote", js(m->envelope.remote)},
+                    {"Protocol", js(m->envelope.protocol)}}},
   };
   // The attachments here come from the whole message, so only an address list is cut.
   if (auto totals = totals_object(s, o["Attachments"].as_array().size()))
@@ -306,7 +307,7 @@ awaitable<reply> get_raw(const ctx_t& c, const request& req, const target& t, st
   auto res = make_response(req, 200, "text/plain; charset=utf-8", stream ? std::string{} : m->raw);
   std::string dl;
   if (query_param(t.query, "dl", dl) == param::found && (dl == "1" || dl == "true"))
-    res.set(bh::field::content_disposition, "attachment; filename=\"" + m->id + ".eml\"");
+    res.set(bh::field::content_disposition, "attachment; filename=\"" + m->id.str() + ".eml\"");
   sandbox(res);
   if (stream) {
     res.content_length(m->raw.size());
@@ -406,7 +407,7 @@ awaitable<response> view_html(const ctx_t& c, const request& req, const target& 
   std::string embed;
   const bool is_embed =
       query_param(t.query, "embed", embed) == param::found && (embed == "1" || embed == "true");
-  const std::string prefix = c.root + "api/v1/message/" + m->id + "/part/";
+  const std::string prefix = c.root + "api/v1/message/" + m->id.str() + "/part/";
   auto res = make_response(req, 200, "text/html; charset=utf-8",
                            rewrite_html(mv.html(), mv.parts(false), prefix, is_embed));
   // The message's own HTML: no scripts, an opaque origin, popups only when embedded.

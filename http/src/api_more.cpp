@@ -210,7 +210,7 @@ awaitable<response> send_message(const ctx_t& c, const request& req) {
   submission sub;
   sub.envelope.helo = "localhost";
   sub.envelope.mail_from = msg.mail_from;
-  sub.envelope.rcpt_to = msg.rcpt_to;
+  sub.envelope.rcpt_to.assign(msg.rcpt_to.begin(), msg.rcpt_to.end());
   sub.envelope.protocol = "HTTP";
   if (c.cfg.ui_auth) sub.envelope.auth_user = basic_user(req);
   sub.raw = std::move(msg.raw);
@@ -287,7 +287,7 @@ awaitable<response> release_message(const ctx_t& c, const request& req, std::str
   std::string from = !rc.return_path.empty()          ? rc.return_path
                      : !m->envelope.mail_from.empty() ? m->envelope.mail_from
                                                       : m->summary.from.address;
-  std::string raw = prepare_release(m->raw, rc, store::make_message_id() + "@inlet");
+  std::string raw = prepare_release(m->raw, rc, store::make_message_id().str() + "@inlet");
   auto job = [rc, from = std::move(from), to = std::move(to), raw = std::move(raw)]() {
     return relay_message(rc, from, to, raw);
   };

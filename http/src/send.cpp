@@ -443,7 +443,7 @@ bool compose_message(const json::value& body, std::chrono::system_clock::time_po
   bool has_id = false;
   for (const auto& [k, v] : headers) has_id = has_id || iequals(k, "message-id");
   if (!has_id)
-    r += "Message-ID: <" + store::make_message_id() + "@" + std::string(id_domain) + ">\r\n";
+    r += "Message-ID: <" + store::make_message_id().str() + "@" + std::string(id_domain) + ">\r\n";
   for (const auto& [k, v] : headers) r += k + ": " + encode_header_text(v) + "\r\n";
   r += "MIME-Version: 1.0\r\n";
 

@@ -194,7 +194,7 @@ TEST_F(Ops, SendStoresThroughTheHookAsIfReceived) {
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].envelope.mail_from, "app@example.com");
   EXPECT_EQ(got[0].envelope.rcpt_to,
-            (std::vector<std::string>{"user@example.com", "audit@example.com"}));
+            (inlet::store::recipient_list{"user@example.com", "audit@example.com"}));
   EXPECT_EQ(got[0].envelope.protocol, "HTTP");
   EXPECT_EQ(got[0].tags, (std::vector<std::string>{"signup"}));
   auto m = body_json(get("/api/v1/message/" + id));

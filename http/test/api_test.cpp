@@ -23,8 +23,8 @@ namespace {
 st::new_message make(std::string subject, std::vector<std::string> rcpt = {"box@example.com"},
                      std::string raw = "Subject: hi\r\n\r\nbody\r\n") {
   st::new_message m;
-  m.envelope = {
-      "client.example", "sender@example.org", std::move(rcpt), "127.0.0.1:40000", "ESMTP", ""};
+  m.envelope = {"client.example", "sender@example.org", {}, "127.0.0.1:40000", "ESMTP", ""};
+  m.envelope.rcpt_to.assign(rcpt.begin(), rcpt.end());
   m.summary.from = {"Sen Der", "sender@example.org"};
   m.summary.to = {{"", "box@example.com"}, {"Two", "two@example.com"}};
   m.summary.cc = {{"C", "c@example.com"}};

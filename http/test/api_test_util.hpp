@@ -54,7 +54,7 @@ inline st::new_message message(std::string subject, std::string raw,
   st::new_message m;
   m.envelope.helo = "client.example";
   m.envelope.mail_from = "sender@example.org";
-  m.envelope.rcpt_to = std::move(rcpt);
+  m.envelope.rcpt_to.assign(rcpt.begin(), rcpt.end());
   m.envelope.remote = "127.0.0.1:40000";
   m.envelope.protocol = "ESMTP";
   m.summary.from = {"Sen Der", "sender@example.org"};

@@ -268,7 +268,7 @@ TEST(StreamedListing, LargeRawMessageIsAWindowedSourceWithItsLength) {
   auto m = store.put_sync(message("big", raw), ec);
   ASSERT_FALSE(ec);
   api a(store, api_config{});
-  auto rep = run_streamed(a, req(bh::verb::get, "/api/v1/message/" + m->id + "/raw"));
+  auto rep = run_streamed(a, req(bh::verb::get, "/api/v1/message/" + m->id.str() + "/raw"));
   ASSERT_EQ(rep.res.result_int(), 200u);
   ASSERT_TRUE(rep.body);
   ASSERT_TRUE(rep.body->size());
@@ -280,7 +280,7 @@ TEST(StreamedListing, LargeRawMessageIsAWindowedSourceWithItsLength) {
     piece.clear();
   }
   EXPECT_TRUE(all == raw);
-  auto whole = run(a, req(bh::verb::get, "/api/v1/message/" + m->id + "/raw"));
+  auto whole = run(a, req(bh::verb::get, "/api/v1/message/" + m->id.str() + "/raw"));
   EXPECT_TRUE(whole.body() == raw);
   EXPECT_EQ(whole[bh::field::content_length], std::to_string(raw.size()));
 }

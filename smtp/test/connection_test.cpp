@@ -243,7 +243,7 @@ TEST(Connection, PipelinedSessionGivesTheSameResultHoweverSplit) {
   const auto& env = whole.messages[0].envelope;
   EXPECT_EQ(env.helo, "client.test");
   EXPECT_EQ(env.mail_from, "a@x.test");
-  EXPECT_EQ(env.rcpt_to, std::vector<std::string>{"b@y.test"});
+  EXPECT_EQ(env.rcpt_to, inlet::smtp::recipient_list{"b@y.test"});
   EXPECT_EQ(env.remote_address, "192.0.2.7");
   EXPECT_EQ(env.remote_port, 2525);
   EXPECT_EQ(whole.messages[0].body.to_string(), "Subject: t\r\n\r\n.dot\r\nline\r\n");

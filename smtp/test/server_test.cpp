@@ -274,7 +274,7 @@ TEST_P(server_test, transaction_body_exact_with_dot_lines) {
   ASSERT_EQ(box.size(), 1u);
   EXPECT_EQ(box.messages[0].body.to_string(), "Subject: t\r\n\r\n.dot\r\n.\r\nline\r\n");
   EXPECT_EQ(box.messages[0].envelope.remote_address, "127.0.0.1");
-  EXPECT_EQ(box.messages[0].envelope.rcpt_to, std::vector<std::string>{"b@y.test"});
+  EXPECT_EQ(box.messages[0].envelope.rcpt_to, inlet::smtp::recipient_list{"b@y.test"});
 }
 
 TEST_P(server_test, whole_session_pipelined_in_one_write) {

@@ -171,7 +171,7 @@ TEST(session, helo_transaction_delivers_exact_body) {
   ASSERT_EQ(r.bodies.size(), 1u);
   EXPECT_EQ(r.bodies[0], "Subject: hi\r\n\r\nbody\r\n");
   EXPECT_EQ(r.envelopes[0].mail_from, "a@x.test");
-  EXPECT_EQ(r.envelopes[0].rcpt_to, std::vector<std::string>{"b@y.test"});
+  EXPECT_EQ(r.envelopes[0].rcpt_to, inlet::smtp::recipient_list{"b@y.test"});
   EXPECT_EQ(r.envelopes[0].helo, "c");
   EXPECT_EQ(r.envelopes[0].proto, smtp::protocol::smtp);
   auto v = replies(r.output);
@@ -474,7 +474,7 @@ TEST(session, recipient_domains_postmaster_and_limit) {
   EXPECT_EQ(v[14], "452 4.5.3 Error: too many recipients");
   ASSERT_EQ(r.envelopes.size(), 1u);
   EXPECT_EQ(r.envelopes[0].rcpt_to,
-            (std::vector<std::string>{"Postmaster", "u@IN.test", "v@other.test"}));
+            (inlet::smtp::recipient_list{"Postmaster", "u@IN.test", "v@other.test"}));
 }
 
 TEST(session, rset_clears_the_transaction) {

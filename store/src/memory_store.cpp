@@ -97,7 +97,7 @@ std::string_view trimmed_mailbox(std::string_view a) {
 }
 
 // Bytes of a record's tail for these recipients (an upper bound: duplicates counted).
-std::size_t mailbox_tail_bytes(const std::vector<std::string>& rcpt_to) {
+std::size_t mailbox_tail_bytes(const recipient_list& rcpt_to) {
   std::size_t n = rcpt_to.size() * sizeof(std::string_view);
   for (const auto& r : rcpt_to) n += trimmed_mailbox(r).size();
   return n;
@@ -106,8 +106,7 @@ std::size_t mailbox_tail_bytes(const std::vector<std::string>& rcpt_to) {
 // Writes the distinct normalised mailboxes of `rcpt_to`, in rcpt order, into `tail`
 // (mailbox_tail_bytes(rcpt_to) bytes, aligned for string_view): the views first, then
 // their bytes. Returns the views.
-std::span<const std::string_view> write_mailboxes(const std::vector<std::string>& rcpt_to,
-                                                  std::byte* tail) {
+std::span<const std::string_view> write_mailboxes(const recipient_list& rcpt_to, std::byte* tail) {
   auto* views = reinterpret_cast<std::string_view*>(tail);
   char* chars = reinterpret_cast<char*>(tail + rcpt_to.size() * sizeof(std::string_view));
   std::size_t k = 0;
@@ -256,7 +255,7 @@ std::size_t memory_store::expire(time_point cutoff) {
       ev.what = store_event::kind::cleared;
     } else {
       ev.what = store_event::kind::deleted;
-      for (const auto& v : victims) ev.ids.push_back(v->id);
+      for (const auto& v : victims) ev.ids.push_back(v->id.str());
     }
     notify(ev);
   }
@@ -285,7 +284,6 @@ std::size_t memory_store::footprint_of(const stored_message& m) {
        string_bytes(s.search_text);
   for (const auto& a : s.attachments)
     n += string_bytes(a.filename) + string_bytes(a.content_type) + sizeof(a.size);
-  n += string_bytes(m.id);
   return n;
 }
 
@@ -352,7 +350,7 @@ void memory_store::put(new_message msg, put_handler done) {
     if (!victims.empty()) {
       store_event ev;
       ev.what = store_event::kind::deleted;
-      for (const auto& v : victims) ev.ids.push_back(v->id);
+      for (const auto& v : victims) ev.ids.push_back(v->id.str());
       notify(ev);
     }
     store_event ev;
@@ -570,7 +568,7 @@ void memory_store::do_remove(selection which, handler<void(std::error_code, std:
       ev.what = store_event::kind::cleared;
     } else {
       ev.what = store_event::kind::deleted;
-      for (const auto& v : victims) ev.ids.push_back(v->id);
+      for (const auto& v : victims) ev.ids.push_back(v->id.str());
     }
     notify(ev);
   }
@@ -604,7 +602,7 @@ void memory_store::do_set_read(selection which, bool read,
     for (const auto& r : resolve_locked(which, &which.query)) {
       if (!flip_read(*r, read)) continue;
       ++changed;
-      if (ids.size() <= max_event_ids) ids.push_back(r->id);
+      if (ids.size() <= max_event_ids) ids.push_back(r->id.str());
     }
   }
   if (has_observers() && changed) {

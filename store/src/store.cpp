@@ -40,7 +40,7 @@ std::string normalize_mailbox(std::string_view a) {
   return out;
 }
 
-std::string make_message_id() {
+message_id make_message_id() {
   static constexpr char alphabet[] =
       "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
   thread_local std::mt19937_64 gen = [] {
@@ -50,7 +50,7 @@ std::string make_message_id() {
   }();
   // 128 random bits as two 64-bit halves of 11 base62 digits each (62^11 > 2^64), so the
   // divisions are by a constant on 64-bit words (a multiply), not 128-bit library calls.
-  std::string id(id_length, '0');
+  char id[id_length];
   for (std::size_t half = 0; half < 2; ++half) {
     std::uint64_t v = gen();
     for (std::size_t i = 11; i-- > 0;) {
@@ -58,7 +58,7 @@ std::string make_message_id() {
       v /= 62;
     }
   }
-  return id;
+  return message_id(std::string_view(id, id_length));
 }
 
 }  // namespace inlet::store

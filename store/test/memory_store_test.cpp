@@ -8,6 +8,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 #include <set>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,7 +29,7 @@ st::new_message make(std::string raw, std::vector<std::string> rcpt = {"a@exampl
   st::new_message m;
   m.envelope.helo = "client.example";
   m.envelope.mail_from = "sender@example.org";
-  m.envelope.rcpt_to = std::move(rcpt);
+  m.envelope.rcpt_to.assign(rcpt.begin(), rcpt.end());
   m.envelope.remote = "127.0.0.1:4000";
   m.envelope.protocol = "ESMTP";
   m.summary.subject = std::move(subject);
@@ -88,6 +90,29 @@ TEST(MessageId, ShapeAndUniqueness) {
     for (char c : id) ASSERT_TRUE(std::isalnum(static_cast<unsigned char>(c))) << id;
     ASSERT_TRUE(seen.insert(id).second) << "duplicate " << id;
   }
+}
+
+TEST(MessageId, InlineValue) {
+  const st::message_id none;
+  EXPECT_TRUE(none.empty());
+  EXPECT_EQ(none.view(), "");
+  const std::string chars = "0123456789ABCDEFabcdef";  // id_length characters
+  const st::message_id a(chars);
+  EXPECT_EQ(a.size(), st::id_length);
+  EXPECT_EQ(std::string_view(a), chars);
+  EXPECT_EQ(a.str(), chars);
+  EXPECT_EQ(a, st::message_id(chars));
+  EXPECT_EQ(a, std::string_view(chars));
+  EXPECT_NE(a, st::message_id("0123456789ABCDEFabcdeg"));
+  EXPECT_LT(a, st::message_id("0123456789ABCDEFabcdeg"));
+  EXPECT_EQ(std::hash<st::message_id>{}(a), std::hash<std::string_view>{}(chars));
+  std::ostringstream os;
+  os << a;
+  EXPECT_EQ(os.str(), chars);
+  EXPECT_THROW(st::message_id(chars + "x"), std::length_error);
+  st::message_id b = a;  // a copy owns its characters
+  EXPECT_EQ(b.view(), chars);
+  EXPECT_NE(b.data(), a.data());
 }
 
 TEST(NormalizeMailbox, TrimsBracketsAndCase) {

@@ -123,7 +123,7 @@ TEST_F(PgStore, PutThenGetIsByteExact) {
   EXPECT_EQ(got->size, raw.size());
   EXPECT_EQ(got->id, stored->id);
   EXPECT_EQ(got->created, stored->created);
-  EXPECT_EQ(got->envelope.rcpt_to, std::vector<std::string>{"Alice@Example.com"});
+  EXPECT_EQ(got->envelope.rcpt_to, st::recipient_list{"Alice@Example.com"});
   EXPECT_EQ(got->envelope.remote, "127.0.0.1:40000");
   EXPECT_EQ(got->summary.from, stored->summary.from);
   EXPECT_EQ(got->summary.cc, stored->summary.cc);
@@ -154,14 +154,16 @@ TEST_F(PgStore, AMessageForThreeShardsIsStoredOnEachAndListedOnce) {
   auto m = pgtest::put(s, pgtest::message(rcpt, "to three shards"), ec);
   ASSERT_FALSE(ec) << ec.message();
   for (unsigned i = 0; i < 3; ++i) {
-    EXPECT_EQ(pgtest::count(i, "SELECT count(*) FROM mail.message WHERE id = '" + m->id + "'"), 1)
-        << i;
     EXPECT_EQ(
-        pgtest::count(i, "SELECT count(*) FROM mail.message WHERE home AND id = '" + m->id + "'"),
-        i == 1 ? 1 : 0)
+        pgtest::count(i, "SELECT count(*) FROM mail.message WHERE id = '" + m->id.str() + "'"), 1)
+        << i;
+    EXPECT_EQ(pgtest::count(
+                  i, "SELECT count(*) FROM mail.message WHERE home AND id = '" + m->id.str() + "'"),
+              i == 1 ? 1 : 0)
         << i;
   }
-  EXPECT_EQ(pgtest::count(1, "SELECT count(*) FROM mail.inbox WHERE id = '" + m->id + "'"), 2);
+  EXPECT_EQ(pgtest::count(1, "SELECT count(*) FROM mail.inbox WHERE id = '" + m->id.str() + "'"),
+            2);
   auto [lec, p] =
       pgtest::wait<st::page>([&](auto h) { s.async_list(st::list_request(0, 50), std::move(h)); });
   ASSERT_FALSE(lec);
@@ -522,7 +524,7 @@ TEST_F(PgStore, ARetriedBatchStoresNothingTwiceAndCopiesMerge) {
   std::int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(
                         std::chrono::system_clock::now().time_since_epoch())
                         .count();
-  m.id = pgs::make_id(us, static_cast<std::uint32_t>(ba));
+  m.id = st::message_id(pgs::make_id(us, static_cast<std::uint32_t>(ba)));
   m.envelope.rcpt_to = {a, b};
   m.raw = "Subject: x\r\n\r\nbody\r\n";
   m.size = m.raw.size();
@@ -543,7 +545,7 @@ TEST_F(PgStore, ARetriedBatchStoresNothingTwiceAndCopiesMerge) {
     EXPECT_TRUE(refused.empty());
   };
   auto rows = [&](const std::string& sql) {
-    return pgtest::count(0, sql + " WHERE id = '" + m.id + "'");
+    return pgtest::count(0, sql + " WHERE id = '" + m.id.str() + "'");
   };
   put({a}, {ba}, true);
   put({a}, {ba}, true);  // the same batch again: its commit was not acknowledged
@@ -665,7 +667,7 @@ void put_v1(inlet::pg::connection& c, const st::stored_message& m, std::int64_t 
 
 void old_message(st::stored_message& m, std::int64_t us, std::uint32_t bucket,
                  const std::string& box) {
-  m.id = pgs::make_id(us, bucket);
+  m.id = st::message_id(pgs::make_id(us, bucket));
   m.envelope.rcpt_to = {box};
   m.summary.from = {"Old", "old@example.org"};
   m.summary.to = {{"", box}};

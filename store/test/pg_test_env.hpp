@@ -72,7 +72,7 @@ inline inlet::store::new_message message(std::vector<std::string> rcpt, std::str
   inlet::store::new_message m;
   m.envelope.helo = "client.example";
   m.envelope.mail_from = "sender@example.org";
-  m.envelope.rcpt_to = std::move(rcpt);
+  m.envelope.rcpt_to.assign(rcpt.begin(), rcpt.end());
   m.envelope.remote = "127.0.0.1:40000";
   m.envelope.protocol = "ESMTP";
   m.summary.from = {"Sender", "sender@example.org"};

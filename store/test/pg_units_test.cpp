@@ -63,7 +63,7 @@ TEST(PgBuckets, SpreadEvenly) {
 TEST(PgWire, AddressAndAttachmentArraysRoundTrip) {
   shard_types t{100, 101, 200, 201, 300, 301};
   stored_message m;
-  m.id = make_id(1'700'000'000'000'000, 7);
+  m.id = message_id(make_id(1'700'000'000'000'000, 7));
   m.envelope.helo = "client.example";
   m.envelope.mail_from = "from@example.org";
   m.envelope.rcpt_to = {"a@example.com", "B@Example.com"};
@@ -115,7 +115,7 @@ TEST(PgWire, AddressAndAttachmentArraysRoundTrip) {
   EXPECT_EQ(att[0].size, 12345u);
   std::vector<std::string> rcpt;
   ASSERT_TRUE(decode_text_array(cols[9].second, rcpt));
-  EXPECT_EQ(rcpt, m.envelope.rcpt_to);
+  EXPECT_EQ(rcpt, std::vector<std::string>(m.envelope.rcpt_to.begin(), m.envelope.rcpt_to.end()));
   std::vector<std::int32_t> b;
   ASSERT_TRUE(decode_int4_array(cols[6].second, b));
   EXPECT_EQ(b, buckets);
@@ -128,7 +128,7 @@ TEST(PgWire, AddressAndAttachmentArraysRoundTrip) {
 TEST(PgWire, ListTotalsAreAnArrayOfFiveWhenAListWasCut) {
   shard_types t{100, 101, 200, 201, 300, 301};
   stored_message m;
-  m.id = make_id(1'700'000'000'000'000, 7);
+  m.id = message_id(make_id(1'700'000'000'000'000, 7));
   m.summary.totals.to = 80'000;
   m.summary.totals.attachments = 4'000'000'000u;  // beyond int4: clamped
   std::vector<std::string> boxes;

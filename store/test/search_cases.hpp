@@ -198,7 +198,7 @@ inline std::vector<fixture_message> search_fixture() {
     auto& m = f.msg;
     m.envelope.helo = "client.example";
     m.envelope.mail_from = s.from.address;
-    m.envelope.rcpt_to = s.rcpt;
+    m.envelope.rcpt_to.assign(s.rcpt.begin(), s.rcpt.end());
     m.envelope.remote = "127.0.0.1:40000";
     m.envelope.protocol = "ESMTP";
     m.summary.from = s.from;

@@ -60,7 +60,7 @@ bool same_address(std::string_view a, std::string_view b) {
 
 // Envelope recipients that no To/Cc/Bcc header names are Bcc recipients (as Mailpit
 // shows them).
-void add_envelope_bcc(st::summary& out, const std::vector<std::string>& rcpt_to) {
+void add_envelope_bcc(st::summary& out, const inlet::store::recipient_list& rcpt_to) {
   auto named = [&](std::string_view r) {
     for (const auto* list : {&out.to, &out.cc, &out.bcc})
       for (const auto& a : *list)
@@ -153,8 +153,8 @@ mm::parser& thread_parser() {
   return p;
 }
 
-void analyze(const mm::parsed_message& m, const std::vector<std::string>& rcpt_to, st::summary& out,
-             inlet::filter::scan* scan) {
+void analyze(const mm::parsed_message& m, const inlet::store::recipient_list& rcpt_to,
+             st::summary& out, inlet::filter::scan* scan) {
   // One summary per thread, reused: its address lists keep their capacity, so the
   // From and To lists of an ordinary message cost no allocation (analyze is not
   // re-entered on a thread; what is moved out of it is reset by the next summarize).

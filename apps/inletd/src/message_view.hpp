@@ -28,7 +28,7 @@ inlet::mime::parser& thread_parser();
 /// To/Cc/Bcc header names become Bcc), every list and string bounded; and, when `scan` is
 /// given, feeds it the decoded unstructured headers and every non-attachment text/* part
 /// as UTF-8. Not the search text: see search_text_of.
-void analyze(const inlet::mime::parsed_message& m, const std::vector<std::string>& rcpt_to,
+void analyze(const inlet::mime::parsed_message& m, const inlet::store::recipient_list& rcpt_to,
              inlet::store::summary& out, inlet::filter::scan* scan);
 
 /// summary.search_text of a received message (a store::search_text_builder, which the

@@ -79,8 +79,7 @@ void pipeline::tag(const inlet::mime::parsed_message& parse, st::new_message& ms
     message_tags(parse, msg.summary, opts_.tags, msg.tags);
 }
 
-st::envelope to_store_envelope(sm::envelope e) {
-  st::envelope out;
+void to_store_envelope(sm::envelope& e, st::envelope& out) {
   out.helo = std::move(e.helo);
   out.mail_from = std::move(e.mail_from);
   out.rcpt_to = std::move(e.rcpt_to);
@@ -93,7 +92,6 @@ st::envelope to_store_envelope(sm::envelope e) {
   if (!e.auth_user.empty()) proto += "A";  // RFC 3848: ESMTPA, ESMTPSA
   out.protocol = std::move(proto);
   out.auth_user = e.auth_user;
-  return out;
 }
 
 void pipeline::deliver(sm::received_message&& m, sm::delivery_callback done) {
@@ -123,7 +121,7 @@ void pipeline::deliver_now(sm::received_message&& m, sm::delivery_callback done)
   // docs/configuration.md, --parse).
   const inlet::mime::parsed_message* streamed = streamed_parse(m);
   if (store_) {
-    msg.envelope = to_store_envelope(std::move(m.envelope));  // m's is not read again
+    to_store_envelope(m.envelope, msg.envelope);  // m's is not read again
     if (streamed) {
       analyze(*streamed, msg.envelope.rcpt_to, msg.summary, scan ? &*scan : nullptr);
       tag(*streamed, msg);

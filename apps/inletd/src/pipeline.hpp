@@ -68,7 +68,8 @@ class pipeline {
   std::unique_ptr<heavy_work> heavy_;  // last: its jobs use the members above
 };
 
-/// Envelope as the store keeps it (moves the strings out of `e`).
-inlet::store::envelope to_store_envelope(inlet::smtp::envelope e);
+/// Fills `out`, the envelope as the store keeps it, moving the strings out of `e` (in
+/// place: a recipient list with inline room costs a copy per move).
+void to_store_envelope(inlet::smtp::envelope& e, inlet::store::envelope& out);
 
 }  // namespace inletd

@@ -239,7 +239,7 @@ void engine::put(new_message msg, put_handler done) {
       boxes.empty() ? static_cast<std::int32_t>(bucket_of("", cfg_.buckets)) : buckets.front();
 
   auto rec = std::make_shared<stored_message>();
-  rec->id = make_id(us, static_cast<std::uint32_t>(primary));
+  rec->id = message_id(make_id(us, static_cast<std::uint32_t>(primary)));
   rec->seq = static_cast<std::uint64_t>(us);
   // Arrival (the ID, the order of listings, the partition) is the store's clock; the time
   // shown and searched is the caller's when it gives one (imports, tests).

@@ -654,12 +654,12 @@ void engine::remove_orphans(std::shared_ptr<put_state> put, std::vector<unsigned
     bool all = true;
     for (auto i : committed) {
       try {
-        all = co_await delete_copy(e->at(i), put->rec->id, put->received_us, e->channel(),
+        all = co_await delete_copy(e->at(i), put->rec->id.str(), put->received_us, e->channel(),
                                    e->instance(), until) &&
               all;
       } catch (const std::exception& ex) {
         std::fprintf(stderr, "inlet pg store: shard %u: the copy of failed message %s stays: %s\n",
-                     i, put->rec->id.c_str(), ex.what());
+                     i, put->rec->id.str().c_str(), ex.what());
         all = false;
       }
     }
@@ -1012,7 +1012,7 @@ void engine::on_notification(shard& from, std::string_view payload) {
         for (auto& m : rows) {
           store_event ev;
           ev.what = what;
-          ev.ids = {m->id};
+          ev.ids = {m->id.str()};
           ev.message = std::move(m);
           self->emit(ev);
         }

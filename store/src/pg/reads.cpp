@@ -73,13 +73,23 @@ std::error_code read_summary_row(const pg::result& r, int row, bool with_raw, st
   if (r.columns() < summary_count + (with_raw ? 2 : 0)) return bad_row();
   pg::timestamptz received{}, created{};
   if (r.at(row, 1).as(received) || r.at(row, 2).as(created)) return bad_row();
-  text(r, row, 0, m.id);
+  {
+    std::string id;
+    text(r, row, 0, id);
+    if (id.size() != id_length) return bad_row();
+    m.id = message_id(id);
+  }
   m.created = to_time(created);
   m.seq = static_cast<std::uint64_t>(received.time_since_epoch().count());  // arrival order
   int c = 3;
   text(r, row, c++, m.envelope.helo);
   text(r, row, c++, m.envelope.mail_from);
-  if (r.at(row, c++).as(m.envelope.rcpt_to)) return bad_row();
+  {
+    std::vector<std::string> rcpt;  // the decoder fills vectors; the envelope keeps one inline
+    if (r.at(row, c++).as(rcpt)) return bad_row();
+    m.envelope.rcpt_to.assign(std::make_move_iterator(rcpt.begin()),
+                              std::make_move_iterator(rcpt.end()));
+  }
   text(r, row, c++, m.envelope.remote);
   text(r, row, c++, m.envelope.protocol);
   text(r, row, c++, m.envelope.auth_user);

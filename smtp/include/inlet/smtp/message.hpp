@@ -2,11 +2,11 @@
 // the body, and the asynchronous delivery hook with its result.
 #pragma once
 
-#include <inlet/buffer/segment.hpp>
-
 #include <array>
+#include <boost/container/small_vector.hpp>
 #include <cstdint>
 #include <functional>
+#include <inlet/buffer/segment.hpp>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -29,11 +29,15 @@ enum class body_type : std::uint8_t { unspecified, seven_bit, eight_bit_mime };
 
 std::string_view to_string(protocol p) noexcept;
 
+/// The forward-paths of one transaction. Nearly every message has one recipient: it
+/// stays inline (no heap block per message); more spill to the heap like a vector.
+using recipient_list = boost::container::small_vector<std::string, 1>;
+
 /// The envelope of one transaction. Plain value type; no views into session input.
 struct envelope {
   std::string helo;                    ///< argument of the last EHLO/HELO/LHLO
   std::string mail_from;               ///< reverse-path without <>; empty = null sender
-  std::vector<std::string> rcpt_to;    ///< accepted forward-paths without <>
+  recipient_list rcpt_to;              ///< accepted forward-paths without <>
   body_type body = body_type::unspecified;
   bool smtputf8 = false;               ///< SMTPUTF8 given on MAIL (RFC 6531)
   std::uint64_t declared_size = 0;     ///< SIZE= of MAIL, 0 if absent

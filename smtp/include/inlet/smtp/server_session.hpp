@@ -260,7 +260,7 @@ class server_session {
   std::size_t line_len_ = 0;    // octets of the current body line so far
   std::error_code close_reason_;
   envelope env_;
-  std::vector<std::string> lmtp_rcpts_;  // LMTP: recipients of the message being delivered
+  recipient_list lmtp_rcpts_;  // LMTP: recipients of the message being delivered
   std::string remote_address_;
   std::uint16_t remote_port_ = 0;
   sasl sasl_ = sasl::plain;

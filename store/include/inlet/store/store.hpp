@@ -219,7 +219,7 @@ class store {
 std::string normalize_mailbox(std::string_view address);
 
 /// A fresh random ID of id_length base62 characters (2 x 64 random bits from a per-thread
-/// generator seeded by std::random_device).
-std::string make_message_id();
+/// generator seeded by std::random_device), held inline.
+message_id make_message_id();
 
 }  // namespace inlet::store

@@ -12,11 +12,16 @@
 #pragma once
 
 #include <atomic>
+#include <boost/container/small_vector.hpp>
 #include <chrono>
+#include <compare>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <ostream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,11 +35,15 @@ struct address {
   friend bool operator==(const struct address&, const struct address&) = default;
 };
 
+/// Envelope recipients. Nearly every message has one: it stays inline in the envelope
+/// (no heap block per message); more spill to the heap like a vector.
+using recipient_list = boost::container::small_vector<std::string, 1>;
+
 /// What the SMTP session learnt, kept apart from the message bytes.
 struct envelope {
   std::string helo;                  ///< EHLO/HELO argument
   std::string mail_from;             ///< reverse-path, without <>; empty for the null sender
-  std::vector<std::string> rcpt_to;  ///< forward-paths, without <>
+  recipient_list rcpt_to;            ///< forward-paths, without <>
   std::string remote;                ///< peer "ip:port"
   std::string protocol;              ///< "SMTP", "ESMTP", "LMTP", ...
   std::string auth_user;             ///< SMTP AUTH (or send API) user name; empty if none
@@ -105,6 +114,51 @@ struct new_message {
 /// Length of a message ID: 22 characters of [0-9A-Za-z].
 inline constexpr std::size_t id_length = 22;
 
+/// A message ID held inline: at most id_length characters (a store's IDs have exactly
+/// id_length; a default-constructed one is empty), so making, copying or storing one
+/// costs no heap block. Reads as a std::string_view (implicit conversion), valid while
+/// this object lives (inside a record: while its message_ptr is held).
+/// Design note: id_length bytes plus a length byte, no terminator; compares, hashes and
+/// prints as its characters. Thread-safety: a plain value.
+class message_id {
+ public:
+  message_id() noexcept = default;
+  /// Throws std::length_error past id_length characters.
+  explicit message_id(std::string_view s) {
+    if (s.size() > id_length) throw std::length_error("message ID longer than id_length");
+    size_ = static_cast<std::uint8_t>(s.size());
+    s.copy(chars_, s.size());
+  }
+  std::string_view view() const noexcept { return {chars_, size_}; }
+  operator std::string_view() const noexcept { return view(); }
+  /// A std::string copy, for the APIs that take one (may allocate; not for hot paths).
+  operator std::string() const { return str(); }
+  std::string str() const { return std::string(view()); }
+  const char* data() const noexcept { return chars_; }
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  const char* begin() const noexcept { return chars_; }
+  const char* end() const noexcept { return chars_ + size_; }
+
+  friend bool operator==(const message_id& a, const message_id& b) noexcept {
+    return a.view() == b.view();
+  }
+  friend auto operator<=>(const message_id& a, const message_id& b) noexcept {
+    return a.view() <=> b.view();
+  }
+  friend bool operator==(const message_id& a, std::string_view b) noexcept { return a.view() == b; }
+  friend auto operator<=>(const message_id& a, std::string_view b) noexcept {
+    return a.view() <=> b;
+  }
+  friend std::ostream& operator<<(std::ostream& os, const message_id& id) {
+    return os << id.view();
+  }
+
+ private:
+  char chars_[id_length] = {};
+  std::uint8_t size_ = 0;
+};
+
 /// A message's tags, replaced whole (never edited in place), so a reader holding a list
 /// keeps it while the store installs another.
 using tag_list = std::shared_ptr<const std::vector<std::string>>;
@@ -112,7 +166,7 @@ using tag_list = std::shared_ptr<const std::vector<std::string>>;
 /// A message as a store keeps it and hands it out. Immutable once published, except the
 /// read flag and the tag list.
 struct stored_message {
-  std::string id;         ///< id_length characters of base62, unique within a store
+  message_id id;          ///< id_length characters of base62, unique within a store
   std::uint64_t seq = 0;  ///< arrival order within the store (or shard), for ordering ties
   time_point created;     ///< when the store accepted it (UTC)
   struct envelope envelope;
@@ -191,3 +245,11 @@ struct store_event {
 };
 
 }  // namespace inlet::store
+
+/// Hashes as its characters (the same value as std::hash<std::string_view>).
+template <>
+struct std::hash<inlet::store::message_id> {
+  std::size_t operator()(const inlet::store::message_id& id) const noexcept {
+    return std::hash<std::string_view>{}(id.view());
+  }
+};
