@@ -283,8 +283,11 @@ struct addr_parser {
             c != '.' && c != '@')
           a.push_back(' ');
         space = false;
-        a.push_back(c);
-        ++i;
+        // The run up to the next quote, comment, space or '>' goes in whole.
+        std::size_t j = i + 1;
+        while (j < s.size() && s[j] != '>' && s[j] != '"' && s[j] != '(' && !is_ws(s[j])) ++j;
+        a.append(s.substr(i, j - i));
+        i = j;
       }
     }
     if (i < s.size())

@@ -212,13 +212,24 @@ struct snippet_builder {
           if (++n >= limit) break;
         }
 #ifdef __SSE2__
-        // 16 bytes at a time while the run, the limit and the buffer allow.
+        // 16 bytes at a time while the run, the limit and the buffer allow. A block of
+        // words with single spaces between them, starting and ending on a word, is
+        // already collapsed: it goes in whole too.
         while (e - i >= 16 && limit - n >= 16 && end - o >= 16) {
           const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(i));
           const __m128i ok = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8(' ')),
                                            _mm_cmplt_epi8(v, _mm_set1_epi8(0x7F)));
-          const unsigned run =
-              static_cast<unsigned>(__builtin_ctz(~_mm_movemask_epi8(ok) | 0x10000));
+          const unsigned pm = static_cast<unsigned>(_mm_movemask_epi8(ok));
+          const unsigned sm =
+              static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(' '))));
+          if ((pm | sm) == 0xFFFF && (sm & (sm >> 1)) == 0 && (sm & 0x8001) == 0) {
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(o), v);
+            o += 16;
+            i += 16;
+            n += 16;
+            continue;
+          }
+          const unsigned run = static_cast<unsigned>(__builtin_ctz(~pm | 0x10000));
           _mm_storeu_si128(reinterpret_cast<__m128i*>(o), v);
           o += run;
           i += run;

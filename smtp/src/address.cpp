@@ -1,18 +1,28 @@
 #include "address.hpp"
 
+#include <array>
+
 namespace inlet::smtp::detail {
 namespace {
 
-bool atext(unsigned char c) noexcept {
-  if (c >= 0x80) return true;  // UTF-8 (checked against SMTPUTF8 by the caller)
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-  switch (c) {
-    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+':
-    case '-': case '/': case '=': case '?': case '^': case '_': case '`': case '{':
-    case '|': case '}': case '~': case '.':
-      return true;
-    default: return false;
+// Character classes as tables: one load per character on the path of every MAIL and RCPT.
+enum : unsigned char { c_atext = 1, c_domain = 2 };
+constexpr auto char_classes = [] {
+  std::array<unsigned char, 256> t{};
+  for (int c = 0; c < 256; ++c) {
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    // UTF-8 bytes pass both (checked against SMTPUTF8 by the caller).
+    if (c >= 0x80 || alnum ||
+        std::string_view("!#$%&'*+-/=?^_`{|}~.").find(static_cast<char>(c)) !=
+            std::string_view::npos)
+      t[c] |= c_atext;
+    if (c >= 0x80 || alnum || c == '-' || c == '.') t[c] |= c_domain;
   }
+  return t;
+}();
+
+bool atext(unsigned char c) noexcept {
+  return char_classes[c] & c_atext;
 }
 
 bool valid_local(std::string_view s) noexcept {
@@ -44,11 +54,8 @@ bool valid_domain(std::string_view s) noexcept {
     return true;
   }
   if (s.front() == '.' || s.back() == '.' || s.front() == '-') return false;
-  for (unsigned char c : s) {
-    bool ok = c >= 0x80 || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-              (c >= '0' && c <= '9') || c == '-' || c == '.';
-    if (!ok) return false;
-  }
+  for (unsigned char c : s)
+    if (!(char_classes[c] & c_domain)) return false;
   return s.find("..") == s.npos;
 }
 
@@ -61,8 +68,10 @@ std::size_t closing_bracket(std::string_view s) noexcept {
       ++i;
       continue;
     }
-    if (c == '"') quoted = !quoted;
-    else if (c == '>' && !quoted) return i;
+    if (c == '"')
+      quoted = !quoted;
+    else if (c == '>' && !quoted)
+      return i;
   }
   return std::string_view::npos;
 }

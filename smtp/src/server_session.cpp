@@ -146,6 +146,16 @@ bool iequals(std::string_view a, std::string_view b) noexcept {
   return true;
 }
 
+// A four-byte verb folded to lower case in one word, 0 for any other length. Exact for
+// letters: `| 0x20` maps no byte but the upper-case letter onto a lower-case one.
+constexpr std::uint32_t verb4(std::string_view s) noexcept {
+  if (s.size() != 4) return 0;
+  std::uint32_t w = 0;
+  for (std::size_t i = 0; i < 4; ++i)
+    w |= std::uint32_t{static_cast<unsigned char>(s[i])} << (8 * i);
+  return w | 0x20202020u;
+}
+
 bool istarts_with(std::string_view s, std::string_view prefix) noexcept {
   return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
 }
@@ -429,7 +439,8 @@ void server_session::dispatch(std::string_view line) {
   std::size_t sp = line.find(' ');
   std::string_view verb = line.substr(0, sp);
   std::string_view arg = sp == line.npos ? std::string_view{} : line.substr(sp + 1);
-  if (iequals(verb, "QUIT")) {
+  const std::uint32_t v = verb4(verb);
+  if (v == verb4("quit")) {
     close_with(221, "2.0.0", "Bye", errc::client_quit);
     return;
   }
@@ -437,31 +448,31 @@ void server_session::dispatch(std::string_view line) {
     close_with(421, "4.3.2", cfg_->hostname + " Service shutting down", errc::shutting_down);
     return;
   }
-  if (iequals(verb, cfg_->lmtp ? "LHLO" : "EHLO")) return cmd_helo(arg, true);
-  if (!cfg_->lmtp && iequals(verb, "HELO")) return cmd_helo(arg, false);
-  if (iequals(verb, "MAIL")) return cmd_mail(arg);
-  if (iequals(verb, "RCPT")) return cmd_rcpt(arg);
-  if (iequals(verb, "DATA")) return cmd_data(arg);
-  if (iequals(verb, "BDAT") && cfg_->chunking) return cmd_bdat(arg);
-  if (iequals(verb, "RSET")) return cmd_rset(arg);
-  if (iequals(verb, "NOOP")) return reply(250, "2.0.0", "Ok");
+  if (v == verb4(cfg_->lmtp ? "lhlo" : "ehlo")) return cmd_helo(arg, true);
+  if (!cfg_->lmtp && v == verb4("helo")) return cmd_helo(arg, false);
+  if (v == verb4("mail")) return cmd_mail(arg);
+  if (v == verb4("rcpt")) return cmd_rcpt(arg);
+  if (v == verb4("data")) return cmd_data(arg);
+  if (v == verb4("bdat") && cfg_->chunking) return cmd_bdat(arg);
+  if (v == verb4("rset")) return cmd_rset(arg);
+  if (v == verb4("noop")) return reply(250, "2.0.0", "Ok");
   if (iequals(verb, "STARTTLS")) {
     // RFC 3207: not offered (no certificate) is not temporary, so 502, not 454.
     if (!cfg_->starttls) return error_reply(502, "5.5.1", "Error: STARTTLS not available");
     return cmd_starttls(arg);
   }
-  if (iequals(verb, "AUTH") && cfg_->auth && !cfg_->lmtp) return cmd_auth(arg);
-  if (iequals(verb, "VRFY")) {
+  if (v == verb4("auth") && cfg_->auth && !cfg_->lmtp) return cmd_auth(arg);
+  if (v == verb4("vrfy")) {
     if (trim(arg).empty()) return error_reply(501, "5.5.4", "Syntax: VRFY address");
     return reply(252, "2.0.0", "Cannot VRFY user, but will accept message and attempt delivery");
   }
-  if (iequals(verb, "HELP"))
+  if (v == verb4("help"))
     return reply(214, "2.0.0",
                  auth_offered()
                      ? "Commands: HELO EHLO AUTH MAIL RCPT DATA BDAT RSET NOOP VRFY HELP QUIT"
                      : "Commands: HELO EHLO MAIL RCPT DATA BDAT RSET NOOP VRFY HELP QUIT");
-  if (iequals(verb, "EXPN") || iequals(verb, "AUTH") || iequals(verb, "ETRN") ||
-      iequals(verb, "TURN"))
+  if (v == verb4("expn") || v == verb4("auth") || v == verb4("etrn") ||
+      v == verb4("turn"))
     return error_reply(502, "5.5.1", "Error: command not implemented");
   error_reply(500, "5.5.2", "Error: command not recognized");
 }

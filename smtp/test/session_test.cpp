@@ -361,6 +361,20 @@ TEST(session, commands_are_case_insensitive) {
   EXPECT_EQ(v[v.size() - 2], "250 2.0.0 Ok");
 }
 
+// Verbs are matched with their case folded; bytes that fold next to letters ('@' and '`',
+// '[' and '{', digits, a verb one byte long or short) are not verbs.
+TEST(session, mixed_case_verbs_match_and_near_misses_do_not) {
+  auto r = run_all_splits(cfg_default(),
+                          "EhLo c\r\nNoOp\r\nNOO@\r\n@OOP\r\nnoo{\r\nNOOPS\r\nNOO\r\n"
+                          "n0op\r\nqUiT\r\n");
+  auto v = replies(r.output);
+  ASSERT_GE(v.size(), 10u);  // replies() ends with an empty entry
+  EXPECT_EQ(v[v.size() - 9], "250 2.0.0 Ok");
+  for (std::size_t k = v.size() - 8; k < v.size() - 2; ++k)
+    EXPECT_EQ(v[k], "500 5.5.2 Error: command not recognized") << k;
+  EXPECT_THAT(v[v.size() - 2], ::testing::StartsWith("221 "));
+}
+
 TEST(session, bare_lf_nul_and_bare_cr_in_commands) {
   static const char raw[] = "NOOP\nNO\0OP\r\nNO\rOP\r\nNOOP\r\n";
   std::string in(raw, sizeof raw - 1);
