@@ -47,7 +47,7 @@ json::object address_json(const store::address& a) {
   return json::object{{"Name", js(a.name)}, {"Address", js(a.address)}};
 }
 
-json::array addresses_json(const std::vector<store::address>& v) {
+json::array addresses_json(const store::address_list& v) {
   json::array out;
   out.reserve(v.size());
   for (const auto& a : v) out.push_back(address_json(a));

@@ -570,7 +570,7 @@ prepared_fields::prepared_fields(const stored_message& m) {
     buf_ += '\n';
     end_[static_cast<std::size_t>(slot)] = static_cast<std::uint32_t>(buf_.size());
   };
-  auto list = [&](const std::vector<address>& v, int slot) {
+  auto list = [&](const address_list& v, int slot) {
     for (std::size_t i = 0; i < v.size(); ++i) {
       if (i) buf_ += '\n';
       append_address(buf_, v[i]);

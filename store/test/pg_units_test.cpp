@@ -100,10 +100,10 @@ TEST(PgWire, AddressAndAttachmentArraysRoundTrip) {
   ASSERT_TRUE(decode_addr(cols[13].second, from));
   EXPECT_EQ(from, m.summary.from);
   EXPECT_EQ(cols[14].first, t.addr_array);
-  std::vector<address> to;
+  address_list to;
   ASSERT_TRUE(decode_addr_array(cols[14].second, to));
   EXPECT_EQ(to, m.summary.to);
-  std::vector<address> cc{{"x", "y"}};
+  address_list cc{{"x", "y"}};
   ASSERT_TRUE(decode_addr_array(cols[15].second, cc));  // empty array
   EXPECT_TRUE(cc.empty());
   EXPECT_EQ(cols[22].first, t.attach_array);
@@ -166,7 +166,7 @@ TEST(PgWire, DecodersRejectEveryTruncation) {
     }
     encode_element(arr, rec);
   }
-  std::vector<address> out;
+  address_list out;
   ASSERT_TRUE(decode_addr_array(arr, out));
   ASSERT_EQ(out.size(), 2u);
   for (std::size_t cut = 0; cut < arr.size(); ++cut)

@@ -47,7 +47,7 @@ inline std::vector<fixture_message> search_fixture() {
   struct spec {
     const char* label;
     address from;
-    std::vector<address> to, cc, bcc, reply_to;
+    address_list to, cc, bcc, reply_to;
     const char* subject;
     const char* message_id;
     const char* text;

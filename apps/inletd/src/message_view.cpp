@@ -37,8 +37,8 @@ void bound(std::string& s, std::size_t n) {
   s.resize(k);
 }
 
-std::vector<st::address> to_addresses(std::vector<mm::mailbox>&& in) {
-  std::vector<st::address> out;
+st::address_list to_addresses(std::vector<mm::mailbox>&& in) {
+  st::address_list out;
   out.reserve(std::min(in.size(), max_addresses));
   for (auto& m : in) {
     if (out.size() == max_addresses) break;

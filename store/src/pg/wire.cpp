@@ -345,7 +345,7 @@ bool decode_addr(std::string_view in, address& out) {
   });
 }
 
-bool decode_addr_array(std::string_view in, std::vector<address>& out) {
+bool decode_addr_array(std::string_view in, address_list& out) {
   out.clear();
   return for_each_element(in, [&](std::string_view v, bool null) {
     if (null) return false;

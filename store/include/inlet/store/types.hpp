@@ -41,12 +41,12 @@ using recipient_list = boost::container::small_vector<std::string, 1>;
 
 /// What the SMTP session learnt, kept apart from the message bytes.
 struct envelope {
-  std::string helo;                  ///< EHLO/HELO argument
-  std::string mail_from;             ///< reverse-path, without <>; empty for the null sender
-  recipient_list rcpt_to;            ///< forward-paths, without <>
-  std::string remote;                ///< peer "ip:port"
-  std::string protocol;              ///< "SMTP", "ESMTP", "LMTP", ...
-  std::string auth_user;             ///< SMTP AUTH (or send API) user name; empty if none
+  std::string helo;        ///< EHLO/HELO argument
+  std::string mail_from;   ///< reverse-path, without <>; empty for the null sender
+  recipient_list rcpt_to;  ///< forward-paths, without <>
+  std::string remote;      ///< peer "ip:port"
+  std::string protocol;    ///< "SMTP", "ESMTP", "LMTP", ...
+  std::string auth_user;   ///< SMTP AUTH (or send API) user name; empty if none
 };
 
 /// One attachment as the MIME parse saw it (the bytes stay in `raw`).
@@ -58,18 +58,23 @@ struct attachment_info {
 
 using time_point = std::chrono::system_clock::time_point;
 
+/// A summary's address list. Nearly every message has one To address and no Cc, Bcc or
+/// Reply-To: one entry stays inline in the summary (no heap block), more spill to the heap
+/// like a vector.
+using address_list = boost::container::small_vector<address, 1>;
+
 /// Header-level facts the caller fills from its MIME parse. Text and HTML bodies are not
 /// stored as such: the HTTP layer renders them from the raw bytes on demand. Every string
 /// and list here is bounded by whoever fills it (an address list keeps its first entries
 /// and a count), and a store counts these bytes against its limits like the raw bytes.
 struct summary {
   address from;
-  std::vector<address> to;
-  std::vector<address> cc;
+  address_list to;
+  address_list cc;
   /// Bcc header addresses, plus envelope recipients that no To/Cc/Bcc header names
   /// (as Mailpit shows them).
-  std::vector<address> bcc;
-  std::vector<address> reply_to;
+  address_list bcc;
+  address_list reply_to;
   std::string subject;
   std::optional<time_point> date;  ///< the Date: header, in UTC
   std::string message_id;          ///< Message-ID without <>
