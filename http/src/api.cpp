@@ -47,7 +47,7 @@ json::object address_json(const store::address& a) {
   return json::object{{"Name", js(a.name)}, {"Address", js(a.address)}};
 }
 
-json::array addresses_json(const store::address_list& v) {
+json::array addresses_json(std::span<const store::address> v) {
   json::array out;
   out.reserve(v.size());
   for (const auto& a : v) out.push_back(address_json(a));
@@ -86,7 +86,7 @@ json::object summary_object(const store::stored_message& m) {
       {"MessageID", js(m.summary.message_id)},
       {"Read", m.is_read()},
       {"From", address_json(m.summary.from)},
-      {"To", addresses_json(m.summary.to)},
+      {"To", addresses_json({m.summary.to.data(), m.summary.to.size()})},
       {"Cc", addresses_json(m.summary.cc)},
       {"Bcc", addresses_json(m.summary.bcc)},
       {"ReplyTo", addresses_json(m.summary.reply_to)},

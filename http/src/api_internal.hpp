@@ -64,7 +64,7 @@ struct target {
 // ---- JSON ----
 json::string js(std::string_view s);
 json::object address_json(const store::address& a);
-json::array addresses_json(const store::address_list& v);
+json::array addresses_json(std::span<const store::address> v);
 json::array strings_json(std::span<const std::string> v);
 json::object summary_object(const store::stored_message& m);
 /// Mailpit has no such field: the "Totals" object when a list of `s` holds only its first

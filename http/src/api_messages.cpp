@@ -253,7 +253,7 @@ awaitable<response> get_message(const ctx_t& c, const request& req, std::string 
       {"MessageID", js(s.message_id)},
       {"Read", read},
       {"From", address_json(s.from)},
-      {"To", addresses_json(s.to)},
+      {"To", addresses_json({s.to.data(), s.to.size()})},
       {"Cc", addresses_json(s.cc)},
       {"Bcc", addresses_json(s.bcc)},
       {"ReplyTo", addresses_json(s.reply_to)},

@@ -278,8 +278,8 @@ std::size_t memory_store::footprint_of(const stored_message& m) {
   for (const auto& r : e.rcpt_to) n += string_bytes(r) * 2 + 64;  // and its mailbox key
   const auto& s = m.summary;
   n += address_bytes(s.from);
-  for (const auto* list : {&s.to, &s.cc, &s.bcc, &s.reply_to})
-    for (const auto& a : *list) n += address_bytes(a);
+  for (auto list : s.lists())
+    for (const auto& a : list) n += address_bytes(a);
   n += string_bytes(s.subject) + string_bytes(s.message_id) + string_bytes(s.snippet) +
        string_bytes(s.search_text);
   for (const auto& a : s.attachments)

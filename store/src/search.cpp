@@ -13,6 +13,7 @@
 #include <charconv>
 #include <cstring>
 #include <optional>
+#include <span>
 
 #include "inlet/store/error.hpp"
 
@@ -561,8 +562,8 @@ std::error_code parse(std::string_view text, std::string_view tz, query& out,
 prepared_fields::prepared_fields(const stored_message& m) {
   const auto& s = m.summary;
   std::size_t n = s.subject.size() + s.message_id.size() + 16;
-  for (const auto* list : {&s.to, &s.cc, &s.bcc, &s.reply_to})
-    for (const auto& a : *list) n += a.name.size() + a.address.size() + 4;
+  for (auto list : s.lists())
+    for (const auto& a : list) n += a.name.size() + a.address.size() + 4;
   n += s.from.name.size() + s.from.address.size() + 4;
   buf_.reserve(n);
   // Each field is followed by '\n'; the addresses of a list are separated by '\n'.
@@ -570,14 +571,14 @@ prepared_fields::prepared_fields(const stored_message& m) {
     buf_ += '\n';
     end_[static_cast<std::size_t>(slot)] = static_cast<std::uint32_t>(buf_.size());
   };
-  auto list = [&](const address_list& v, int slot) {
+  auto list = [&](std::span<const address> v, int slot) {
     for (std::size_t i = 0; i < v.size(); ++i) {
       if (i) buf_ += '\n';
       append_address(buf_, v[i]);
     }
     close(slot);
   };
-  list(s.to, 0);
+  list({s.to.data(), s.to.size()}, 0);
   if (!s.from.address.empty() || !s.from.name.empty()) append_address(buf_, s.from);
   close(1);
   list(s.cc, 2);
@@ -698,8 +699,8 @@ char* append_words(const unsigned char* p, std::size_t n, char* begin, char* o, 
 std::string build_search_text(const summary& s, std::string_view body_text, std::size_t limit) {
   std::string out;
   std::size_t want = s.subject.size() + body_text.size() + 2;
-  for (const auto* list : {&s.to, &s.cc, &s.bcc, &s.reply_to})
-    for (const auto& a : *list) want += a.name.size() + a.address.size() + 2;
+  for (auto list : s.lists())
+    for (const auto& a : list) want += a.name.size() + a.address.size() + 2;
   want += s.from.name.size() + s.from.address.size() + 2;
   for (const auto& a : s.attachments) want += a.filename.size() + 1;
   out.resize(std::min(limit, want));
@@ -722,8 +723,8 @@ std::string build_search_text(const summary& s, std::string_view body_text, std:
     add(a.address);
   };
   add_addr(s.from);
-  for (const auto* list : {&s.to, &s.cc, &s.bcc, &s.reply_to})
-    for (const auto& a : *list) add_addr(a);
+  for (auto list : s.lists())
+    for (const auto& a : list) add_addr(a);
   add(body_text);
   for (const auto& a : s.attachments) add(a.filename);
   while (o != begin && o[-1] == ' ') --o;

@@ -391,8 +391,9 @@ TEST(MemoryStore, BigAddressListCountsAgainstTheByteBound) {
   auto m = put(big, with_list(100));
   ASSERT_TRUE(m);
   std::size_t list_bytes = 0;
-  for (const auto* l : {&m->summary.to, &m->summary.cc})
-    for (const auto& a : *l) list_bytes += a.name.size() + a.address.size();
+  for (auto l : {std::span<const st::address>(m->summary.to.data(), m->summary.to.size()),
+                 std::span<const st::address>(m->summary.cc)})
+    for (const auto& a : l) list_bytes += a.name.size() + a.address.size();
   EXPECT_GE(big.stats().bytes, plain.stats().bytes + list_bytes);
   EXPECT_EQ(big.stats().bytes - plain.stats().bytes,
             st::memory_store::footprint_of(*m) - st::memory_store::footprint_of(*pm));

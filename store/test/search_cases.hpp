@@ -47,7 +47,8 @@ inline std::vector<fixture_message> search_fixture() {
   struct spec {
     const char* label;
     address from;
-    address_list to, cc, bcc, reply_to;
+    address_list to;
+    std::vector<address> cc, bcc, reply_to;
     const char* subject;
     const char* message_id;
     const char* text;

@@ -37,8 +37,10 @@ void bound(std::string& s, std::size_t n) {
   s.resize(k);
 }
 
-st::address_list to_addresses(std::vector<mm::mailbox>&& in) {
-  st::address_list out;
+// Fills the store's list in place: a move of the To list's inline entry is not free.
+template <class List>
+void to_addresses(std::vector<mm::mailbox>&& in, List& out) {
+  out.clear();
   out.reserve(std::min(in.size(), max_addresses));
   for (auto& m : in) {
     if (out.size() == max_addresses) break;
@@ -46,7 +48,6 @@ st::address_list to_addresses(std::vector<mm::mailbox>&& in) {
     bound(m.address, max_field_bytes);
     out.push_back({std::move(m.name), std::move(m.address)});
   }
-  return out;
 }
 
 bool same_address(std::string_view a, std::string_view b) {
@@ -62,8 +63,9 @@ bool same_address(std::string_view a, std::string_view b) {
 // shows them).
 void add_envelope_bcc(st::summary& out, const inlet::store::recipient_list& rcpt_to) {
   auto named = [&](std::string_view r) {
-    for (const auto* list : {&out.to, &out.cc, &out.bcc})
-      for (const auto& a : *list)
+    const auto lists = out.lists();
+    for (auto list : {lists[0], lists[1], lists[2]})  // To, Cc, Bcc
+      for (const auto& a : list)
         if (same_address(a.address, r)) return true;
     return false;
   };
@@ -174,10 +176,10 @@ void analyze(const mm::parsed_message& m, const inlet::store::recipient_list& rc
   out.totals.cc = total_if_cut(s.address_counts.cc);
   out.totals.bcc = total_if_cut(s.address_counts.bcc);
   out.totals.reply_to = total_if_cut(s.address_counts.reply_to);
-  out.to = to_addresses(std::move(s.to));
-  out.cc = to_addresses(std::move(s.cc));
-  out.bcc = to_addresses(std::move(s.bcc));
-  out.reply_to = to_addresses(std::move(s.reply_to));
+  to_addresses(std::move(s.to), out.to);
+  to_addresses(std::move(s.cc), out.cc);
+  to_addresses(std::move(s.bcc), out.bcc);
+  to_addresses(std::move(s.reply_to), out.reply_to);
   add_envelope_bcc(out, rcpt_to);
   if (s.subject) out.subject = std::move(*s.subject);
   bound(out.subject, max_subject_bytes);
@@ -283,8 +285,9 @@ void message_tags(const mm::parsed_message& m, const st::summary& s, const tag_o
       }
     };
     from_address(s.from);
-    for (const auto* list : {&s.to, &s.cc, &s.bcc})
-      for (const auto& a : *list) from_address(a);
+    const auto lists = s.lists();
+    for (auto list : {lists[0], lists[1], lists[2]})  // To, Cc, Bcc
+      for (const auto& a : list) from_address(a);
   }
 }
 

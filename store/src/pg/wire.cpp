@@ -227,8 +227,7 @@ void encode_copy(std::string& out, const shard_types& t, const copy_view& c) {
     encode_addr_record(out, s.from);
     r.close(at);
   }
-  for (const auto* list : {&s.to, &s.cc, &s.bcc, &s.reply_to})
-    array_column(r, t.addr_array, t.addr, *list, encode_addr_record);
+  for (auto list : s.lists()) array_column(r, t.addr_array, t.addr, list, encode_addr_record);
   r.text(s.subject);
   if (s.date)
     r.timestamptz(unix_us(*s.date));
@@ -345,12 +344,22 @@ bool decode_addr(std::string_view in, address& out) {
   });
 }
 
-bool decode_addr_array(std::string_view in, address_list& out) {
+namespace {
+template <class List>
+bool decode_addrs(std::string_view in, List& out) {
   out.clear();
   return for_each_element(in, [&](std::string_view v, bool null) {
     if (null) return false;
     return decode_addr(v, out.emplace_back());
   });
+}
+}  // namespace
+
+bool decode_addr_array(std::string_view in, address_list& out) {
+  return decode_addrs(in, out);
+}
+bool decode_addr_array(std::string_view in, std::vector<address>& out) {
+  return decode_addrs(in, out);
 }
 
 bool decode_attach_array(std::string_view in, std::vector<attachment_info>& out) {

@@ -80,6 +80,7 @@ void encode_element(std::string& out, std::string_view bytes);
 // ---- decoding ---------------------------------------------------------------------
 bool decode_addr(std::string_view in, address& out);
 bool decode_addr_array(std::string_view in, address_list& out);
+bool decode_addr_array(std::string_view in, std::vector<address>& out);
 bool decode_attach_array(std::string_view in, std::vector<attachment_info>& out);
 bool decode_text_array(std::string_view in, std::vector<std::string>& out);
 bool decode_int4_array(std::string_view in, std::vector<std::int32_t>& out);

@@ -11,6 +11,7 @@
 // pointer is held.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <boost/container/small_vector.hpp>
 #include <chrono>
@@ -21,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -58,9 +60,9 @@ struct attachment_info {
 
 using time_point = std::chrono::system_clock::time_point;
 
-/// A summary's address list. Nearly every message has one To address and no Cc, Bcc or
-/// Reply-To: one entry stays inline in the summary (no heap block), more spill to the heap
-/// like a vector.
+/// A summary's To list. Nearly every message has one To address: it stays inline in the
+/// summary (no heap block), more spill to the heap like a vector. Cc, Bcc and Reply-To are
+/// usually empty and stay plain vectors (no inline room to carry, cheaper to move).
 using address_list = boost::container::small_vector<address, 1>;
 
 /// Header-level facts the caller fills from its MIME parse. Text and HTML bodies are not
@@ -70,11 +72,15 @@ using address_list = boost::container::small_vector<address, 1>;
 struct summary {
   address from;
   address_list to;
-  address_list cc;
+  std::vector<address> cc;
   /// Bcc header addresses, plus envelope recipients that no To/Cc/Bcc header names
   /// (as Mailpit shows them).
-  address_list bcc;
-  address_list reply_to;
+  std::vector<address> bcc;
+  std::vector<address> reply_to;
+  /// To, Cc, Bcc and Reply-To as views, for code that treats the four lists alike.
+  std::array<std::span<const address>, 4> lists() const noexcept {
+    return {std::span<const address>(to.data(), to.size()), cc, bcc, reply_to};
+  }
   std::string subject;
   std::optional<time_point> date;  ///< the Date: header, in UTC
   std::string message_id;          ///< Message-ID without <>
