@@ -250,7 +250,10 @@ int main(int argc, char** argv) {
 
   inletd::pipeline_options popts;
   popts.tags.title_case = opt.tags_title_case;
-  popts.heavy_bytes = opt.heavy_message_bytes;
+  // A process-model connection is its own process, forked after the worker pool's
+  // threads were started (the child has none of them) and holding up no other
+  // connection: its heavy messages stay on its thread.
+  popts.heavy_bytes = sc.model == inlet::smtp::io_model::process ? 0 : opt.heavy_message_bytes;
   popts.tags.x_tags = opt.tags_disable.find("x-tags") == std::string::npos;
   popts.tags.plus_addresses = opt.tags_disable.find("plus-addresses") == std::string::npos;
   {

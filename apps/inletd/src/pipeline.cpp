@@ -95,9 +95,10 @@ void to_store_envelope(sm::envelope& e, st::envelope& out) {
 }
 
 void pipeline::deliver(sm::received_message&& m, sm::delivery_callback done) {
-  // A large message is parsed off the I/O thread; its reply waits for the worker. (A
-  // streamed parse stays: its observer belongs to this thread's pool.)
-  if (heavy_ && m.body.size() >= opts_.heavy_bytes && !streamed_parse(m)) {
+  // A large message is parsed (or, streamed, analyzed) off the I/O thread; its reply
+  // waits for the worker. A streamed parse goes with the message: it views the body's
+  // fragments, which move with it.
+  if (heavy_ && m.body.size() >= opts_.heavy_bytes) {
     heavy_->post([this, m = std::move(m), done = std::move(done)]() mutable {
       deliver_now(std::move(m), std::move(done));
     });

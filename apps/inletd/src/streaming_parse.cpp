@@ -5,31 +5,34 @@
 
 namespace inletd {
 
-namespace {
-
-struct observer_pool {
+struct parse_observer::pool {
   std::vector<std::unique_ptr<parse_observer>> free;
+
+  static pool& mine() {
+    thread_local pool p;
+    return p;
+  }
 };
 
-observer_pool& pool() {
-  thread_local observer_pool p;
-  return p;
-}
-
-}  // namespace
-
 inlet::smtp::body_observer_ptr parse_observer::make() {
-  auto& p = pool();
-  if (p.free.empty()) return inlet::smtp::body_observer_ptr(new parse_observer);
-  parse_observer* o = p.free.back().release();
-  p.free.pop_back();
+  auto& p = pool::mine();
+  parse_observer* o = nullptr;
+  if (p.free.empty()) {
+    o = new parse_observer;
+  } else {
+    o = p.free.back().release();
+    p.free.pop_back();
+  }
+  o->home_ = &p;
   return inlet::smtp::body_observer_ptr(o);
 }
 
 void parse_observer::dispose() noexcept {
   parser_.reset();  // no views kept into a body that is going away
-  auto& p = pool();
-  if (p.free.size() >= pool_limit) {
+  auto& p = pool::mine();
+  // A message handed to another thread (a heavy message's worker) ends there: that
+  // thread makes no observers, so a pool there would only hold memory.
+  if (&p != home_ || p.free.size() >= pool_limit) {
     delete this;
     return;
   }

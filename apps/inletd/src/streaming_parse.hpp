@@ -8,14 +8,17 @@
 // tables across reset(), so a warm pool parses with no heap allocation, and an idle
 // connection holds no parser (the SMTP drivers keep nothing on idle connections; see
 // docs/buffer.md, "Idle connections"). The pool of a thread holds at most
-// `pool_limit` observers: about as many as there are messages in flight on it.
+// `pool_limit` observers: about as many as there are messages in flight on it. An
+// observer disposed on another thread than the one that made it (a heavy message
+// analyzed on a worker) is deleted, not pooled there.
 //
 // Views: the parse result points into the body pieces it was fed, which are the
 // received_message's body fragments: read it before the body is dropped or flattened
 // (pipeline.cpp analyzes first, then flattens).
 //
 // Thread-safety: an observer is used by one thread at a time (the connection's I/O
-// thread while receiving, then the deliver hook's); the pool is per thread.
+// thread while receiving, then the deliver hook's, which may be a worker's); the
+// pool is per thread.
 #pragma once
 
 #include <inlet/mime/parser.hpp>
@@ -46,6 +49,8 @@ class parse_observer final : public inlet::smtp::body_observer {
   ~parse_observer() override = default;
 
  private:
+  struct pool;
+  pool* home_ = nullptr;  // the pool of the thread that made it
   inlet::mime::parser parser_;
 };
 

@@ -631,10 +631,10 @@ def parse_corpus():
 class ParseModeTest(unittest.TestCase):
     MODELS = ("coro", "thread", "stackful")
 
-    def run_mode(self, parse, model, buffer, corpus):
+    def run_mode(self, parse, model, buffer, corpus, *extra):
         """Sends the corpus to a fresh inletd; returns {name: (list entry, detail)}."""
         srv = Inletd("--parse", parse, "--io-model", model, "--receive-buffer", buffer, "--threads", "2",
-                     "--filter-terms", TERMS_FILE, "--filter-action", "tag")
+                     "--filter-terms", TERMS_FILE, "--filter-action", "tag", *extra)
         try:
             out = {}
             accepted = []
@@ -682,6 +682,12 @@ class ParseModeTest(unittest.TestCase):
                     streamed = self.run_mode("streaming", model, buffer, corpus)
                     for name, _ in corpus:
                         self.assertEqual(streamed[name], after[name], f"{name} ({model}, {buffer})")
+        # Every message on the worker pool: the streamed parse moves there with its body.
+        for model in ("coro", "thread"):
+            with self.subTest(model=model, heavy=True):
+                streamed = self.run_mode("streaming", model, "segment", corpus, "--heavy-message-bytes", "1")
+                for name, _ in corpus:
+                    self.assertEqual(streamed[name], after[name], f"{name} ({model}, on the worker pool)")
 
     def test_streaming_with_sink_and_process_model(self):
         if asan_build(INLETD):
@@ -696,6 +702,24 @@ class ParseModeTest(unittest.TestCase):
             if srv.proc.poll() is None:
                 srv.proc.kill()
                 srv.proc.wait()
+
+    def test_process_model_takes_a_heavy_message(self):
+        # Over --heavy-message-bytes: a forked connection has no worker pool to wait for.
+        if asan_build(INLETD):
+            self.skipTest(ASAN_FORK_UNSAFE)
+        for parse in ("after", "streaming"):
+            with self.subTest(parse=parse):
+                srv = Inletd("--parse", parse, "--io-model", "process", "--store", "sink",
+                             "--heavy-message-bytes", "4096")
+                try:
+                    with smtplib.SMTP("127.0.0.1", srv.smtp_port, timeout=DEADLINE) as c:
+                        self.assertEqual(c.sendmail("a@sender.example", ["b@inbox.test.example"],
+                                                    LONG_BODY.encode()), {})
+                    self.assertEqual(srv.stop(), 0)
+                finally:
+                    if srv.proc.poll() is None:
+                        srv.proc.kill()
+                        srv.proc.wait()
 
     def test_help_documents_parse(self):
         r = subprocess.run([INLETD, "--help"], capture_output=True, text=True, timeout=DEADLINE)
