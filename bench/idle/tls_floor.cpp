@@ -1,17 +1,22 @@
 // What OpenSSL itself keeps per idle server connection after a handshake: the
 // floor under idle_conns.py --tls, whatever the server around it does.
 //
-// A server and a client SSL shake hands through memory, exchange one record
-// each way (so TLS 1.3 tickets are sent and read), then the program lists
-// every allocation OpenSSL made on the server side that is still live: count,
-// requested bytes, what malloc actually reserved, and the sites by size. The
-// first connection of each configuration is a warm-up (OpenSSL caches
-// provider methods on first use); only the second is counted.
+// inlet's own STARTTLS engine (smtp/src/tls.hpp: the context as inletd loads
+// it, the connection's SSL with its memory BIO) and an OpenSSL client shake
+// hands through memory and exchange one record each way (so TLS 1.3 tickets
+// are sent and read); the engine then lets go of what it releases before an
+// idle wait, and the program lists every allocation OpenSSL made for the
+// server side that is still live: count, requested bytes, what malloc
+// reserved, and the sites by size. The engine's own buffers come from inlet's
+// pools, not OpenSSL's allocator, so they are not counted. The first
+// connection of each configuration is a warm-up (OpenSSL caches provider
+// methods on first use); only the second is counted.
 //
 // usage: inlet-tls-floor [--top N]
 #include <malloc.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
@@ -19,10 +24,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "tls.hpp"
 
 namespace {
 
@@ -57,78 +66,50 @@ void* hook_realloc(void* p, std::size_t n, const char* file, int line) {
   return q;
 }
 
-// A fresh self-signed P-256 certificate, in memory.
-bool add_certificate(SSL_CTX* ctx) {
+// A fresh self-signed P-256 key and certificate, as PEM files in `dir`.
+bool write_certificate(const std::filesystem::path& dir) {
   EVP_PKEY* key = EVP_EC_gen("P-256");
   X509* cert = X509_new();
-  if (key == nullptr || cert == nullptr) return false;
-  ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
-  X509_gmtime_adj(X509_getm_notBefore(cert), 0);
-  X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
-  X509_set_pubkey(cert, key);
-  X509_NAME* name = X509_get_subject_name(cert);
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>("inlet"), -1, -1, 0);
-  X509_set_issuer_name(cert, name);
-  bool ok = X509_sign(cert, key, EVP_sha256()) > 0 && SSL_CTX_use_certificate(ctx, cert) == 1 &&
-            SSL_CTX_use_PrivateKey(ctx, key) == 1;
+  bool ok = key != nullptr && cert != nullptr;
+  if (ok) {
+    ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
+    X509_gmtime_adj(X509_getm_notBefore(cert), 0);
+    X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
+    X509_set_pubkey(cert, key);
+    X509_NAME* name = X509_get_subject_name(cert);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                               reinterpret_cast<const unsigned char*>("inlet"), -1, -1, 0);
+    X509_set_issuer_name(cert, name);
+    ok = X509_sign(cert, key, EVP_sha256()) > 0;
+  }
+  FILE* c = ok ? std::fopen((dir / "cert.pem").c_str(), "w") : nullptr;
+  ok = c != nullptr && PEM_write_X509(c, cert) == 1;
+  if (c != nullptr) std::fclose(c);
+  FILE* k = ok ? std::fopen((dir / "key.pem").c_str(), "w") : nullptr;
+  ok = k != nullptr && PEM_write_PrivateKey(k, key, nullptr, nullptr, 0, nullptr, nullptr) == 1;
+  if (k != nullptr) std::fclose(k);
   X509_free(cert);
   EVP_PKEY_free(key);
   return ok;
 }
 
-// The server's BIO, as inlet's engine has one: ciphertext in two strings
-// outside OpenSSL's allocator, so only OpenSSL's own state is counted.
-struct pipe_bio {
-  std::string in, out;
+using inlet::smtp::detail::tls_context;
+using inlet::smtp::detail::tls_engine;
 
-  static int read(BIO* b, char* data, std::size_t len, std::size_t* got) {
-    auto* p = static_cast<pipe_bio*>(BIO_get_data(b));
-    BIO_clear_retry_flags(b);
-    if (p->in.empty()) {
-      BIO_set_retry_read(b);
-      *got = 0;
-      return 0;
-    }
-    *got = std::min(len, p->in.size());
-    std::memcpy(data, p->in.data(), *got);
-    p->in.erase(0, *got);
-    return 1;
+// Client ciphertext into the engine, and the engine's output to the client.
+void to_server(BIO* client_out, tls_engine& server) {
+  for (;;) {
+    auto space = server.read_space();
+    auto first = *space.begin();
+    int n = BIO_read(client_out, first.data(), static_cast<int>(first.size()));
+    if (n <= 0) return;
+    server.commit(static_cast<std::size_t>(n));
   }
-  static int write(BIO* b, const char* data, std::size_t len, std::size_t* put) {
-    static_cast<pipe_bio*>(BIO_get_data(b))->out.append(data, len);
-    *put = len;
-    return 1;
-  }
-  static long ctrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }
-  static int create(BIO* b) {
-    BIO_set_init(b, 1);
-    return 1;
-  }
-  static BIO* make(pipe_bio* p) {
-    static BIO_METHOD* m = [] {
-      BIO_METHOD* bm = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "tls-floor");
-      BIO_meth_set_read_ex(bm, &pipe_bio::read);
-      BIO_meth_set_write_ex(bm, &pipe_bio::write);
-      BIO_meth_set_ctrl(bm, &pipe_bio::ctrl);
-      BIO_meth_set_create(bm, &pipe_bio::create);
-      return bm;
-    }();
-    BIO* b = BIO_new(m);
-    BIO_set_data(b, p);
-    return b;
-  }
-};
-
-// Client -> server and server -> client.
-void to_server(BIO* client_out, pipe_bio& server) {
-  char buf[16384];
-  int n = 0;
-  while ((n = BIO_read(client_out, buf, sizeof buf)) > 0) server.in.append(buf, n);
 }
-void to_client(pipe_bio& server, BIO* client_in) {
-  if (!server.out.empty()) BIO_write(client_in, server.out.data(), static_cast<int>(server.out.size()));
-  server.out.clear();
+void to_client(tls_engine& server, BIO* client_in) {
+  std::string_view out = server.output();
+  if (!out.empty()) BIO_write(client_in, out.data(), static_cast<int>(out.size()));
+  server.clear_output();
 }
 
 struct result {
@@ -137,46 +118,46 @@ struct result {
   std::vector<site> sites;
 };
 
-// One connection; the server side's allocations are counted when `count`
-// (its BIO object is made before counting starts).
-bool one_connection(SSL_CTX* server_ctx, SSL_CTX* client_ctx, bool count, result& out) {
+// One connection; the server side's allocations are counted when `count`.
+bool one_connection(const tls_context& server_ctx, SSL_CTX* client_ctx, bool count,
+                    result& out) {
   SSL* client = SSL_new(client_ctx);
   BIO* c_in = BIO_new(BIO_s_mem());
   BIO* c_out = BIO_new(BIO_s_mem());
   SSL_set_bio(client, c_in, c_out);
   SSL_set_connect_state(client);
-  pipe_bio pipe;
-  BIO* s_bio = pipe_bio::make(&pipe);
 
   counting = count;
-  SSL* server = SSL_new(server_ctx);
+  auto server = std::make_unique<tls_engine>(server_ctx);
   counting = false;
-  SSL_set_bio(server, s_bio, s_bio);
-  SSL_set_accept_state(server);
 
   bool done = false;
   for (int round = 0; round < 8 && !done; ++round) {
     SSL_do_handshake(client);
-    to_server(c_out, pipe);
+    to_server(c_out, *server);
     counting = count;
-    done = SSL_do_handshake(server) == 1;
+    done = server->handshake() == tls_engine::status::ok;
     counting = false;
-    to_client(pipe, c_in);
+    to_client(*server, c_in);
   }
   SSL_do_handshake(client);
   char buf[64];
   std::size_t n = 0;
   SSL_write_ex(client, "EHLO client\r\n", 13, &n);
-  to_server(c_out, pipe);
+  to_server(c_out, *server);
   counting = count;
-  bool ok = done && SSL_read_ex(server, buf, sizeof buf, &n) == 1 &&
-            SSL_write_ex(server, "250 ok\r\n", 8, &n) == 1;
+  bool ok = done && server->read(buf, n) == tls_engine::status::ok &&
+            server->write("250 ok\r\n") == tls_engine::status::ok;
+  server->release_for_wait(false);
   counting = false;
-  to_client(pipe, c_in);
+  to_client(*server, c_in);
   ok = ok && SSL_read_ex(client, buf, sizeof buf, &n) == 1;
+  counting = count;
+  server->release_for_wait(true);  // what a connection does before an idle wait
+  counting = false;
 
   if (count) {
-    out.version = SSL_get_version(server);
+    out.version = std::string(SSL_get_version(client)) + ", " + SSL_get_cipher_name(client);
     for (auto& [p, s] : *live) {
       ++out.allocations;
       out.requested += s.bytes;
@@ -186,7 +167,7 @@ bool one_connection(SSL_CTX* server_ctx, SSL_CTX* client_ctx, bool count, result
     std::sort(out.sites.begin(), out.sites.end(),
               [](const site& a, const site& b) { return a.bytes > b.bytes; });
   }
-  SSL_free(server);
+  server.reset();
   SSL_free(client);
   live->clear();
   return ok;
@@ -217,32 +198,49 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("%s\n\n", OpenSSL_version(OPENSSL_VERSION));
-  std::printf("| server, after handshake and one record each way | live allocations | requested B | reserved by malloc B |\n");
+  std::printf("| server connection, idle after the handshake and one record each way | live allocations | requested B | reserved by malloc B |\n");
   std::printf("|---|---|---|---|\n");
   const config configs[] = {
-      {"TLS 1.3, AES-128-GCM (inlet's context)", 0, "TLS_AES_128_GCM_SHA256", true},
-      {"TLS 1.3, AES-128-GCM, no tickets", 0, "TLS_AES_128_GCM_SHA256", false},
-      {"TLS 1.3, ChaCha20-Poly1305", 0, "TLS_CHACHA20_POLY1305_SHA256", true},
-      {"TLS 1.2, ECDHE-ECDSA-AES128-GCM", TLS1_2_VERSION, nullptr, true},
+      {"inlet's context as loaded", 0, nullptr, true},
+      {"no session tickets", 0, nullptr, false},
+      {"TLS 1.3 ChaCha20-Poly1305 only", 0, "TLS_CHACHA20_POLY1305_SHA256", true},
+      {"TLS 1.2 at most", TLS1_2_VERSION, nullptr, true},
   };
+  namespace fs = std::filesystem;
+  std::string dir_template = (fs::temp_directory_path() / "inlet-tls-floor-XXXXXX").string();
+  if (mkdtemp(dir_template.data()) == nullptr) {
+    std::perror("mkdtemp");
+    return 1;
+  }
+  const fs::path dir = dir_template;
+  struct remove_dir {
+    fs::path p;
+    ~remove_dir() {
+      std::error_code ec;
+      fs::remove_all(p, ec);
+    }
+  } cleanup{dir};
+  if (!write_certificate(dir)) {
+    std::fprintf(stderr, "cannot make a certificate\n");
+    return 1;
+  }
   std::vector<result> results;
   for (const config& c : configs) {
-    // The server context as inlet sets it up (smtp/src/tls.cpp).
-    SSL_CTX* server_ctx = SSL_CTX_new(TLS_server_method());
-    SSL_CTX_set_options(server_ctx, SSL_OP_ALL);
-    SSL_CTX_set_mode(server_ctx, SSL_MODE_RELEASE_BUFFERS);
-    SSL_CTX_set_session_cache_mode(server_ctx, SSL_SESS_CACHE_OFF);
-    if (c.max_version != 0) SSL_CTX_set_max_proto_version(server_ctx, c.max_version);
-    if (c.suites != nullptr) SSL_CTX_set_ciphersuites(server_ctx, c.suites);
-    if (!c.tickets) SSL_CTX_set_num_tickets(server_ctx, 0);
-    SSL_CTX* client_ctx = SSL_CTX_new(TLS_client_method());
-    if (!add_certificate(server_ctx)) {
-      std::fprintf(stderr, "cannot make a certificate\n");
+    // The server context exactly as inletd loads it; a variant changes one setting.
+    std::unique_ptr<tls_context> server_ctx;
+    if (tls_context::load((dir / "cert.pem").string(), (dir / "key.pem").string(), server_ctx) ||
+        !server_ctx) {
+      std::fprintf(stderr, "cannot load the certificate\n");
       return 1;
     }
+    SSL_CTX* sc = server_ctx->get();
+    if (c.max_version != 0) SSL_CTX_set_max_proto_version(sc, c.max_version);
+    if (c.suites != nullptr) SSL_CTX_set_ciphersuites(sc, c.suites);
+    if (!c.tickets) SSL_CTX_set_num_tickets(sc, 0);
+    SSL_CTX* client_ctx = SSL_CTX_new(TLS_client_method());
     result warm, r;
-    if (!one_connection(server_ctx, client_ctx, false, warm) ||
-        !one_connection(server_ctx, client_ctx, true, r)) {
+    if (!one_connection(*server_ctx, client_ctx, false, warm) ||
+        !one_connection(*server_ctx, client_ctx, true, r)) {
       std::fprintf(stderr, "%s: the handshake or the record exchange failed\n", c.name);
       return 1;
     }
@@ -250,7 +248,6 @@ int main(int argc, char** argv) {
                 r.requested, r.reserved);
     results.push_back(std::move(r));
     SSL_CTX_free(client_ctx);
-    SSL_CTX_free(server_ctx);
   }
   // Where the first configuration's bytes are, by site (same-site entries summed).
   std::map<std::string, std::pair<std::size_t, std::size_t>> by_site;
