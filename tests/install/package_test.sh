@@ -57,6 +57,7 @@ fi
 # 3. Run the installed binary the way the unit does, as its user, with its config.
 exec_start=$(sed -n 's/^ExecStart=//p' /lib/systemd/system/inletd.service)
 user=$(sed -n 's/^User=//p' /lib/systemd/system/inletd.service)
+: >"$work/inletd.log"  # exists before the background child opens it
 INLET_SMTP=127.0.0.1:0 INLET_LISTEN=127.0.0.1:0 runuser -u "$user" -- $exec_start \
   >"$work/inletd.log" 2>&1 &
 pid=$!

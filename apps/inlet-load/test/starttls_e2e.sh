@@ -12,7 +12,9 @@ trap cleanup EXIT
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
   -subj /CN=localhost -addext subjectAltName=DNS:localhost \
   -keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null
-# Port 0: inletd binds free ports itself and prints them (no race with other tests).
+# Port 0: inletd binds free ports itself and prints them (no race with other tests). The
+# file exists before inletd starts: the background child opens it, maybe after the first sed.
+: >"$dir/out"
 "$inletd" --smtp 127.0.0.1:0 --listen 127.0.0.1:0 --store memory --quiet \
   --tls-cert "$dir/cert.pem" --tls-key "$dir/key.pem" >"$dir/out" & pid=$!
 smtp= http=
