@@ -157,6 +157,9 @@ function(_inlet_test kind default_timeout name)
   add_executable(${name} ${A_SOURCES})
   target_link_libraries(${name} PRIVATE ${A_LIBS} GTest::gtest GTest::gmock GTest::gtest_main Threads::Threads)
   inlet_warnings(${name})
+  # A test TU is built for compile time: at -Og it compiles in about 2/3 of -O2's time
+  # (one pg test 17.2 -> 11.6 s); the libraries under test keep the build's own level.
+  target_compile_options(${name} PRIVATE $<$<CONFIG:Release>:-Og>)
   if(kind STREQUAL "pg")
     add_test(NAME ${name} COMMAND ${INLET_ROOT}/scripts/with-postgres.sh $<TARGET_FILE:${name}>)
   else()
