@@ -184,8 +184,10 @@ function(inlet_add_pgtest name)
   _inlet_test(pg 600 ${name} ${ARGN})
 endfunction()
 
+# FUZZ_LIBS: what the libFuzzer binary links instead of LIBS, when a library's fuzzed
+# part is a few of its sources (see inlet_add_fuzz_core); the replay always links LIBS.
 function(inlet_add_fuzzer name)
-  cmake_parse_arguments(A "" "CORPUS" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(A "" "CORPUS" "SOURCES;LIBS;FUZZ_LIBS" ${ARGN})
   if(NOT A_CORPUS)
     set(A_CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/${name})
   endif()
@@ -199,10 +201,29 @@ function(inlet_add_fuzzer name)
     add_executable(${name} ${A_SOURCES})
     target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
     target_link_options(${name} PRIVATE -fsanitize=fuzzer)
-    target_link_libraries(${name} PRIVATE ${A_LIBS})
+    if(A_FUZZ_LIBS)
+      target_link_libraries(${name} PRIVATE ${A_FUZZ_LIBS})
+    else()
+      target_link_libraries(${name} PRIVATE ${A_LIBS})
+    endif()
     inlet_warnings(${name})
     add_dependencies(inlet_fuzzers ${name})
   endif()
+endfunction()
+
+# The fuzz build (INLET_FUZZ) compiles every TU with ASan, UBSan and coverage, which
+# is slow for the Asio and Beast drivers no fuzz target runs. A fuzz core is a library's
+# fuzzed sources alone, built only for the fuzzers: inlet_fuzz_NAME.
+function(inlet_add_fuzz_core name)
+  if(NOT INLET_FUZZ)
+    return()
+  endif()
+  cmake_parse_arguments(A "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  add_library(inlet_fuzz_${name} STATIC EXCLUDE_FROM_ALL ${A_SOURCES})
+  target_include_directories(inlet_fuzz_${name}
+    PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)
+  target_link_libraries(inlet_fuzz_${name} PUBLIC ${A_DEPS} PRIVATE ${A_PRIVATE_DEPS})
+  inlet_warnings(inlet_fuzz_${name})
 endfunction()
 
 function(inlet_add_benchmark name)

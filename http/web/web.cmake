@@ -14,6 +14,9 @@ add_custom_command(
   COMMENT "Building the web page (esbuild)"
   VERBATIM)
 target_sources(inlet_http PRIVATE ${INLET_WEB_OUT}/web_assets.cpp)
+if(TARGET inlet_fuzz_http)
+  target_sources(inlet_fuzz_http PRIVATE ${INLET_WEB_OUT}/web_assets.cpp)
+endif()
 
 inlet_add_test(http_page_test SOURCES test/page_test.cpp LIBS inlet::http)
 target_include_directories(http_page_test PRIVATE src)
