@@ -26,6 +26,7 @@
 #include <type_traits>
 
 #include "inlet/http/api.hpp"
+#include "inlet/mail/read_view.hpp"
 #include "rate_limit.hpp"
 
 namespace inlet::http {
@@ -50,6 +51,10 @@ namespace detail {
 namespace asio = boost::asio;
 namespace bh = boost::beast::http;
 namespace json = boost::json;
+
+// The read view of a stored message (part IDs, bodies, headers) is the mail library's.
+using inlet::mail::message_view;
+using inlet::mail::part_entry;
 using asio::awaitable;
 using ctx_t = api::context;
 
