@@ -11,7 +11,7 @@ PKGS=(
   libboost1.81-dev libboost-context1.81-dev libboost-json1.81-dev
   libpq-dev libssl-dev liburing-dev libhyperscan-dev libgmime-3.0-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
-  libfmt-dev libspdlog-dev libcli11-dev
+  libfmt-dev libspdlog-dev libcli11-dev libyaml-cpp-dev
   # inletd's allocator (INLET_ALLOCATOR=jemalloc, the default)
   libjemalloc-dev
   # time zones of search dates (the date library reads the system zoneinfo)

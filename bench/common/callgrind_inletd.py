@@ -27,11 +27,11 @@ import harness  # noqa: E402
 # Component -> regex over callgrind's function names (inclusive cost of the outermost match
 # is what counts; see group_costs). Order matters only for the report.
 GROUPS = [
-    ("pipeline::deliver (all of parse+filter+store)", r"inletd::pipeline::deliver\("),
+    ("pipeline::deliver (all of parse+filter+store)", r"inletd::pipeline::deliver\(|inlet::mail::ingest::deliver\("),
     ("mime parse", r"inlet::mime::parser::feed|inlet::mime::parser::parse|inlet::mime::parse\("),
     ("summary (mime::summarize + analyze)", r"inlet::mime::summarize\("),
     ("filter scan", r"inlet::filter::scan_parsed|inlet::filter::scan::"),
-    ("flatten (body copy into the store)", r"inletd::\(anonymous namespace\)::flatten"),
+    ("flatten (body copy into the store)", r"(inletd|inlet::mail)::\(anonymous namespace\)::flatten"),
     ("store put", r"inlet::store::memory_store::put|inlet::store::memory_store::insert"),
     ("live events / JSON", r"inlet::http::.*(event|publish|broadcast|notify)|boost::json::serialize"),
     ("smtp session (consume)", r"inlet::smtp::server_session::consume|inlet::smtp::server_session::on_"),

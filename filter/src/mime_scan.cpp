@@ -1,4 +1,5 @@
 #include "inlet/filter/mime_scan.hpp"
+#include <inlet/util/ascii.hpp>
 
 #include <array>
 #include <string>
@@ -7,16 +8,7 @@
 namespace inlet::filter {
 namespace {
 
-bool iequals(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x + 32);
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y + 32);
-    if (x != y) return false;
-  }
-  return true;
-}
+using util::iequals;
 
 constexpr std::array<std::string_view, 5> unstructured = {"subject", "comments", "keywords",
                                                           "content-description", "thread-topic"};

@@ -102,14 +102,6 @@ json::object summary_object(const store::stored_message& m) {
   return o;
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; };
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
-}
 
 bool body_members(const json::value& v, std::initializer_list<std::string_view> keys,
                   std::vector<const json::value*>& out) {

@@ -26,6 +26,8 @@
 #include <type_traits>
 
 #include "inlet/http/api.hpp"
+#include "inlet/mail/read_view.hpp"
+#include "inlet/util/ascii.hpp"
 #include "rate_limit.hpp"
 
 namespace inlet::http {
@@ -50,6 +52,10 @@ namespace detail {
 namespace asio = boost::asio;
 namespace bh = boost::beast::http;
 namespace json = boost::json;
+
+// The read view of a stored message (part IDs, bodies, headers) is the mail library's.
+using inlet::mail::message_view;
+using inlet::mail::part_entry;
 using asio::awaitable;
 using ctx_t = api::context;
 
@@ -73,7 +79,7 @@ json::object summary_object(const store::stored_message& m);
 std::optional<json::object> totals_object(const store::summary& s,
                                           std::optional<std::size_t> attachments = std::nullopt);
 
-bool iequals(std::string_view a, std::string_view b);
+using inlet::util::iequals;
 /// The members of a JSON body matched to `keys` case-insensitively (as Mailpit's decoder
 /// does). False when the body is not an object, names a key twice or a key not in `keys`.
 bool body_members(const json::value& v, std::initializer_list<std::string_view> keys,

@@ -1,7 +1,6 @@
 // Messages: listing, search, read flags, deletion, one message, its headers, its raw
 // bytes, its parts and thumbnails, and the /view pages.
 #include "api_internal.hpp"
-#include "inlet/http/render.hpp"
 #include "outbound.hpp"
 
 namespace inlet::http::detail {

@@ -5,7 +5,6 @@
 #include <fstream>
 
 #include "api_internal.hpp"
-#include "inlet/http/render.hpp"
 #include "inlet/store/tags.hpp"
 #include "outbound.hpp"
 #include "send.hpp"

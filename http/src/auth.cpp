@@ -1,4 +1,5 @@
 #include "inlet/http/auth.hpp"
+#include <inlet/util/base64.hpp>
 
 #include <crypt.h>
 #include <openssl/crypto.h>
@@ -16,21 +17,9 @@ bool equal_constant_time(std::string_view a, std::string_view b) {
   return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
-// Standard base64 (with padding) to bytes; nullopt-like empty + false on garbage.
+// An Authorization header or a stored hash may end in stray line breaks or spaces.
 bool base64_decode(std::string_view in, std::string& out) {
-  while (!in.empty() && (in.back() == '\r' || in.back() == '\n' || in.back() == ' '))
-    in.remove_suffix(1);
-  if (in.size() % 4 != 0) return false;
-  out.resize(in.size() / 4 * 3);
-  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(in.data()),
-                          static_cast<int>(in.size()));
-  if (n < 0) return false;
-  std::size_t len = static_cast<std::size_t>(n);
-  if (!in.empty() && in.back() == '=') --len;
-  if (in.size() >= 2 && in[in.size() - 2] == '=') --len;
-  out.resize(len);
-  return true;
+  return util::base64_decode(in, out, util::base64_whitespace::trailing);
 }
 
 // One digest over several pieces (OpenSSL's EVP interface).

@@ -1,5 +1,6 @@
 // Serves the web page's files from the table http/web/build.mjs generates.
 #include <algorithm>
+#include <inlet/util/ascii.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/status.hpp>
 #include <boost/beast/http/verb.hpp>
@@ -20,12 +21,7 @@ const asset* find(std::string_view path) {
   return nullptr;
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
+using util::iequals;
 
 // Accept-Encoding lists gzip without q=0 (RFC 9110 12.5.3).
 bool accepts_gzip(std::string_view h) {

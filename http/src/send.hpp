@@ -1,38 +1,28 @@
-// POST /api/v1/send: a JSON message (Mailpit's SendMessageParams) to RFC 5322 bytes and
-// an envelope, ready to be stored as if received over SMTP.
+// POST /api/v1/send: Mailpit's SendMessageParams (JSON) read into a mail::draft, which
+// the mail library validates and writes.
 //
 // Thread-safety: pure functions.
 #pragma once
 
 #include <boost/json/value.hpp>
 #include <chrono>
+#include <inlet/mail/compose.hpp>
 #include <string>
-#include <vector>
-
-#include "inlet/store/types.hpp"
+#include <string_view>
 
 namespace inlet::http::detail {
 
-struct composed_message {
-  std::string raw;                   ///< CRLF line ends, MIME
-  std::string mail_from;             ///< From.Email
-  std::vector<std::string> rcpt_to;  ///< To, Cc and Bcc addresses
-  std::vector<std::string> tags;     ///< Tags, as given
-};
+using inlet::mail::composed_message;
+using inlet::mail::encode_header_text;
+using inlet::mail::encode_quoted_printable;
 
-/// Builds the message, or says what is wrong with the request in `error` (and returns
-/// false). `now` is the Date: header; `id_domain` the right side of the Message-ID made
-/// when the request gives none.
+/// Reads the JSON shape into `out`: unknown fields, wrong types, missing From, Content
+/// that is not base64 are errors (false, `error` says which). Keys match
+/// case-insensitively, as Mailpit's JSON decoder does. Does not validate the values.
+bool read_send_request(const boost::json::value& body, inlet::mail::draft& out, std::string& error);
+
+/// read_send_request, mail::validate and mail::compose in one.
 bool compose_message(const boost::json::value& body, std::chrono::system_clock::time_point now,
                      std::string_view id_domain, composed_message& out, std::string& error);
-
-/// Quoted-printable (RFC 2045) of UTF-8 text; line ends become CRLF.
-std::string encode_quoted_printable(std::string_view text);
-
-/// Base64 in lines of 76 characters, CRLF-separated.
-std::string encode_base64_lines(std::string_view bytes);
-
-/// A header value safe to write: RFC 2047 "B" encoded words when it is not plain ASCII.
-std::string encode_header_text(std::string_view text);
 
 }  // namespace inlet::http::detail

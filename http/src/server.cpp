@@ -2,8 +2,7 @@
 // of inlet::http; routing and JSON live in api.cpp and are tested without sockets.
 #include "inlet/http/server.hpp"
 
-#include <malloc.h>
-
+#include <inlet/util/memory.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -41,21 +40,8 @@ using tcp = asio::ip::tcp;
 using asio::awaitable;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
-// The executable chooses the allocator (INLET_ALLOCATOR, or LD_PRELOAD): a weak
-// reference to each allocator's release call is null unless it is in the process.
-extern "C" int mallctl(const char*, void*, std::size_t*, void*, std::size_t) __attribute__((weak));
-extern "C" void MallocExtension_ReleaseFreeMemory() __attribute__((weak));
-
 namespace {
 
-void release_free_heap() noexcept {
-  if (mallctl != nullptr)
-    mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0);  // MALLCTL_ARENAS_ALL
-  else if (MallocExtension_ReleaseFreeMemory != nullptr)
-    MallocExtension_ReleaseFreeMemory();
-  else
-    malloc_trim(0);
-}
 
 using websocket_stream = beast::websocket::stream<beast::tcp_stream>;
 using steady = std::chrono::steady_clock;
@@ -350,7 +336,7 @@ awaitable<void> server::impl::trim_loop(std::shared_ptr<impl> self) {
     if (closed_since_trim.load(std::memory_order_relaxed) >= cfg.trim_after_closed &&
         live.load(std::memory_order_relaxed) * 4 <= cfg.max_connections) {
       closed_since_trim.store(0, std::memory_order_relaxed);
-      release_free_heap();
+      inlet::util::release_free_heap();
     }
   }
 }

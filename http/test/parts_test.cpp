@@ -9,12 +9,13 @@
 
 #include "inlet/http/auth.hpp"
 #include "inlet/http/chaos.hpp"
-#include "inlet/http/render.hpp"
+#include "inlet/mail/read_view.hpp"
 #include "inlet/mime/message.hpp"
 #include "outbound.hpp"
 #include "send.hpp"
 
 namespace ih = inlet::http;
+namespace im = inlet::mail;
 namespace hd = inlet::http::detail;
 namespace json = boost::json;
 
@@ -124,7 +125,7 @@ std::pair<int, int> jpeg_size(const std::string& j) {
 }  // namespace
 
 TEST(Render, MailpitPartIdsAndClassification) {
-  ih::message_view v(nested);
+  im::message_view v(nested);
   auto parts = v.parts(true);
   ASSERT_EQ(parts.size(), 3u);  // the inline image, a.pdf, fwd.eml (not what is inside it)
   EXPECT_EQ(parts[0].part_id, "1.2.2");
@@ -158,7 +159,7 @@ TEST(Render, MailpitPartIdsAndClassification) {
 }
 
 TEST(Render, SinglePartMessageIsPartOne) {
-  ih::message_view v(
+  im::message_view v(
       "Subject: x\r\nContent-Type: image/png\r\nContent-Transfer-Encoding: base64\r\n\r\naGk=\r\n");
   auto parts = v.parts(false);
   ASSERT_EQ(parts.size(), 1u);
@@ -168,14 +169,14 @@ TEST(Render, SinglePartMessageIsPartOne) {
 }
 
 TEST(Render, HtmlOnlyGivesTextFromHtml) {
-  ih::message_view v(
+  im::message_view v(
       "Content-Type: text/html\r\n\r\n<html><style>p{x:y}</style><p>One &amp; "
       "two</p><p>three</p><script>no()</script></html>");
   EXPECT_EQ(v.text(), "One & two\nthree");
 }
 
 TEST(Render, HeadersUnsubscribeReturnPath) {
-  ih::message_view v(nested);
+  im::message_view v(nested);
   auto h = v.headers();
   std::vector<std::string> names;
   for (const auto& [n, vals] : h) names.push_back(n);
@@ -194,7 +195,7 @@ TEST(Render, HeadersUnsubscribeReturnPath) {
   EXPECT_EQ(u.header_post, "List-Unsubscribe=One-Click");
   EXPECT_NE(u.errors.find("ftp://x"), std::string::npos);
   EXPECT_EQ(v.return_path(), "bounce@example.com");
-  EXPECT_EQ(ih::canonical_header_name("mime-VERSION"), "Mime-Version");
+  EXPECT_EQ(im::canonical_header_name("mime-VERSION"), "Mime-Version");
 }
 
 TEST(Send, ComposesAMessageTheParserReadsBack) {
@@ -221,7 +222,7 @@ TEST(Send, ComposesAMessageTheParserReadsBack) {
   ASSERT_EQ(s.to.size(), 1u);
   EXPECT_EQ(s.to[0].name, "Bøb");
   EXPECT_TRUE(s.message_id.has_value());
-  ih::message_view v(out.raw);
+  im::message_view v(out.raw);
   EXPECT_EQ(v.text(), "line one\r\nline two ");
   EXPECT_EQ(v.html(), "<p>hi <img src=\"cid:logo\"></p>");
   auto parts = v.parts(false);

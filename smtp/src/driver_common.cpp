@@ -1,35 +1,15 @@
 // Shared bookkeeping of the drivers in their own files. See driver_common.hpp.
 #include "driver_common.hpp"
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <inlet/buffer/pool.hpp>
+#include <inlet/util/memory.hpp>
 #include <optional>
-
-// The allocator is the executable's choice (INLET_ALLOCATOR, or LD_PRELOAD), so
-// each allocator's release call is a weak reference: null unless that
-// allocator is in the process.
-extern "C" {
-int mallctl(const char* name, void* oldp, std::size_t* oldlenp, void* newp, std::size_t newlen)
-    __attribute__((weak));
-void MallocExtension_ReleaseFreeMemory() __attribute__((weak));
-}
 
 namespace inlet::smtp::detail {
 
-void release_free_heap() noexcept {
-  if (mallctl != nullptr) {
-    // jemalloc: purge every arena's unused dirty pages now (MALLCTL_ARENAS_ALL
-    // is 4096), rather than after its decay time.
-    mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0);
-  } else if (MallocExtension_ReleaseFreeMemory != nullptr) {
-    MallocExtension_ReleaseFreeMemory();  // tcmalloc: its page heap's free spans
-  } else {
-    ::malloc_trim(0);
-  }
-}
+void release_free_heap() noexcept { util::release_free_heap(); }
 
 delivery_result sink_answer(driver_counters& c) {
   char id[24];

@@ -1,5 +1,7 @@
 // The sans-io SMTP/LMTP session. See server_session.hpp and ../DESIGN.md.
 #include <inlet/smtp/server_session.hpp>
+#include <inlet/util/ascii.hpp>
+#include <inlet/util/base64.hpp>
 
 #include "address.hpp"
 
@@ -135,16 +137,7 @@ bool have_avx2() noexcept {
 }
 #endif
 
-bool iequals(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    unsigned char x = static_cast<unsigned char>(a[i]), y = static_cast<unsigned char>(b[i]);
-    if (x >= 'a' && x <= 'z') x -= 32;
-    if (y >= 'a' && y <= 'z') y -= 32;
-    if (x != y) return false;
-  }
-  return true;
-}
+using util::iequals;
 
 // A four-byte verb folded to lower case in one word, 0 for any other length. Exact for
 // letters: `| 0x20` maps no byte but the upper-case letter onto a lower-case one.
@@ -172,43 +165,10 @@ bool parse_u64(std::string_view s, std::uint64_t& v) noexcept {
   return ec == std::errc() && p == s.data() + s.size();
 }
 
-int base64_value(char c) noexcept {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
 
-// Strict base64 (RFC 4648 section 4, padded) as SASL responses use it: any
-// other character, a length that is not a multiple of 4 or padding before the
-// end is an error (RFC 4954: 501).
+// SASL responses are strict base64 (RFC 4954: anything else is 501).
 bool base64_decode(std::string_view in, std::string& out) {
-  out.clear();
-  if (in.size() % 4 != 0) return false;
-  out.reserve(in.size() / 4 * 3);
-  for (std::size_t i = 0; i < in.size(); i += 4) {
-    const bool last = i + 4 == in.size();
-    int v[4];
-    int pad = 0;
-    for (int k = 0; k < 4; ++k) {
-      char c = in[i + static_cast<std::size_t>(k)];
-      if (c == '=' && last && k >= 2) {
-        ++pad;
-        v[k] = 0;
-        continue;
-      }
-      if (pad > 0) return false;  // data after '='
-      v[k] = base64_value(c);
-      if (v[k] < 0) return false;
-    }
-    std::uint32_t n = static_cast<std::uint32_t>(v[0] << 18 | v[1] << 12 | v[2] << 6 | v[3]);
-    out.push_back(static_cast<char>(n >> 16));
-    if (pad < 2) out.push_back(static_cast<char>(n >> 8 & 0xff));
-    if (pad < 1) out.push_back(static_cast<char>(n & 0xff));
-  }
-  return true;
+  return util::base64_decode(in, out, util::base64_whitespace::reject);
 }
 
 // Overwrites a credential before the string is dropped or reused.

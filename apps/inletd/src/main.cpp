@@ -13,12 +13,13 @@
 #include <optional>
 #include <string>
 
-#include "filter_stage.hpp"
-#include "message_view.hpp"
+#include <inlet/mail/content_filter.hpp>
+#include <inlet/mail/ingest.hpp>
+#include <inlet/mail/search_text.hpp>
+#include <inlet/mail/streaming_parse.hpp>
+
 #include "options.hpp"
 #include "pg_options.hpp"
-#include "pipeline.hpp"
-#include "streaming_parse.hpp"
 #ifdef INLETD_IO_URING
 #include <linux/io_uring.h>
 #include <sys/syscall.h>
@@ -46,7 +47,7 @@ inlet::smtp::server_config smtp_config(const inletd::options& o) {
   c.reads_per_event = o.reads_per_event;
   c.accepts_per_event = o.accepts_per_event;
   c.flat_receive_buffer = o.receive_buffer == "flat";
-  if (o.parse == "streaming") c.body_observer = inletd::parse_observer::make;
+  if (o.parse == "streaming") c.body_observer = inlet::mail::parse_observer::make;
   c.max_connections = o.max_connections;
   c.max_connections_per_ip = o.max_connections_per_ip;
   c.max_connections_per_subnet = o.max_connections_per_subnet;
@@ -237,10 +238,10 @@ int main(int argc, char** argv) {
   inlet::store::store* backing =
       memory ? static_cast<inlet::store::store*>(memory.get()) : durable.get();
 
-  std::unique_ptr<inletd::filter_stage> filter;
+  std::unique_ptr<inlet::mail::content_filter> filter;
   if (!opt.filter_terms.empty()) {
     std::string error;
-    filter = inletd::filter_stage::create(opt.filter_terms, opt.filter_action == "reject",
+    filter = inlet::mail::content_filter::create(opt.filter_terms, opt.filter_action == "reject",
                                           opt.filter_threshold, error);
     if (!filter) {
       std::fprintf(stderr, "inletd: %s\n", error.c_str());
@@ -248,7 +249,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  inletd::pipeline_options popts;
+  inlet::mail::ingest_options popts;
   popts.tags.title_case = opt.tags_title_case;
   // A process-model connection is its own process, forked after the worker pool's
   // threads were started (the child has none of them) and holding up no other
@@ -258,12 +259,12 @@ int main(int argc, char** argv) {
   popts.tags.plus_addresses = opt.tags_disable.find("plus-addresses") == std::string::npos;
   {
     std::string error;
-    if (!inletd::tag_rules::parse(opt.tags, opt.tags_config, popts.rules, error)) {
+    if (!inlet::mail::tag_rules::parse(opt.tags, opt.tags_config, popts.rules, error)) {
       std::fprintf(stderr, "inletd: %s\n", error.c_str());
       return 2;
     }
   }
-  inletd::pipeline pipe(backing, filter.get(), std::move(popts));
+  inlet::mail::ingest pipe(backing, filter.get(), std::move(popts));
 
   // The HTTP API reads the store; with --store sink it serves an always-empty store.
   inlet::store::memory_store empty_store(inlet::store::memory_store_config{1, 1});
@@ -279,8 +280,8 @@ int main(int argc, char** argv) {
   hc.api.public_mode = opt.public_mode;
   hc.api.rate_limit = opt.api_rate_limit >= 0 ? opt.api_rate_limit : opt.public_mode ? 10.0 : 0.0;
   hc.api.rate_burst = opt.api_rate_burst;
-  hc.api.extra_metrics = [&pipe, &filter, &store_metrics](std::string& out) {
-    inletd::append_metrics(pipe, filter.get(), out);
+  hc.api.extra_metrics = [&pipe, &store_metrics](std::string& out) {
+    pipe.append_metrics(out);
     if (store_metrics) store_metrics(out);
   };
   if (backing)

@@ -14,6 +14,7 @@
 // Views: responses own their bodies; nothing refers back into the store after return.
 #pragma once
 
+#include <inlet/mail/submission.hpp>
 #include <atomic>
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/http/message.hpp>
@@ -80,14 +81,10 @@ struct client_info {
 /// Appends Prometheus text-format lines to /metrics (the application's own counters).
 using metrics_hook = std::function<void(std::string& out)>;
 
-/// A message to store as if received (POST /api/v1/send): the application runs it through
-/// its receive pipeline (parse, summary, tags, filter, store) and completes with the
-/// stored ID. `done` may run on any thread, once.
-struct submission {
-  store::envelope envelope;
-  std::string raw;
-  std::vector<std::string> tags;
-};
+/// A message to store as if received (POST /api/v1/send): the application ingests it
+/// (mail::ingest::submit) and completes with the stored ID. `done` may run on any
+/// thread, once.
+using submission = inlet::mail::submission;
 using submit_hook =
     std::function<void(submission msg, std::function<void(std::error_code, std::string id)> done)>;
 

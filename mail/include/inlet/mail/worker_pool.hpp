@@ -24,15 +24,15 @@
 #include <utility>
 #include <vector>
 
-namespace inletd {
+namespace inlet::mail {
 
-class heavy_work {
+class worker_pool {
  public:
   /// `threads` 0: one per core but one, at least one.
-  explicit heavy_work(unsigned threads = 0);
-  ~heavy_work();
-  heavy_work(const heavy_work&) = delete;
-  heavy_work& operator=(const heavy_work&) = delete;
+  explicit worker_pool(unsigned threads = 0);
+  ~worker_pool();
+  worker_pool(const worker_pool&) = delete;
+  worker_pool& operator=(const worker_pool&) = delete;
 
   /// Runs `f()` on a worker, after the jobs posted before it.
   template <class F>
@@ -65,4 +65,4 @@ class heavy_work {
   std::vector<std::thread> workers_;
 };
 
-}  // namespace inletd
+}  // namespace inlet::mail

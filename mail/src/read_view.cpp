@@ -1,4 +1,4 @@
-#include "inlet/http/render.hpp"
+#include "inlet/mail/read_view.hpp"
 
 #include <openssl/evp.h>
 
@@ -6,7 +6,7 @@
 #include <cctype>
 #include <map>
 
-namespace inlet::http {
+namespace inlet::mail {
 namespace mm = inlet::mime;
 
 namespace {
@@ -75,6 +75,13 @@ bool is_inline_part(const mm::parsed_message& m, std::uint32_t p) {
   return m.find(p, "content-id") != nullptr;
 }
 
+bool inside_attached_message(const mm::parsed_message& m, std::uint32_t p) {
+  const auto& parts = m.parts();
+  for (auto q = parts[p].parent; q != mm::no_index; q = parts[q].parent)
+    if (parts[q].kind == mm::part_kind::message) return true;
+  return false;
+}
+
 std::vector<std::string> part_ids(const mm::parsed_message& m) {
   const auto& parts = m.parts();
   std::vector<std::string> ids(parts.size());
@@ -92,12 +99,6 @@ std::vector<std::string> part_ids(const mm::parsed_message& m) {
 namespace {
 
 // Whether p lies inside an attached message (message/rfc822 below the root).
-bool below_message(const mm::parsed_message& m, std::uint32_t p) {
-  const auto& parts = m.parts();
-  for (auto q = parts[p].parent; q != mm::no_index; q = parts[q].parent)
-    if (parts[q].kind == mm::part_kind::message) return true;
-  return false;
-}
 
 part_entry entry(const mm::parsed_message& m, const std::vector<std::string>& ids, std::uint32_t p,
                  bool with_checksums) {
@@ -126,7 +127,7 @@ std::vector<part_entry> list_parts(const mm::parsed_message& m, const std::vecto
   std::vector<part_entry> out;
   const auto& parts = m.parts();
   for (std::uint32_t p = 0; p < parts.size(); ++p) {
-    if (below_message(m, p)) continue;
+    if (inside_attached_message(m, p)) continue;
     const bool attached_message = parts[p].kind == mm::part_kind::message && p != 0;
     if (!attached_message && !mm::is_attachment(m, p)) continue;
     out.push_back(entry(m, ids, p, with_checksums));
@@ -199,7 +200,7 @@ message_view::message_view(std::string_view raw) : msg_(mm::parse(raw)), ids_(pa
   const auto& parts = msg_.parts();
   for (std::uint32_t p = 0; p < parts.size(); ++p) {
     const auto& pt = parts[p];
-    if (pt.kind != mm::part_kind::leaf || pt.main_type() != "text" || below_message(msg_, p))
+    if (pt.kind != mm::part_kind::leaf || pt.main_type() != "text" || inside_attached_message(msg_, p))
       continue;
     if (mm::is_attachment(msg_, p)) continue;
     if (plain_ == mm::no_index && pt.sub_type() == "plain") plain_ = p;
@@ -302,4 +303,4 @@ std::string message_view::return_path() const {
   return v;
 }
 
-}  // namespace inlet::http
+}  // namespace inlet::mail

@@ -1,9 +1,9 @@
-#include "streaming_parse.hpp"
+#include "inlet/mail/streaming_parse.hpp"
 
 #include <memory>
 #include <vector>
 
-namespace inletd {
+namespace inlet::mail {
 
 struct parse_observer::pool {
   std::vector<std::unique_ptr<parse_observer>> free;
@@ -48,4 +48,4 @@ const inlet::mime::parsed_message* streamed_parse(const inlet::smtp::received_me
   return o && o->finished() ? &o->message() : nullptr;
 }
 
-}  // namespace inletd
+}  // namespace inlet::mail

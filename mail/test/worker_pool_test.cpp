@@ -1,6 +1,6 @@
-// heavy_work: jobs run on a worker, not the posting thread, in the order posted; the
+// worker_pool: jobs run on a worker, not the posting thread, in the order posted; the
 // poster is not held while a job runs; the destructor runs what is still queued.
-#include "../src/heavy_work.hpp"
+#include <inlet/mail/worker_pool.hpp>
 
 #include <gtest/gtest.h>
 
@@ -12,14 +12,14 @@
 
 namespace {
 
-TEST(heavy_work, runs_jobs_off_the_caller_in_order) {
+TEST(worker_pool, runs_jobs_off_the_caller_in_order) {
   std::mutex m;
   std::vector<int> order;
   std::vector<std::thread::id> ran_on;
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
   {
-    inletd::heavy_work pool(1);
+    inlet::mail::worker_pool pool(1);
     ASSERT_EQ(pool.threads(), 1u);
     // The first job blocks until the test releases it: post() must return meanwhile.
     pool.post([&, released] {
@@ -47,8 +47,8 @@ TEST(heavy_work, runs_jobs_off_the_caller_in_order) {
   for (auto id : ran_on) EXPECT_NE(id, std::this_thread::get_id());
 }
 
-TEST(heavy_work, default_has_at_least_one_worker) {
-  inletd::heavy_work pool;
+TEST(worker_pool, default_has_at_least_one_worker) {
+  inlet::mail::worker_pool pool;
   EXPECT_GE(pool.threads(), 1u);
   std::promise<std::thread::id> p;
   auto f = p.get_future();

@@ -1,15 +1,17 @@
-#include "pipeline.hpp"
+#include "inlet/mail/ingest.hpp"
 
+#include <cstdio>
 #include <inlet/mime/segment.hpp>
 #include <optional>
 #include <utility>
 
-#include "filter_stage.hpp"
-#include "heavy_work.hpp"
-#include "message_view.hpp"
-#include "streaming_parse.hpp"
+#include "inlet/mail/content_filter.hpp"
+#include "inlet/mail/search_text.hpp"
+#include "inlet/mail/streaming_parse.hpp"
+#include "inlet/mail/summary.hpp"
+#include "inlet/mail/worker_pool.hpp"
 
-namespace inletd {
+namespace inlet::mail {
 
 namespace sm = inlet::smtp;
 namespace st = inlet::store;
@@ -30,7 +32,7 @@ std::string flatten(const inlet::buffer::segment& body) {
 // runs the callback exactly once (store.hpp); the callback gives the slot back to the
 // list of the thread it runs on (PostgreSQL: a store thread), bounded, the rest freed.
 struct put_slot {
-  pipeline* self = nullptr;
+  ingest* self = nullptr;
   sm::delivery_callback done;
   put_slot* next = nullptr;
 };
@@ -67,17 +69,12 @@ thread_local put_slot_list put_slots;
 
 }  // namespace
 
-pipeline::pipeline(st::store* store, filter_stage* filter, pipeline_options opts)
+ingest::ingest(st::store* store, content_filter* filter, ingest_options opts)
     : store_(store), filter_(filter), opts_(std::move(opts)) {
-  if (opts_.heavy_bytes > 0) heavy_ = std::make_unique<heavy_work>();
+  if (opts_.heavy_bytes > 0) heavy_ = std::make_unique<worker_pool>();
 }
 
-pipeline::~pipeline() = default;
-
-void pipeline::tag(const inlet::mime::parsed_message& parse, st::new_message& msg) const {
-  if (opts_.tags.x_tags || opts_.tags.plus_addresses)
-    message_tags(parse, msg.summary, opts_.tags, msg.tags);
-}
+ingest::~ingest() = default;
 
 void to_store_envelope(sm::envelope& e, st::envelope& out) {
   out.helo = std::move(e.helo);
@@ -94,7 +91,30 @@ void to_store_envelope(sm::envelope& e, st::envelope& out) {
   out.auth_user = e.auth_user;
 }
 
-void pipeline::deliver(sm::received_message&& m, sm::delivery_callback done) {
+void ingest::summarize(const inlet::mime::parsed_message& parse, st::new_message& msg,
+                       inlet::filter::scan* scan) const {
+  analyze(parse, msg.envelope.rcpt_to, msg.summary, scan);
+  if (opts_.tags.x_tags || opts_.tags.plus_addresses)
+    message_tags(parse, msg.summary, opts_.tags, msg.tags);
+}
+
+ingest::verdict ingest::judge(st::new_message& msg, std::optional<inlet::filter::scan>& scan) {
+  if (scan) {
+    inlet::filter::verdict v = scan->finish(filter_->threshold());
+    if (v.over_threshold) {
+      if (filter_->reject()) {
+        counters_.filter_rejected.fetch_add(1, std::memory_order_relaxed);
+        return verdict::reject;
+      }
+      counters_.filter_tagged.fetch_add(1, std::memory_order_relaxed);
+      msg.tags.push_back("spam");
+    }
+  }
+  opts_.rules.apply(msg, msg.tags);
+  return verdict::keep;
+}
+
+void ingest::deliver(sm::received_message&& m, sm::delivery_callback done) {
   // A large message is parsed (or, streamed, analyzed) off the I/O thread; its reply
   // waits for the worker. A streamed parse goes with the message: it views the body's
   // fragments, which move with it.
@@ -107,60 +127,44 @@ void pipeline::deliver(sm::received_message&& m, sm::delivery_callback done) {
   deliver_now(std::move(m), std::move(done));
 }
 
-void pipeline::deliver_now(sm::received_message&& m, sm::delivery_callback done) {
+void ingest::deliver_now(sm::received_message&& m, sm::delivery_callback done) {
   counters_.received.fetch_add(1, std::memory_order_relaxed);
   counters_.bytes.fetch_add(m.body.size(), std::memory_order_relaxed);
 
   std::optional<inlet::filter::scan> scan;
   if (filter_) scan.emplace(filter_->registry().make_scan());
+  inlet::filter::scan* scan_ptr = scan ? &*scan : nullptr;
 
   st::new_message msg;
-  msg.build_search_text = &search_text_of;  // the store builds it when a search needs it
-  // --parse streaming: the driver parsed the body while it arrived; that parse
-  // views the body's fragments, so it is analyzed before the body is flattened
-  // and dropped. The filter scan runs here too, on the decoded parts (see
-  // docs/configuration.md, --parse).
+  // The store asks for the search text when a search needs it, off this path.
+  msg.build_search_text = &search_text_of;
+  // --parse streaming: the driver parsed the body while it arrived; that parse views the
+  // body's fragments, so it is summarized before the body is flattened and dropped.
   const inlet::mime::parsed_message* streamed = streamed_parse(m);
   if (store_) {
     to_store_envelope(m.envelope, msg.envelope);  // m's is not read again
     if (streamed) {
-      analyze(*streamed, msg.envelope.rcpt_to, msg.summary, scan ? &*scan : nullptr);
-      tag(*streamed, msg);
+      summarize(*streamed, msg, scan_ptr);
       m.observer.reset();  // the parser back to the pool before its pieces go
       msg.raw = flatten(m.body);
       m.body.clear();  // give the connection's fragments back now
     } else {
       msg.raw = flatten(m.body);
       m.body.clear();  // give the connection's fragments back now
-      const auto& parse = thread_parser().parse(msg.raw);
-      analyze(parse, msg.envelope.rcpt_to, msg.summary, scan ? &*scan : nullptr);
-      tag(parse, msg);
+      summarize(thread_parser().parse(msg.raw), msg, scan_ptr);
     }
   } else {
-    // sink: parse the received fragments in place (or take the streamed parse),
-    // never copy the body. The summary is computed (same work as with a store)
-    // and dropped.
-    analyze(streamed ? *streamed : inlet::mime::parse(thread_parser(), m.body), m.envelope.rcpt_to,
-            msg.summary, scan ? &*scan : nullptr);
+    // sink: parse the received fragments in place (or take the streamed parse), never
+    // copy the body. The summary is made (the same work as with a store) and dropped.
+    analyze(streamed ? *streamed : inlet::mime::parse(thread_parser(), m.body),
+            m.envelope.rcpt_to, msg.summary, scan_ptr);
     m.observer.reset();
   }
 
-  if (scan) {
-    inlet::filter::verdict v = scan->finish(filter_->threshold());
-    if (v.over_threshold) {
-      if (filter_->reject()) {
-        counters_.filter_rejected.fetch_add(1, std::memory_order_relaxed);
-        done({sm::delivery_status::rejected(550, "5.7.1", "Message rejected by content filter"),
-              {}});
-        return;
-      }
-      counters_.filter_tagged.fetch_add(1, std::memory_order_relaxed);
-      msg.tags.push_back("spam");
-    }
+  if (judge(msg, scan) == verdict::reject) {
+    done({sm::delivery_status::rejected(550, "5.7.1", "Message rejected by content filter"), {}});
+    return;
   }
-
-  opts_.rules.apply(msg, msg.tags);
-
   if (!store_) {  // sink: parsed and filtered, now dropped
     counters_.stored.fetch_add(1, std::memory_order_relaxed);
     done({sm::delivery_status::accepted(st::make_message_id()), {}});
@@ -170,7 +174,7 @@ void pipeline::deliver_now(sm::received_message&& m, sm::delivery_callback done)
   slot->self = this;
   slot->done = std::move(done);
   store_->put(std::move(msg), [slot](std::error_code ec, st::message_ptr stored) {
-    pipeline* self = slot->self;
+    ingest* self = slot->self;
     sm::delivery_callback done = std::move(slot->done);
     slot->done = nullptr;
     put_slots.give(slot);
@@ -188,12 +192,7 @@ void pipeline::deliver_now(sm::received_message&& m, sm::delivery_callback done)
   });
 }
 
-}  // namespace inletd
-
-namespace inletd {
-
-void pipeline::submit(inlet::http::submission in,
-                      std::function<void(std::error_code, std::string)> done) {
+void ingest::submit(submission in, submit_callback done) {
   if (!store_) {
     done(make_error_code(st::errc::unavailable), {});
     return;
@@ -207,21 +206,10 @@ void pipeline::submit(inlet::http::submission in,
   msg.raw = std::move(in.raw);
   msg.tags = std::move(in.tags);
   msg.build_search_text = &search_text_of;
-  const auto& parse = thread_parser().parse(msg.raw);
-  analyze(parse, msg.envelope.rcpt_to, msg.summary, scan ? &*scan : nullptr);
-  tag(parse, msg);
-  opts_.rules.apply(msg, msg.tags);
-  if (scan) {
-    inlet::filter::verdict v = scan->finish(filter_->threshold());
-    if (v.over_threshold) {
-      if (filter_->reject()) {
-        counters_.filter_rejected.fetch_add(1, std::memory_order_relaxed);
-        done(make_error_code(st::errc::invalid_argument), {});
-        return;
-      }
-      counters_.filter_tagged.fetch_add(1, std::memory_order_relaxed);
-      msg.tags.push_back("spam");
-    }
+  summarize(thread_parser().parse(msg.raw), msg, scan ? &*scan : nullptr);
+  if (judge(msg, scan) == verdict::reject) {
+    done(make_error_code(st::errc::invalid_argument), {});
+    return;
   }
   store_->put(std::move(msg),
               [this, done = std::move(done)](std::error_code ec, st::message_ptr stored) {
@@ -235,4 +223,49 @@ void pipeline::submit(inlet::http::submission in,
               });
 }
 
-}  // namespace inletd
+void ingest::append_metrics(std::string& out) const {
+  auto line = [&out](const char* name, const char* type, const char* help, double value) {
+    out += "# HELP ";
+    out += name;
+    out += ' ';
+    out += help;
+    out += "\n# TYPE ";
+    out += name;
+    out += ' ';
+    out += type;
+    out += '\n';
+    out += name;
+    out += ' ';
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g\n", value);
+    out += buf;
+  };
+  const auto& c = counters_;
+  content_filter* f = filter_;
+  auto get = [](const std::atomic<std::uint64_t>& a) {
+    return static_cast<double>(a.load(std::memory_order_relaxed));
+  };
+  line("inlet_messages_received_total", "counter", "Messages whose data was complete.",
+       get(c.received));
+  line("inlet_messages_accepted_total", "counter", "Messages answered 250 (stored, or sunk).",
+       get(c.stored));
+  line("inlet_message_bytes_total", "counter", "Bytes of messages received.", get(c.bytes));
+  line("inlet_store_errors_total", "counter", "Messages the store refused.", get(c.store_errors));
+  line("inlet_filter_tagged_total", "counter", "Messages tagged spam by the filter.",
+       get(c.filter_tagged));
+  line("inlet_filter_rejected_total", "counter", "Messages rejected by the filter.",
+       get(c.filter_rejected));
+  if (f) {
+    auto s = f->registry().stats().load();
+    line("inlet_filter_messages_scanned_total", "counter", "Messages scanned.",
+         double(s.messages_scanned));
+    line("inlet_filter_messages_matched_total", "counter", "Messages with a match.",
+         double(s.messages_matched));
+    line("inlet_filter_bytes_scanned_total", "counter", "Decoded bytes scanned.",
+         double(s.bytes_scanned));
+    line("inlet_filter_seconds_total", "counter", "Time spent in the engine.",
+         double(s.nanoseconds) / 1e9);
+  }
+}
+
+}  // namespace inlet::mail

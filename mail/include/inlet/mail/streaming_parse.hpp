@@ -27,7 +27,7 @@
 #include <cstddef>
 #include <string_view>
 
-namespace inletd {
+namespace inlet::mail {
 
 class parse_observer final : public inlet::smtp::body_observer {
  public:
@@ -57,4 +57,4 @@ class parse_observer final : public inlet::smtp::body_observer {
 /// The parse made while `m` was received (--parse streaming), or null.
 const inlet::mime::parsed_message* streamed_parse(const inlet::smtp::received_message& m) noexcept;
 
-}  // namespace inletd
+}  // namespace inlet::mail

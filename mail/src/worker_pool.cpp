@@ -1,17 +1,17 @@
-#include "heavy_work.hpp"
+#include "inlet/mail/worker_pool.hpp"
 
 #include <algorithm>
 
-namespace inletd {
+namespace inlet::mail {
 
-heavy_work::heavy_work(unsigned threads) {
+worker_pool::worker_pool(unsigned threads) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency()) - 1;
   threads = std::max(1u, threads);
   workers_.reserve(threads);
   for (unsigned i = 0; i < threads; ++i) workers_.emplace_back([this] { work(); });
 }
 
-heavy_work::~heavy_work() {
+worker_pool::~worker_pool() {
   {
     std::lock_guard lk(m_);
     stopping_ = true;
@@ -20,7 +20,7 @@ heavy_work::~heavy_work() {
   for (auto& t : workers_) t.join();
 }
 
-void heavy_work::push(std::unique_ptr<job> j) {
+void worker_pool::push(std::unique_ptr<job> j) {
   {
     std::lock_guard lk(m_);
     queue_.push_back(std::move(j));
@@ -28,7 +28,7 @@ void heavy_work::push(std::unique_ptr<job> j) {
   cv_.notify_one();
 }
 
-void heavy_work::work() {
+void worker_pool::work() {
   for (;;) {
     std::unique_ptr<job> j;
     {
@@ -42,4 +42,4 @@ void heavy_work::work() {
   }
 }
 
-}  // namespace inletd
+}  // namespace inlet::mail

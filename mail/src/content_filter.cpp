@@ -1,15 +1,15 @@
-#include "filter_stage.hpp"
+#include "inlet/mail/content_filter.hpp"
 
 #include <cstdio>
 
-namespace inletd {
+namespace inlet::mail {
 
-filter_stage::filter_stage(const std::string& path, bool reject, double threshold)
+content_filter::content_filter(const std::string& path, bool reject, double threshold)
     : registry_(path), reject_(reject), threshold_(threshold) {}
 
-std::unique_ptr<filter_stage> filter_stage::create(const std::string& path, bool reject,
+std::unique_ptr<content_filter> content_filter::create(const std::string& path, bool reject,
                                                    double threshold, std::string& error) {
-  std::unique_ptr<filter_stage> f(new filter_stage(path, reject, threshold));
+  std::unique_ptr<content_filter> f(new content_filter(path, reject, threshold));
   auto status = f->registry_.reload();
   if (!status.ok) {
     error = "--filter-terms: " + describe(status);
@@ -25,11 +25,11 @@ std::unique_ptr<filter_stage> filter_stage::create(const std::string& path, bool
   return f;
 }
 
-std::string filter_stage::reload() { return describe(registry_.reload()); }
+std::string content_filter::reload() { return describe(registry_.reload()); }
 
-std::string filter_stage::describe(const inlet::filter::reload_status& s) {
+std::string content_filter::describe(const inlet::filter::reload_status& s) {
   if (s.ok) return "filter: " + std::to_string(s.terms) + " terms in force";
   return "filter: kept the list in force: " + s.error.to_string();
 }
 
-}  // namespace inletd
+}  // namespace inlet::mail

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-namespace inlet::http {
+namespace inlet::mail {
 
 struct checksums {
   std::string md5, sha1, sha256;  // lower-case hex of the decoded content
@@ -79,6 +79,10 @@ class message_view {
   std::uint32_t html_ = inlet::mime::no_index;
 };
 
+/// Whether part `p` lies inside an attached message (a message/rfc822 part below the
+/// root): such parts are not listed as the message's own.
+bool inside_attached_message(const inlet::mime::parsed_message& m, std::uint32_t p);
+
 /// Mailpit's part ID of every part (index by part index; "" for a multipart root).
 std::vector<std::string> part_ids(const inlet::mime::parsed_message& m);
 
@@ -102,4 +106,4 @@ std::string canonical_header_name(std::string_view name);
 /// Lower-case hex MD5, SHA-1 and SHA-256 of `bytes`.
 checksums checksums_of(std::string_view bytes);
 
-}  // namespace inlet::http
+}  // namespace inlet::mail

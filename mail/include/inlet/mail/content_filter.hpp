@@ -7,12 +7,12 @@
 #include <memory>
 #include <string>
 
-namespace inletd {
+namespace inlet::mail {
 
-class filter_stage {
+class content_filter {
  public:
   /// Loads and compiles `path`; null with `error` set when the file is bad.
-  static std::unique_ptr<filter_stage> create(const std::string& path, bool reject,
+  static std::unique_ptr<content_filter> create(const std::string& path, bool reject,
                                               double threshold, std::string& error);
 
   /// Reloads the file; the list in force stays when the new one is bad. Returns a line
@@ -24,7 +24,7 @@ class filter_stage {
   inlet::filter::filter_registry& registry() noexcept { return registry_; }
 
  private:
-  filter_stage(const std::string& path, bool reject, double threshold);
+  content_filter(const std::string& path, bool reject, double threshold);
   static std::string describe(const inlet::filter::reload_status& s);
 
   inlet::filter::filter_registry registry_;
@@ -32,4 +32,4 @@ class filter_stage {
   double threshold_;
 };
 
-}  // namespace inletd
+}  // namespace inlet::mail

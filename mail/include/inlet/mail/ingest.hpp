@@ -1,0 +1,97 @@
+// Ingest: the one path from a message's bytes to the store, for every way a message
+// comes in (SMTP and LMTP delivery, POST /api/v1/send, sendmail, the ingest command).
+//
+//   parse once (or take the parse made while the body arrived, --parse streaming)
+//   -> summary (summary.hpp)
+//   -> the tags the message carries (X-Tags, user+tag addresses: tags.hpp)
+//   -> the content filter's verdict: over the threshold, reject (nothing is stored, the
+//      SMTP reply is 550 5.7.1) or tag "spam"
+//   -> Mailpit's tag rules (tags.hpp), which see the summary and the raw bytes
+//   -> store::put; the SMTP reply (or the API's answer) is sent from the store's
+//      completion, so "250" means the store holds the message.
+// The search text is not made here: the store asks search_text.hpp for it off this path.
+//
+// Thread-safety: deliver() and submit() are called concurrently from every I/O thread;
+// an ingest holds no per-message state of its own, its counters are relaxed atomics,
+// the filter is read through an atomically swapped snapshot.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <inlet/smtp/message.hpp>
+#include <inlet/store/store.hpp>
+#include <memory>
+#include <optional>
+#include <inlet/filter/filter.hpp>
+#include <inlet/mime/message.hpp>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "inlet/mail/submission.hpp"
+#include "inlet/mail/tags.hpp"
+
+namespace inlet::mail {
+
+class content_filter;  // content_filter.hpp
+class worker_pool;     // worker_pool.hpp
+
+struct ingest_counters {
+  std::atomic<std::uint64_t> received{0};
+  std::atomic<std::uint64_t> stored{0};
+  std::atomic<std::uint64_t> store_errors{0};
+  std::atomic<std::uint64_t> filter_tagged{0};
+  std::atomic<std::uint64_t> filter_rejected{0};
+  std::atomic<std::uint64_t> bytes{0};
+};
+
+struct ingest_options {
+  tag_options tags;
+  tag_rules rules;
+  /// Messages of at least this many bytes are parsed and stored on a worker pool, not on
+  /// the SMTP I/O thread that received them (0: never).
+  std::size_t heavy_bytes = 256 * 1024;
+};
+
+class ingest {
+ public:
+  /// `store` null = sink: parse and filter, then accept and discard. `filter` may be null.
+  ingest(inlet::store::store* store, content_filter* filter, ingest_options opts = {});
+  ~ingest();
+  ingest(const ingest&) = delete;
+  ingest& operator=(const ingest&) = delete;
+
+  /// An SMTP/LMTP delivery hook (smtp::deliver_hook): `done` gets the reply.
+  void deliver(inlet::smtp::received_message&& m, inlet::smtp::delivery_callback done);
+
+  /// Any other source of messages; `done` may run on any thread, once.
+  void submit(submission msg, submit_callback done);
+
+  const ingest_counters& counters() const noexcept { return counters_; }
+
+  /// The counters (and the filter's) for /metrics, Prometheus text format.
+  void append_metrics(std::string& out) const;
+
+ private:
+  enum class verdict { keep, reject };
+  // While the parse is valid: the summary and the tags the message carries; the filter
+  // scan is fed the decoded text.
+  void summarize(const inlet::mime::parsed_message& parse, inlet::store::new_message& msg,
+                 inlet::filter::scan* scan) const;
+  // Once msg.raw is set: the filter's verdict, then the tag rules.
+  verdict judge(inlet::store::new_message& msg, std::optional<inlet::filter::scan>& scan);
+  void deliver_now(inlet::smtp::received_message&& m, inlet::smtp::delivery_callback done);
+
+  inlet::store::store* store_;
+  content_filter* filter_;
+  ingest_options opts_;
+  ingest_counters counters_;
+  std::unique_ptr<worker_pool> heavy_;  // last: its jobs use the members above
+};
+
+/// Fills `out`, the envelope as the store keeps it, moving the strings out of `e` (in
+/// place: a recipient list with inline room costs a copy per move).
+void to_store_envelope(inlet::smtp::envelope& e, inlet::store::envelope& out);
+
+}  // namespace inlet::mail
