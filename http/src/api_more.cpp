@@ -123,6 +123,10 @@ response webui_config(const ctx_t& c, const request& req) {
 
 namespace {
 
+using inlet::smtp::chaos_state;
+using inlet::smtp::chaos_trigger;
+using inlet::smtp::chaos_triggers;
+
 json::object trigger_json(const chaos_trigger& t) {
   return json::object{{"ErrorCode", t.error_code}, {"Probability", t.probability}};
 }

@@ -278,7 +278,7 @@ TEST_F(Ops, ChecksAnswerAsMailpit) {
 TEST_F(Ops, ChaosOffUnlessEnabled) {
   EXPECT_EQ(get("/api/v1/chaos").result_int(), 400u);
   EXPECT_EQ(call(req(bh::verb::put, "/api/v1/chaos", "{}")).result_int(), 400u);
-  cfg.chaos = std::make_shared<inlet::http::chaos_state>();
+  cfg.chaos = std::make_shared<inlet::smtp::chaos_state>();
   make_api();
   auto o = body_json(get("/api/v1/chaos"));
   EXPECT_EQ(o["Sender"].at("ErrorCode").as_int64(), 451);
@@ -287,8 +287,8 @@ TEST_F(Ops, ChaosOffUnlessEnabled) {
       req(bh::verb::put, "/api/v1/chaos", R"({"Recipient":{"ErrorCode":550,"Probability":100}})"));
   ASSERT_EQ(r.result_int(), 200u);
   EXPECT_EQ(body_json(r)["Recipient"].at("ErrorCode").as_int64(), 550);
-  EXPECT_EQ(cfg.chaos->smtp_error(inlet::http::chaos_stage::recipient), 550u);
-  EXPECT_FALSE(cfg.chaos->smtp_error(inlet::http::chaos_stage::sender));
+  EXPECT_EQ(cfg.chaos->smtp_error(inlet::smtp::chaos_stage::recipient), 550u);
+  EXPECT_FALSE(cfg.chaos->smtp_error(inlet::smtp::chaos_stage::sender));
   // Out of range: 400 and nothing changes; {} resets every trigger.
   EXPECT_EQ(
       call(req(bh::verb::put, "/api/v1/chaos", R"({"Sender":{"ErrorCode":200,"Probability":5}})"))
@@ -350,7 +350,7 @@ TEST_F(Ops, CorsPreflightAndHeaders) {
 
 TEST_F(Ops, BasicAuthGuardsEverythingButHealth) {
   std::string err;
-  cfg.ui_auth = inlet::http::password_file::parse("user:secret\n", err);
+  cfg.ui_auth = inlet::auth::password_file::parse("user:secret\n", err);
   make_api();
   auto r = get("/api/v1/messages");
   EXPECT_EQ(r.result_int(), 401u);

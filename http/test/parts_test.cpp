@@ -7,8 +7,6 @@
 #include <set>
 #include <string>
 
-#include "inlet/http/auth.hpp"
-#include "inlet/http/chaos.hpp"
 #include "inlet/mail/read_view.hpp"
 #include "inlet/mime/message.hpp"
 #include "outbound.hpp"
@@ -261,57 +259,6 @@ TEST(Send, QuotedPrintableIsLineSafe) {
   EXPECT_NE(qp.find("=20\r\n"), std::string::npos);  // a space before a line break
   EXPECT_NE(qp.find("x=3Dy=C3=A9"), std::string::npos);
   EXPECT_EQ(inlet::mime::decode_quoted_printable(qp), long_line + " \r\nx=y\xC3\xA9");
-}
-
-TEST(Auth, EveryMailpitPasswordFormat) {
-  // Vectors from `openssl passwd -apr1 / -1` and Python's crypt / hashlib.
-  EXPECT_EQ(ih::md5_crypt("secret", "abcdefgh", "$apr1$"), "$apr1$abcdefgh$h9FWgUz3n9YxylKLlR5SQ/");
-  EXPECT_EQ(ih::md5_crypt("secret", "saltsalt", "$1$"), "$1$saltsalt$9xy1btjgzLYfb7hivXtC//");
-  std::string err;
-  auto f = ih::password_file::parse(
-      "# users\n"
-      "plain:secret\n"
-      "apr:$apr1$abcdefgh$h9FWgUz3n9YxylKLlR5SQ/\n"
-      "md5:$1$saltsalt$9xy1btjgzLYfb7hivXtC//\n"
-      "sha512:$6$saltsalt$"
-      "TVLlQcbpFVof5W3Yz4DTP6gRstiNuHwwTt6GLc1E5n0U0aDehy0S5knV8wiOQSpT0Y77vwPZN.Pq.H91p5hVO1\n"
-      "bcrypt:$2b$12$tf9G42zK/jOnYYR7jVlF2eIg9HYN.MjB/nOo0CXrgLrTk2ilB5X4m\n"
-      "sha:{SHA}5en6G6MezRroT3XKqkdPOmY/BfQ=\n"
-      "ssha:{SSHA}+RFhsab2AfzZ0VfEdyknXtUT06RhYmNk\r\n",
-      err);
-  ASSERT_TRUE(f) << err;
-  for (auto u : {"plain", "apr", "md5", "sha512", "bcrypt", "sha", "ssha"}) {
-    EXPECT_TRUE(f->check(u, "secret")) << u;
-    EXPECT_FALSE(f->check(u, "Secret")) << u;
-  }
-  EXPECT_FALSE(f->check("nobody", "secret"));
-  EXPECT_TRUE(f->check_basic("Basic cGxhaW46c2VjcmV0"));  // plain:secret
-  EXPECT_TRUE(f->check_basic("basic  cGxhaW46c2VjcmV0"));
-  EXPECT_FALSE(f->check_basic("Basic cGxhaW46d3Jvbmc="));  // plain:wrong
-  EXPECT_FALSE(f->check_basic("Bearer cGxhaW46c2VjcmV0"));
-  EXPECT_FALSE(f->check_basic("Basic ***"));
-  EXPECT_FALSE(ih::password_file::parse("no colon here\n", err));
-  EXPECT_FALSE(ih::password_file::parse("\n# only comments\n", err));
-}
-
-TEST(Chaos, ParseAndTrigger) {
-  ih::chaos_triggers t;
-  std::string err;
-  ASSERT_TRUE(
-      ih::chaos_state::parse("Sender:451:100, recipient:550:0,AUTHENTICATION:535:100", t, err))
-      << err;
-  EXPECT_EQ(t.sender.error_code, 451u);
-  EXPECT_EQ(t.recipient.probability, 0u);
-  EXPECT_EQ(t.authentication.error_code, 535u);
-  for (auto bad : {"Sender:451", "Nobody:451:1", "Sender:399:1", "Sender:451:101", "Sender:x:1"})
-    EXPECT_FALSE(ih::chaos_state::parse(bad, t, err)) << bad;
-  ih::chaos_state s;
-  EXPECT_FALSE(s.smtp_error(ih::chaos_stage::sender));  // off by default
-  ih::chaos_triggers on;
-  on.sender = {452, 100};
-  s.set(on);
-  for (int i = 0; i < 20; ++i) EXPECT_EQ(s.smtp_error(ih::chaos_stage::sender), 452u);
-  EXPECT_FALSE(s.smtp_error(ih::chaos_stage::recipient));
 }
 
 TEST(LinkCheck, ExtractsHttpLinksOnce) {

@@ -6,7 +6,9 @@
 #include <csignal>
 #include <cstdio>
 #include <functional>
+#include <inlet/auth/password_file.hpp>
 #include <inlet/http/server.hpp>
+#include <inlet/smtp/chaos.hpp>
 #include <inlet/smtp/server.hpp>
 #include <inlet/store/memory_store.hpp>
 #include <memory>
@@ -87,19 +89,6 @@ constexpr const char* reactor = "io_uring";
 constexpr const char* reactor = "epoll";
 #endif
 
-// A password file (--ui-auth-file, --smtp-auth-file) or Mailpit's inline list
-// (MP_UI_AUTH, MP_SMTP_AUTH: "user:password user2:password2"), in the one format
-// inlet::http::password_file reads. Null and a message in `error` on failure.
-std::shared_ptr<const inlet::http::password_file> load_credentials(const std::string& file,
-                                                                   const std::string& inline_list,
-                                                                   std::string& error) {
-  if (!file.empty()) return inlet::http::password_file::load(file, error);
-  std::string lines = inline_list;
-  for (auto& c : lines)
-    if (c == ' ') c = '\n';
-  return inlet::http::password_file::parse(lines, error);
-}
-
 // SMTP AUTH as Mailpit configures it: a password file (or MP_SMTP_AUTH) makes AUTH
 // required; --smtp-auth-accept-any offers it and takes any credentials. Both need
 // STARTTLS (--smtp-tls-cert) unless --smtp-auth-allow-insecure. Returns an exit code
@@ -125,7 +114,7 @@ std::optional<int> configure_smtp_auth(const inletd::options& o, inlet::smtp::se
     return std::nullopt;
   }
   std::string error;
-  auto users = load_credentials(o.smtp_auth_file, o.smtp_auth, error);
+  auto users = inlet::auth::load_credentials(o.smtp_auth_file, o.smtp_auth, error);
   if (!users) {
     std::fprintf(stderr, "inletd: SMTP authentication: %s\n", error.c_str());
     return 2;
@@ -135,28 +124,6 @@ std::optional<int> configure_smtp_auth(const inletd::options& o, inlet::smtp::se
   };
   s.auth_required = true;
   return std::nullopt;
-}
-
-// Mailpit's chaos triggers on the SMTP side: the session's policy hook at MAIL, RCPT
-// and AUTH asks the shared state, which PUT /api/v1/chaos changes at run time.
-std::optional<inlet::smtp::delivery_status> chaos_reply(const inlet::http::chaos_state& chaos,
-                                                        inlet::smtp::policy_stage stage) {
-  using cs = inlet::http::chaos_stage;
-  cs c = cs::authentication;
-  const char* what = "authentication";
-  if (stage == inlet::smtp::policy_stage::mail) {
-    c = cs::sender;
-    what = "sender";
-  } else if (stage == inlet::smtp::policy_stage::rcpt) {
-    c = cs::recipient;
-    what = "recipient";
-  }
-  auto code = chaos.smtp_error(c);
-  if (!code) return std::nullopt;
-  // Mailpit's text; an enhanced code of the same class, as ENHANCEDSTATUSCODES asks.
-  std::string enhanced = std::to_string(*code / 100) + (c == cs::authentication ? ".7.0" : ".1.0");
-  return inlet::smtp::delivery_status::rejected(static_cast<int>(*code), enhanced,
-                                                std::string("Chaos ") + what + " error");
 }
 
 std::string endpoint_text(const std::string& host, std::uint16_t port) {
@@ -308,25 +275,23 @@ int main(int argc, char** argv) {
   hc.api.link_check.allow_untrusted_tls = opt.allow_untrusted_tls;
   if (!opt.ui_auth_file.empty() || !opt.ui_auth.empty()) {
     std::string error;
-    hc.api.ui_auth = load_credentials(opt.ui_auth_file, opt.ui_auth, error);
+    hc.api.ui_auth = inlet::auth::load_credentials(opt.ui_auth_file, opt.ui_auth, error);
     if (!hc.api.ui_auth) {
       std::fprintf(stderr, "inletd: web UI authentication: %s\n", error.c_str());
       return 2;
     }
   }
   if (opt.enable_chaos) {
-    inlet::http::chaos_triggers triggers;
+    inlet::smtp::chaos_triggers triggers;
     std::string error;
     if (!opt.chaos_triggers.empty() &&
-        !inlet::http::chaos_state::parse(opt.chaos_triggers, triggers, error)) {
+        !inlet::smtp::chaos_state::parse(opt.chaos_triggers, triggers, error)) {
       std::fprintf(stderr, "inletd: --chaos-triggers: %s\n", error.c_str());
       return 2;
     }
-    auto chaos = std::make_shared<inlet::http::chaos_state>(triggers);
+    auto chaos = std::make_shared<inlet::smtp::chaos_state>(triggers);
     hc.api.chaos = chaos;
-    sc.session.policy = [chaos](inlet::smtp::policy_stage stage, std::string_view) {
-      return chaos_reply(*chaos, stage);
-    };
+    sc.session.policy = inlet::smtp::chaos_policy(chaos);
   }
   if (!opt.relay.host.empty()) {
     inlet::http::relay_config r;

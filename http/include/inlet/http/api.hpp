@@ -31,8 +31,8 @@
 #include <utility>
 #include <vector>
 
-#include "inlet/http/auth.hpp"
-#include "inlet/http/chaos.hpp"
+#include "inlet/auth/password_file.hpp"
+#include "inlet/smtp/chaos.hpp"
 #include "inlet/http/error.hpp"
 #include "inlet/store/store.hpp"
 
@@ -139,8 +139,8 @@ struct api_config {
   std::string label;                ///< Mailpit's --label
   std::string webroot = "/";        ///< Mailpit's --webroot: every path lives under it
   std::string cors_origin;          ///< Mailpit's --api-cors; empty: no CORS headers
-  std::shared_ptr<const password_file> ui_auth;  ///< basic auth for API and page; null: open
-  std::shared_ptr<chaos_state> chaos;            ///< null: chaos disabled (400 on /api/v1/chaos)
+  std::shared_ptr<const inlet::auth::password_file> ui_auth;  ///< basic auth for API and page; null: open
+  std::shared_ptr<inlet::smtp::chaos_state> chaos;            ///< null: chaos disabled (400 on /api/v1/chaos)
   std::optional<relay_config> relay;
   link_check_config link_check;
   thumbnail_config thumbnails;

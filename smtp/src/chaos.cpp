@@ -1,11 +1,11 @@
-#include "inlet/http/chaos.hpp"
+#include "inlet/smtp/chaos.hpp"
 
 #include <cctype>
 #include <charconv>
 #include <random>
 #include <vector>
 
-namespace inlet::http {
+namespace inlet::smtp {
 
 chaos_triggers chaos_state::get() const {
   std::lock_guard lk(mutex_);
@@ -87,4 +87,26 @@ bool chaos_state::parse(std::string_view text, chaos_triggers& out, std::string&
   return true;
 }
 
-}  // namespace inlet::http
+policy_hook chaos_policy(std::shared_ptr<const chaos_state> state) {
+  return [state = std::move(state)](policy_stage stage,
+                                    std::string_view) -> std::optional<delivery_status> {
+    chaos_stage c = chaos_stage::authentication;
+    const char* what = "authentication";
+    if (stage == policy_stage::mail) {
+      c = chaos_stage::sender;
+      what = "sender";
+    } else if (stage == policy_stage::rcpt) {
+      c = chaos_stage::recipient;
+      what = "recipient";
+    }
+    auto code = state->smtp_error(c);
+    if (!code) return std::nullopt;
+    // An enhanced code of the same class, as ENHANCEDSTATUSCODES asks.
+    std::string enhanced =
+        std::to_string(*code / 100) + (c == chaos_stage::authentication ? ".7.0" : ".1.0");
+    return delivery_status::rejected(static_cast<int>(*code), enhanced,
+                                     std::string("Chaos ") + what + " error");
+  };
+}
+
+}  // namespace inlet::smtp

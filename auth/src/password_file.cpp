@@ -1,4 +1,5 @@
-#include "inlet/http/auth.hpp"
+#include "inlet/auth/password_file.hpp"
+
 #include <inlet/util/base64.hpp>
 
 #include <crypt.h>
@@ -9,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace inlet::http {
+namespace inlet::auth {
 namespace {
 
 bool equal_constant_time(std::string_view a, std::string_view b) {
@@ -189,4 +190,14 @@ bool password_file::check_basic(std::string_view authorization) const {
                std::string_view(decoded).substr(colon + 1));
 }
 
-}  // namespace inlet::http
+std::shared_ptr<const password_file> load_credentials(const std::string& file,
+                                                      std::string_view inline_list,
+                                                      std::string& error) {
+  if (!file.empty()) return password_file::load(file, error);
+  std::string lines(inline_list);
+  for (auto& c : lines)
+    if (c == ' ') c = '\n';
+  return password_file::parse(lines, error);
+}
+
+}  // namespace inlet::auth

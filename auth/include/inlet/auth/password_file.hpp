@@ -1,4 +1,5 @@
-// HTTP basic authentication from a password file, as Mailpit's --ui-auth-file reads it:
+// Password files, as Mailpit reads them for the web UI and API (--ui-auth-file, HTTP basic
+// authentication), SMTP AUTH (--smtp-auth-file) and POP3 (--pop3-auth-file):
 // one `user:password` per line, the password in plain text or hashed as bcrypt
 // ($2a$/$2b$/$2y$), SHA-256/SHA-512 crypt ($5$/$6$), MD5 crypt ($1$), Apache APR1
 // ($apr1$), {SHA} or {SSHA}. Blank lines and lines starting with '#' are skipped.
@@ -12,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-namespace inlet::http {
+namespace inlet::auth {
 
 class password_file {
  public:
@@ -34,6 +35,13 @@ class password_file {
   std::vector<std::pair<std::string, std::string>> users_;  // user, stored password
 };
 
+/// A password file (`file` set) or Mailpit's inline list (MP_UI_AUTH, MP_SMTP_AUTH,
+/// MP_POP3_AUTH: "user:password user2:password2", space-separated). Null and why in
+/// `error` on failure.
+std::shared_ptr<const password_file> load_credentials(const std::string& file,
+                                                      std::string_view inline_list,
+                                                      std::string& error);
+
 /// One password against one stored entry (plain or hashed, see above).
 bool password_matches(std::string_view stored, std::string_view password);
 
@@ -42,4 +50,4 @@ bool password_matches(std::string_view stored, std::string_view password);
 std::string md5_crypt(std::string_view password, std::string_view salt,
                       std::string_view magic = "$apr1$");
 
-}  // namespace inlet::http
+}  // namespace inlet::auth

@@ -17,8 +17,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <memory>
 
-namespace inlet::http {
+#include "inlet/smtp/server_session.hpp"
+
+namespace inlet::smtp {
 
 enum class chaos_stage : std::uint8_t { sender, recipient, authentication };
 
@@ -59,4 +62,9 @@ class chaos_state {
   chaos_triggers triggers_;
 };
 
-}  // namespace inlet::http
+/// The session's policy hook for chaos: at MAIL, RCPT and AUTH, the code `state` draws
+/// (Mailpit's text, "Chaos sender error", with an enhanced code of the same class), or
+/// nullopt to carry on.
+policy_hook chaos_policy(std::shared_ptr<const chaos_state> state);
+
+}  // namespace inlet::smtp
