@@ -82,6 +82,8 @@ struct shard_counters {
   static constexpr std::size_t size_buckets = 10;  // 1, 2-3, ..., 128-255, >= 256
   std::atomic<std::uint64_t> batches{0}, batch_messages{0}, batch_errors{0}, refused{0};
   std::atomic<std::uint64_t> copies_ok{0}, copies_failed{0}, reads{0}, read_errors{0};
+  /// Reads sent again on another connection after their connection was lost.
+  std::atomic<std::uint64_t> read_retries{0};
   std::array<std::atomic<std::uint64_t>, size_buckets> size_hist{};
   std::array<std::atomic<std::uint64_t>, 16> latency_hist{};
   std::atomic<std::uint64_t> latency_sum_us{0};

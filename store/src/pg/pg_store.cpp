@@ -65,6 +65,7 @@ std::vector<pg_shard_stats> pg_store::shard_stats() const {
     st.puts_failed = c.copies_failed.load();
     st.reads = c.reads.load();
     st.read_errors = c.read_errors.load();
+    st.read_retries = c.read_retries.load();
     for (auto& h : c.size_hist) st.batch_size_hist.push_back(h.load());
     for (auto& h : c.latency_hist) st.batch_latency_hist.push_back(h.load());
     st.batch_latency_sum_us = c.latency_sum_us.load();
@@ -112,6 +113,9 @@ void pg_store::append_metrics(std::string& out) const {
     line("inlet_pg_reads_total", s.index, "result=\"ok\"", s.reads);
     line("inlet_pg_reads_total", s.index, "result=\"error\"", s.read_errors);
   }
+  out += "# HELP inlet_pg_read_retries_total Reads sent again after their connection was lost.\n";
+  out += "# TYPE inlet_pg_read_retries_total counter\n";
+  for (auto& s : all) line("inlet_pg_read_retries_total", s.index, "", s.read_retries);
   out += "# TYPE inlet_pg_batch_size histogram\n";
   for (auto& s : all) {
     std::uint64_t cum = 0;

@@ -96,6 +96,7 @@ struct pg_shard_stats {
   std::uint64_t batches = 0, batch_messages = 0, batch_errors = 0, refused = 0;
   std::uint64_t puts_ok = 0, puts_failed = 0;
   std::uint64_t reads = 0, read_errors = 0;
+  std::uint64_t read_retries = 0;  ///< reads sent again after their connection was lost
   /// Batch sizes: counts of batches of 1, 2-3, 4-7, ... 128-255, >= 256 messages.
   std::vector<std::uint64_t> batch_size_hist;
   /// Commit latency of batches (send to commit acknowledged), microseconds: bucket
