@@ -117,6 +117,13 @@ awaitable<reply> list_messages(const ctx_t& c, const request& req, const target&
       {"start", p.start},
       {"tags", strings_json(tags)},
   };
+  // inlet's addition: a sharded store answered from some shards only.
+  if (p.partial) {
+    json::array missing;
+    for (auto shard : p.missing) missing.push_back(shard);
+    o["Partial"] = true;
+    o["MissingShards"] = std::move(missing);
+  }
   std::string out = json::serialize(o);
   out.pop_back();  // the object's closing brace: the messages go last, as in Mailpit
   out += ",\"messages\":[";

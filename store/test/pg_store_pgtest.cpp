@@ -313,6 +313,7 @@ TEST_F(PgStore, AShardDownFailsOnlyItsMailboxesAndComesBack) {
       pgtest::wait<st::page>([&](auto h) { s.async_list(st::list_request(0, 50), std::move(h)); });
   EXPECT_FALSE(lec);
   EXPECT_TRUE(p.partial);
+  EXPECT_EQ(p.missing, (std::vector<std::uint32_t>{1}));
   auto [mec, mp] =
       pgtest::wait<st::page>([&](auto h) { s.async_list(mailbox_req(on1), std::move(h)); });
   EXPECT_TRUE(mec);

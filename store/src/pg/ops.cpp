@@ -322,19 +322,23 @@ asio::awaitable<std::pair<std::error_code, page>> list_co(engine& e, list_reques
 
   std::vector<shard*> live;
   for (unsigned i = 0; i < e.shard_count(); ++i) {
-    if (e.at(i).ready())
+    if (e.at(i).ready()) {
       live.push_back(&e.at(i));
-    else
+    } else {
       out.partial = true;
+      out.missing.push_back(i);
+    }
   }
   if (live.empty()) co_return std::make_pair(make_error_code(errc::unavailable), std::move(out));
   const search::query& q = req.query;
   auto pages = co_await for_shards<shard_page>(
       e.io(), live, [&](shard& s) { return global_page(s, before, n, q); });
   std::vector<message_ptr> all;
-  for (auto& p : pages) {
+  for (std::size_t k = 0; k < pages.size(); ++k) {
+    auto& p = pages[k];
     if (!p) {
       out.partial = true;
+      out.missing.push_back(live[k]->index());
       continue;
     }
     out.total += p->total;
