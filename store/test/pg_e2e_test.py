@@ -239,6 +239,28 @@ class TwoInstances(unittest.TestCase):
         self.assertNotIn(m["ID"], ids)
 
 
+class ShardListChecks(unittest.TestCase):
+    """What an operator sees when the shard list is not the cluster's."""
+
+    def run_inletd(self, shards, *extra):
+        args = [INLETD, "--smtp", f"127.0.0.1:{free_port()}", "--listen", f"127.0.0.1:{free_port()}",
+                "--store", shards[0], "--buckets", "64", *extra]
+        for s in shards[1:]:
+            args += ["--shard", s]
+        return subprocess.run(args, capture_output=True, text=True, timeout=DEADLINE * 3)
+
+    def test_a_shorter_list_than_the_cluster_is_refused(self):
+        Inletd(SHARDS).stop()  # the cluster exists with every shard
+        r = self.run_inletd(SHARDS[:1])
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn(f"the cluster has {len(SHARDS)} shards", r.stderr)
+
+    def test_expect_shards_checks_the_list(self):
+        r = self.run_inletd(SHARDS, "--expect-shards", str(len(SHARDS) + 1))
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn(f"expected {len(SHARDS) + 1} shards", r.stderr)
+
+
 def main():
     global INLETD
     ap = argparse.ArgumentParser()

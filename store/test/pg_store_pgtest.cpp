@@ -363,6 +363,26 @@ TEST_F(PgStore, ReadsAfterAShardRestartNeverFail) {
   EXPECT_EQ(s.shard_stats().at(1).read_errors, 0u);
 }
 
+TEST_F(PgStore, RefusesAShardListShorterThanTheCluster) {
+  {
+    st::pg_store three(pgtest::config(3));
+    ASSERT_TRUE(three.wait_ready(20s)) << three.health().detail;
+    EXPECT_EQ(three.configuration_error(), "");
+  }
+  // The list cut to its first entry (a quoting mistake): refused, not a 1-shard cluster.
+  st::pg_store one(pgtest::config(1));
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(one.wait_ready(20s));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);  // known at once, not at the timeout
+  EXPECT_NE(one.configuration_error().find("the cluster has 3 shards"), std::string::npos)
+      << one.configuration_error();
+  EXPECT_NE(one.health().detail.find("missing"), std::string::npos) << one.health().detail;
+  // And the operator's own count is checked before anything is written.
+  auto cfg = pgtest::config(3);
+  cfg.expect_shards = 4;
+  EXPECT_THROW(st::pg_store bad(cfg), std::invalid_argument);
+}
+
 TEST_F(PgStore, StartsWhileAShardIsDown) {
   auto cfg = pgtest::config(3);
   {

@@ -143,8 +143,19 @@ std::optional<int> start_pg_store(const inletd::options& opt,
     std::fprintf(stderr, "inletd: %s\n", error.c_str());
     return 2;
   }
-  auto pg = std::make_unique<inlet::store::pg_store>(cfg);
-  if (!pg->wait_ready(std::chrono::seconds(5)))
+  std::unique_ptr<inlet::store::pg_store> pg;
+  try {
+    pg = std::make_unique<inlet::store::pg_store>(cfg);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "inletd: PostgreSQL store: %s\n", e.what());
+    return 2;
+  }
+  const bool ready = pg->wait_ready(std::chrono::seconds(5));
+  if (auto why = pg->configuration_error(); !why.empty()) {
+    std::fprintf(stderr, "inletd: PostgreSQL store refused: %s\n", why.c_str());
+    return 2;
+  }
+  if (!ready)
     std::fprintf(stderr, "inletd: PostgreSQL store not ready yet: %s\n",
                  pg->health().detail.c_str());
   metrics = [p = pg.get()](std::string& o) { p->append_metrics(o); };

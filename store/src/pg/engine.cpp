@@ -462,8 +462,23 @@ bool engine::all_up() const {
   return !shards_.empty();
 }
 
+void engine::set_configuration_error(std::string why) {
+  std::lock_guard lk(config_error_m_);
+  if (config_error_.empty()) config_error_ = std::move(why);
+}
+
+std::string engine::configuration_error() const {
+  std::lock_guard lk(config_error_m_);
+  return config_error_;
+}
+
 store_health engine::health() const {
   store_health h;
+  if (auto why = configuration_error(); !why.empty()) {
+    h.ready = false;
+    h.detail = why;
+    return h;
+  }
   if (shards_.empty()) {
     h.ready = false;
     h.detail = "no shard configured";

@@ -201,6 +201,9 @@ class engine : public std::enable_shared_from_this<engine> {
   void rebuild_map();
   shard& at(unsigned i) noexcept { return *shards_[i]; }
   std::size_t shard_count() const noexcept { return shards_.size(); }
+  /// A configuration no retry can mend (see pg_store::configuration_error); first wins.
+  void set_configuration_error(std::string why);
+  std::string configuration_error() const;
 
   // ---- cluster set-up (shards without their meta rows) ----
   /// Called by a shard's supervisor when its database has the schema but no identity;
@@ -271,6 +274,8 @@ class engine : public std::enable_shared_from_this<engine> {
   asio::io_context io_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::vector<std::thread> threads_;
+  mutable std::mutex config_error_m_;
+  std::string config_error_;  // guarded by config_error_m_
   std::vector<std::unique_ptr<shard>> shards_;
   std::atomic<std::shared_ptr<const bucket_map>> map_;
   std::mutex map_mu_;  // serialises rebuild_map

@@ -10,10 +10,22 @@ const std::vector<std::uint64_t>& batch_latency_bounds_us() {
   return pgstore::latency_bounds();
 }
 
+namespace {
+pg_store_config checked(pg_store_config cfg) {
+  if (cfg.expect_shards != 0 && cfg.expect_shards != cfg.shards.size())
+    throw std::invalid_argument("expected " + std::to_string(cfg.expect_shards) +
+                                " shards, the shard list names " +
+                                std::to_string(cfg.shards.size()));
+  return cfg;
+}
+}  // namespace
+
 pg_store::pg_store(pg_store_config cfg)
-    : engine_(std::make_shared<pgstore::engine>(std::move(cfg))) {
+    : engine_(std::make_shared<pgstore::engine>(checked(std::move(cfg)))) {
   engine_->start();
 }
+
+std::string pg_store::configuration_error() const { return engine_->configuration_error(); }
 
 pg_store::~pg_store() {
   engine_->stop();
@@ -39,7 +51,8 @@ void pg_store::unsubscribe(std::uint64_t handle) {
 bool pg_store::wait_ready(std::chrono::milliseconds timeout) const {
   auto until = std::chrono::steady_clock::now() + timeout;
   while (!engine_->all_up()) {
-    if (std::chrono::steady_clock::now() >= until) return false;
+    if (std::chrono::steady_clock::now() >= until || !engine_->configuration_error().empty())
+      return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return true;
