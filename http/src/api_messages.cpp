@@ -86,7 +86,10 @@ awaitable<reply> list_messages(const ctx_t& c, const request& req, const target&
   auto [ec, p] = co_await c.store.async_list(std::move(lr));
   if (ec) co_return store_error(req, ec);
   auto [tec, tags] = co_await c.store.async_list_tags();
-  if (tec) co_return store_error(req, tec);
+  // The tag list is every shard's: with one down it is the others' (the listing itself
+  // may be whole, a mailbox on a healthy shard), and the answer says it is partial.
+  if (tec && tec != store::errc::unavailable) co_return store_error(req, tec);
+  if (tec) p.partial = true;
   // The page stops once its summaries hold max_list_bytes (at least one message), and
   // `count`, which comes first, says how many it gives: so each summary is serialised
   // once to measure it. A small page keeps those pieces and is answered whole; a large

@@ -309,6 +309,9 @@ TEST_F(PgStore, AShardDownFailsOnlyItsMailboxesAndComesBack) {
   EXPECT_FALSE(ec) << ec.message();
   EXPECT_FALSE(s.health().ready);
   EXPECT_NE(s.health().detail.find("shard 1"), std::string::npos) << s.health().detail;
+  // SMTP asks before RCPT is answered: only the down shard's mailboxes are refused.
+  EXPECT_FALSE(s.accepts_mailbox(on1));
+  EXPECT_TRUE(s.accepts_mailbox(on0));
   auto [lec, p] =
       pgtest::wait<st::page>([&](auto h) { s.async_list(st::list_request(0, 50), std::move(h)); });
   EXPECT_FALSE(lec);
@@ -320,6 +323,7 @@ TEST_F(PgStore, AShardDownFailsOnlyItsMailboxesAndComesBack) {
 
   ASSERT_EQ(pgtest::pg_ctl(1, "start"), 0);
   ASSERT_TRUE(s.wait_ready(20s)) << s.health().detail;
+  EXPECT_TRUE(s.accepts_mailbox(on1));
   pgtest::put(s, pgtest::message({on1}, "back"), ec);
   EXPECT_FALSE(ec) << ec.message();
 }

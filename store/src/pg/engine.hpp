@@ -110,6 +110,10 @@ class shard {
     return ready_.load(std::memory_order_acquire) && live_slots_.load() > 0;
   }
   bool ready() const noexcept { return ready_.load(std::memory_order_acquire); }
+  /// Up, and not known to have gone away since: the notification listener, always
+  /// reading, sees a shard stop at once, while idle writer connections see it only at
+  /// their next batch. What SMTP asks before it accepts a recipient of this shard.
+  bool accepting() const noexcept;
   std::string detail() const;
   void set_detail(std::string d);
   std::shared_ptr<const shard_types> types() const noexcept { return types_.load(); }
@@ -246,6 +250,8 @@ class engine : public std::enable_shared_from_this<engine> {
   store_stats stats() const;
   store_health health() const;
   bool all_up() const;
+  /// Whether the shard of `mailbox`'s bucket is up (pg_store::accepts_mailbox).
+  bool accepts_mailbox(std::string_view mailbox) const;
 
   // ---- reads (reads.cpp) ----
   void list(list_request req, handler<void(std::error_code, page)> h);

@@ -41,6 +41,9 @@ store_stats pg_store::stats() const {
 store_health pg_store::health() const {
   return engine_->health();
 }
+bool pg_store::accepts_mailbox(std::string_view mailbox) const {
+  return engine_->accepts_mailbox(mailbox);
+}
 std::uint64_t pg_store::subscribe(event_observer observer) {
   return engine_->subscribe(std::move(observer));
 }

@@ -122,11 +122,18 @@ std::size_t shard::queued() const {
   return queue_.size();
 }
 
+bool shard::accepting() const noexcept {
+  return up() && !(listener_ && listener_->lost());
+}
+
 void shard::start() {
   asio::co_spawn(strand_, supervise(), asio::detached);
   if (eng_.config().events) {
     pg::listener_options lo;
     lo.dsn = dsn_;
+    // Its loss is what tells SMTP the shard is gone (accepting()): back as soon as the
+    // writers would be, not after a long backoff.
+    lo.reconnect_max = eng_.config().reconnect_delay;
     listener_ = std::make_unique<pg::listener>(strand_, lo);
     asio::co_spawn(strand_, listen(), asio::detached);
   }

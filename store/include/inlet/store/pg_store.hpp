@@ -128,6 +128,7 @@ class pg_store final : public store {
   void put(new_message msg, put_handler done) override;
   store_stats stats() const override;
   store_health health() const override;
+  bool accepts_mailbox(std::string_view mailbox) const override;
   std::uint64_t subscribe(event_observer observer) override;
   void unsubscribe(std::uint64_t handle) override;
 
