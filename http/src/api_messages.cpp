@@ -86,7 +86,10 @@ awaitable<reply> list_messages(const ctx_t& c, const request& req, const target&
   auto [ec, p] = co_await c.store.async_list(std::move(lr));
   if (ec) co_return store_error(req, ec);
   auto [tec, tags] = co_await c.store.async_list_tags();
-  if (tec) co_return store_error(req, tec);
+  // The tag list is every shard's: with one down it is the others' (the listing itself
+  // may be whole, a mailbox on a healthy shard), and the answer says it is partial.
+  if (tec && tec != store::errc::unavailable) co_return store_error(req, tec);
+  if (tec) p.partial = true;
   // The page stops once its summaries hold max_list_bytes (at least one message), and
   // `count`, which comes first, says how many it gives: so each summary is serialised
   // once to measure it. A small page keeps those pieces and is answered whole; a large
@@ -117,6 +120,13 @@ awaitable<reply> list_messages(const ctx_t& c, const request& req, const target&
       {"start", p.start},
       {"tags", strings_json(tags)},
   };
+  // inlet's addition: a sharded store answered from some shards only.
+  if (p.partial) {
+    json::array missing;
+    for (auto shard : p.missing) missing.push_back(shard);
+    o["Partial"] = true;
+    o["MissingShards"] = std::move(missing);
+  }
   std::string out = json::serialize(o);
   out.pop_back();  // the object's closing brace: the messages go last, as in Mailpit
   out += ",\"messages\":[";

@@ -61,6 +61,7 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
   std::uint64_t generation_ = 0;  // bumped per connection: stale callbacks check it
   std::atomic<std::uint64_t> received_{0}, dropped_{0}, reconnects_{0}, connect_failures_{0};
   std::atomic<bool> connected_{false};
+  std::atomic<bool> lost_{false};  // was connected, and is not now
 
   template <class F>
   void run(F f) {
@@ -154,6 +155,7 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
     state_ = state::ready;
     failures_ = 0;
     connected_ = true;
+    lost_ = false;
     if (ever_ready_) {  // back after a loss: whatever was sent meanwhile is gone
       ++reconnects_;
       queue_.push_back(notification{{}, {}, 0, true});
@@ -166,6 +168,7 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
   void lost(std::uint64_t gen, std::error_code) {
     if (state_ == state::closed || gen != generation_) return;
     connected_ = false;
+    lost_ = true;
     ++generation_;  // callbacks of the lost connection are stale now
     schedule_reconnect();
   }
@@ -255,6 +258,8 @@ listener::~listener() {
 void listener::close() {
   if (impl_) impl_->run([](detail::listener_impl& l) { l.close(); });
 }
+bool listener::lost() const noexcept { return impl_ && impl_->lost_.load(); }
+
 listener_stats listener::stats() const {
   listener_stats s;
   s.received = impl_->received_;

@@ -239,6 +239,128 @@ class TwoInstances(unittest.TestCase):
         self.assertNotIn(m["ID"], ids)
 
 
+class ShardListChecks(unittest.TestCase):
+    """What an operator sees when the shard list is not the cluster's."""
+
+    def run_inletd(self, shards, *extra):
+        args = [INLETD, "--smtp", f"127.0.0.1:{free_port()}", "--listen", f"127.0.0.1:{free_port()}",
+                "--store", shards[0], "--buckets", "64", *extra]
+        for s in shards[1:]:
+            args += ["--shard", s]
+        return subprocess.run(args, capture_output=True, text=True, timeout=DEADLINE * 3)
+
+    def test_a_shorter_list_than_the_cluster_is_refused(self):
+        Inletd(SHARDS).stop()  # the cluster exists with every shard
+        r = self.run_inletd(SHARDS[:1])
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn(f"the cluster has {len(SHARDS)} shards", r.stderr)
+
+    def test_expect_shards_checks_the_list(self):
+        r = self.run_inletd(SHARDS, "--expect-shards", str(len(SHARDS) + 1))
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn(f"expected {len(SHARDS) + 1} shards", r.stderr)
+
+
+def pg_ctl(shard, args):
+    bin_dir = os.environ.get("INLET_PG_BIN", "/usr/lib/postgresql/15/bin")
+    data = os.environ[f"INLET_PG_SHARD{shard}_DATA"]
+    port = os.environ[f"INLET_PG_SHARD{shard}_PORT"]
+    cmd = [f"{bin_dir}/pg_ctl", "-D", data, "-l", os.path.join(os.path.dirname(data), "pg.log"),
+           "-w", "-t", "30", *args.split()]
+    if args.startswith("start"):  # as with-pg-shards.sh started it
+        fsync = os.environ.get("INLET_PG_FSYNC") or "off"
+        cmd += ["-o", f"-c listen_addresses=127.0.0.1 -p {port} -k {os.path.dirname(data)} "
+                      f"-c fsync={fsync} -c synchronous_commit=on -c max_connections=200 "
+                      + os.environ.get("INLET_PG_OPTS", "")]
+    if os.geteuid() == 0:
+        cmd = ["runuser", "-u", "postgres", "--", *cmd]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60).returncode
+
+
+class ShardOutage(unittest.TestCase):
+    """One shard stopped: its recipients are refused at RCPT, the others' mail is taken,
+    and nothing is written and then taken back on the healthy shards."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.a = Inletd(SHARDS)
+        cls.b = Inletd(SHARDS)
+        cls.ev_b = Events(cls.b)
+        cls.ev_b.start()
+        cls.ev_b.ready.wait(DEADLINE)
+        time.sleep(0.5)
+        cls.down = len(SHARDS) - 1
+        assert pg_ctl(cls.down, "stop -m immediate") == 0
+
+    @classmethod
+    def tearDownClass(cls):
+        assert pg_ctl(cls.down, "start") == 0
+        end = time.monotonic() + DEADLINE  # both instances see the shard again
+        for inst in (cls.a, cls.b):
+            while time.monotonic() < end:
+                try:
+                    inst.get("/readyz")
+                    break
+                except OSError:
+                    time.sleep(0.1)
+        cls.a.stop()
+        cls.b.stop()
+
+    def rcpt_codes(self, boxes):
+        with smtplib.SMTP("127.0.0.1", self.a.smtp_port, timeout=DEADLINE) as s:
+            s.ehlo("probe.example")
+            s.mail("probe@example.org")
+            codes = {b: s.rcpt(b)[0] for b in boxes}
+            s.rset()
+        return codes
+
+    def metric(self, name):
+        text = self.a.get("/metrics").decode()
+        return sum(float(v) for v in re.findall(rf"^{re.escape(name)}\s+([0-9.e+]+)$", text, re.M))
+
+    def test_recipients_on_the_down_shard_alone_are_refused(self):
+        boxes = [f"outage{i}@example.com" for i in range(24)]
+        end = time.monotonic() + DEADLINE
+        while True:  # the store notices the shard is gone within a reconnect period
+            codes = self.rcpt_codes(boxes)
+            if 451 in codes.values() or time.monotonic() > end:
+                break
+            time.sleep(0.2)
+        refused = [b for b, c in codes.items() if c == 451]
+        taken = [b for b, c in codes.items() if c == 250]
+        self.assertTrue(refused, codes)
+        self.assertTrue(taken, codes)
+        self.assertEqual(len(refused) + len(taken), len(boxes), codes)
+
+        subject = "outage mixed %d" % time.time_ns()
+        raw = f"From: a@example.org\r\nSubject: {subject}\r\n\r\nbody\r\n".encode()
+        with smtplib.SMTP("127.0.0.1", self.a.smtp_port, timeout=DEADLINE) as s:
+            failed = s.sendmail("a@example.org", [refused[0], taken[0], taken[1]], raw)
+        self.assertEqual(list(failed), [refused[0]])
+        self.assertEqual(failed[refused[0]][0], 451)
+        for box in taken[:2]:
+            try:
+                listing = self.b.json(f"/api/v1/mailbox/{box}")
+            except urllib.error.HTTPError as e:
+                self.fail(f"{box}: {e.code} {e.read()!r}")
+            found = [m for m in listing["messages"] if m["Subject"] == subject]
+            self.assertEqual(len(found), 1, box)
+
+        # A message whose every recipient is on the down shard is refused before DATA:
+        # nothing is committed anywhere, so there is nothing to take back and no event.
+        gone = "outage refused %d" % time.time_ns()
+        with self.assertRaises(smtplib.SMTPRecipientsRefused):
+            with smtplib.SMTP("127.0.0.1", self.a.smtp_port, timeout=DEADLINE) as s:
+                s.sendmail("a@example.org", refused[:2],
+                           f"Subject: {gone}\r\n\r\nx\r\n".encode())
+        end = time.monotonic() + 2
+        while time.monotonic() < end and subject not in self.ev_b.subjects:
+            time.sleep(0.05)
+        self.assertIn(subject, self.ev_b.subjects)
+        self.assertNotIn(gone, self.ev_b.subjects)
+        self.assertEqual(self.metric('inlet_pg_failed_put_cleanups_total{result="removed"}'), 0)
+
+
 def main():
     global INLETD
     ap = argparse.ArgumentParser()

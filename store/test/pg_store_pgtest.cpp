@@ -309,18 +309,82 @@ TEST_F(PgStore, AShardDownFailsOnlyItsMailboxesAndComesBack) {
   EXPECT_FALSE(ec) << ec.message();
   EXPECT_FALSE(s.health().ready);
   EXPECT_NE(s.health().detail.find("shard 1"), std::string::npos) << s.health().detail;
+  // SMTP asks before RCPT is answered: only the down shard's mailboxes are refused.
+  EXPECT_FALSE(s.accepts_mailbox(on1));
+  EXPECT_TRUE(s.accepts_mailbox(on0));
   auto [lec, p] =
       pgtest::wait<st::page>([&](auto h) { s.async_list(st::list_request(0, 50), std::move(h)); });
   EXPECT_FALSE(lec);
   EXPECT_TRUE(p.partial);
+  EXPECT_EQ(p.missing, (std::vector<std::uint32_t>{1}));
   auto [mec, mp] =
       pgtest::wait<st::page>([&](auto h) { s.async_list(mailbox_req(on1), std::move(h)); });
   EXPECT_TRUE(mec);
 
   ASSERT_EQ(pgtest::pg_ctl(1, "start"), 0);
   ASSERT_TRUE(s.wait_ready(20s)) << s.health().detail;
+  EXPECT_TRUE(s.accepts_mailbox(on1));
   pgtest::put(s, pgtest::message({on1}, "back"), ec);
   EXPECT_FALSE(ec) << ec.message();
+}
+
+TEST_F(PgStore, ReadsAfterAShardRestartNeverFail) {
+  auto cfg = pgtest::config(3);
+  st::pg_store s(cfg);
+  ASSERT_TRUE(s.wait_ready(20s)) << s.health().detail;
+  auto on1 = mailbox_on(1, 3, 64);
+  std::error_code ec;
+  pgtest::put(s, pgtest::message({on1}, "before the restart"), ec);
+  ASSERT_FALSE(ec) << ec.message();
+  // Warm the read connections of every shard, then restart shard 1 under them.
+  for (int i = 0; i < 4; ++i) {
+    auto [lec, p] =
+        pgtest::wait<st::page>([&](auto h) { s.async_list(st::list_request(0, 50), std::move(h)); });
+    ASSERT_FALSE(lec);
+    auto [mec, mp] =
+        pgtest::wait<st::page>([&](auto h) { s.async_list(mailbox_req(on1), std::move(h)); });
+    ASSERT_FALSE(mec);
+  }
+  ASSERT_EQ(pgtest::pg_ctl(1, "restart -m fast"), 0);
+  ASSERT_TRUE(s.wait_ready(20s)) << s.health().detail;
+  // Once ready, the first reads of each kind answer: a pooled connection that died with
+  // the restart is not the client's failure.
+  auto [lec, p] =
+      pgtest::wait<st::page>([&](auto h) { s.async_list(st::list_request(0, 50), std::move(h)); });
+  EXPECT_FALSE(lec) << lec.message();
+  EXPECT_FALSE(p.partial);
+  EXPECT_EQ(p.total, 1u);
+  auto [mec, mp] =
+      pgtest::wait<st::page>([&](auto h) { s.async_list(mailbox_req(on1), std::move(h)); });
+  EXPECT_FALSE(mec) << mec.message();
+  EXPECT_EQ(mp.total, 1u);
+  ASSERT_FALSE(p.messages.empty());
+  auto [gec, got] = pgtest::wait<st::message_ptr>(
+      [&](auto h) { s.async_get(std::string(p.messages[0]->id), std::move(h)); });
+  EXPECT_FALSE(gec) << gec.message();
+  // The connections that died were noticed by the reads themselves, and sent again.
+  EXPECT_GE(s.shard_stats().at(1).read_retries, 1u);
+  EXPECT_EQ(s.shard_stats().at(1).read_errors, 0u);
+}
+
+TEST_F(PgStore, RefusesAShardListShorterThanTheCluster) {
+  {
+    st::pg_store three(pgtest::config(3));
+    ASSERT_TRUE(three.wait_ready(20s)) << three.health().detail;
+    EXPECT_EQ(three.configuration_error(), "");
+  }
+  // The list cut to its first entry (a quoting mistake): refused, not a 1-shard cluster.
+  st::pg_store one(pgtest::config(1));
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(one.wait_ready(20s));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);  // known at once, not at the timeout
+  EXPECT_NE(one.configuration_error().find("the cluster has 3 shards"), std::string::npos)
+      << one.configuration_error();
+  EXPECT_NE(one.health().detail.find("missing"), std::string::npos) << one.health().detail;
+  // And the operator's own count is checked before anything is written.
+  auto cfg = pgtest::config(3);
+  cfg.expect_shards = 4;
+  EXPECT_THROW(st::pg_store bad(cfg), std::invalid_argument);
 }
 
 TEST_F(PgStore, StartsWhileAShardIsDown) {

@@ -72,7 +72,17 @@ int main(int argc, char** argv) {
   app.add_option("--seed", synth.seed, "synthetic: seed")->capture_default_str();
   app.add_option("--server-pid", server_pid, "sample this process from /proc during the run");
   app.add_option("--from", cfg.from, "envelope sender")->capture_default_str();
-  app.add_option("--to", cfg.to, "envelope recipient")->capture_default_str();
+  app.add_option("--to", cfg.to, "envelope recipient (a pattern with {n} with --to-count)")
+      ->capture_default_str();
+  app.add_option("--to-count", cfg.to_count,
+                 "spread recipients over this many mailboxes (--to with {n} = 0..N-1, or its "
+                 "local part numbered)")
+      ->check(CLI::Range(1u, 1000000u))
+      ->capture_default_str();
+  app.add_option("--rcpts-per-message", cfg.rcpts_per_message,
+                 "recipients per message: consecutive mailboxes of --to-count")
+      ->check(CLI::Range(1u, 64u))
+      ->capture_default_str();
   app.add_option("--helo", cfg.helo, "EHLO name")->capture_default_str();
   app.add_flag("--json", json, "print the result as JSON");
   app.add_flag("--quiet,-q", quiet, "no progress line");

@@ -51,11 +51,12 @@ class connection;
 
 class runner::worker {
  public:
-  worker(const run_config& cfg, const prepared_corpus& corpus, const envelope& env,
-         const tls_context* tls, live_counters& live, unsigned index, std::uint64_t budget,
-         double rate)
-      : cfg_(cfg), corpus_(corpus), env_(env), tls_(tls), live_(live), budget_(budget), rate_(rate),
-        deadline_(io_), rate_timer_(io_), next_msg_(std::uint64_t{index} * 7919) {}
+  worker(const run_config& cfg, const prepared_corpus& corpus,
+         const std::vector<std::unique_ptr<envelope>>& envs, const tls_context* tls,
+         live_counters& live, unsigned index, std::uint64_t budget, double rate)
+      : cfg_(cfg), corpus_(corpus), env_(*envs.front()), envs_(envs), tls_(tls), live_(live),
+        budget_(budget), rate_(rate), deadline_(io_), rate_timer_(io_),
+        next_msg_(std::uint64_t{index} * 7919), next_env_(std::uint64_t{index} * 104729) {}
 
   void add_connection(const tcp::endpoint& src);
   void run();
@@ -83,6 +84,7 @@ class runner::worker {
   const run_config& cfg_;
   const prepared_corpus& corpus_;
   const envelope& env_;
+  const std::vector<std::unique_ptr<envelope>>& envs_;
   const tls_context* tls_;
   live_counters& live_;
   std::uint64_t budget_;  // messages this worker may start; ~0 when unbounded
@@ -91,6 +93,7 @@ class runner::worker {
   tcp::endpoint target_;
   asio::steady_timer deadline_, rate_timer_;
   std::uint64_t next_msg_;               // index into the corpus (wraps)
+  std::uint64_t next_env_;               // index into the envelopes (wraps)
   std::vector<std::unique_ptr<connection>> conns_;
   std::vector<connection*> idle_;        // open loop: ready connections waiting for a token
   std::deque<std::uint64_t> tokens_;     // open loop: intended send times not yet served
@@ -113,7 +116,8 @@ class connection {
     retry_.cancel();
     sock_.close(ignored);
   }
-  void send(const prepared_message& m, std::uint64_t intended, std::uint64_t now);
+  void send(const prepared_message& m, const envelope& env, std::uint64_t intended,
+            std::uint64_t now);
   bool ready() const noexcept { return open_ && session_.ready() && !close_after_write_; }
   void flush();
   bool in_idle = false;
@@ -289,11 +293,12 @@ void connection::start_tls() {
   }
 }
 
-void connection::send(const prepared_message& m, std::uint64_t intended, std::uint64_t now) {
+void connection::send(const prepared_message& m, const envelope& env, std::uint64_t intended,
+                      std::uint64_t now) {
   in_message_ = true;
   msg_bytes_ = m.raw.size();
   intended_ = intended;
-  apply(session_.send(m), now);
+  apply(session_.send(m, &env), now);
 }
 
 void connection::apply(const session_output& out, std::uint64_t now) {
@@ -378,7 +383,7 @@ bool runner::worker::claim(std::uint64_t now, std::uint64_t& intended) {
 void runner::worker::on_ready(connection& c, std::uint64_t now) {
   std::uint64_t intended = 0;
   if (claim(now, intended)) {
-    c.send(corpus_[next_msg_++], intended, now);
+    c.send(corpus_[next_msg_++], *envs_[next_env_++ % envs_.size()], intended, now);
     return;
   }
   if (rate_ > 0 && !c.in_idle && claimed_ < budget_) {
@@ -405,7 +410,7 @@ void runner::worker::schedule_tokens() {
     if (!c->ready()) continue;
     std::uint64_t intended = 0;
     if (!claim(now, intended)) break;
-    c->send(corpus_[next_msg_++], intended, now);
+    c->send(corpus_[next_msg_++], *envs_[next_env_++ % envs_.size()], intended, now);
     c->flush();
   }
   if (issued_ >= budget_) return;
@@ -470,8 +475,35 @@ void runner::worker::run() {
   result_.seconds = static_cast<double>(now_ns() - start_ns_) / 1e9;
 }
 
+std::string mailbox_of(const std::string& to, std::uint32_t n) {
+  const std::string num = std::to_string(n);
+  if (auto at = to.find("{n}"); at != std::string::npos)
+    return to.substr(0, at) + num + to.substr(at + 3);
+  auto at = to.rfind('@');
+  if (at == std::string::npos) return to + num;
+  return to.substr(0, at) + num + to.substr(at);
+}
+
+std::vector<std::unique_ptr<envelope>> make_envelopes(const run_config& cfg) {
+  std::vector<std::unique_ptr<envelope>> out;
+  const std::uint32_t n = std::max<std::uint32_t>(1, cfg.to_count);
+  const std::uint32_t k = std::clamp<std::uint32_t>(cfg.rcpts_per_message, 1,
+                                                    static_cast<std::uint32_t>(envelope::max_recipients));
+  if (n == 1 && k == 1) {  // the plain run: --to as given
+    out.push_back(std::make_unique<envelope>(cfg.helo, cfg.from, cfg.to));
+    return out;
+  }
+  out.reserve(n);
+  for (std::uint32_t first = 0; first < n; ++first) {
+    std::vector<std::string> to;
+    for (std::uint32_t j = 0; j < std::min(k, n); ++j) to.push_back(mailbox_of(cfg.to, (first + j) % n));
+    out.push_back(std::make_unique<envelope>(cfg.helo, cfg.from, to));
+  }
+  return out;
+}
+
 runner::runner(run_config cfg, const prepared_corpus& corpus)
-    : cfg_(std::move(cfg)), corpus_(corpus), env_(cfg_.helo, cfg_.from, cfg_.to) {
+    : cfg_(std::move(cfg)), corpus_(corpus), envs_(make_envelopes(cfg_)) {
   cfg_.threads = std::max(1u, std::min(cfg_.threads, std::max(1u, cfg_.connections)));
   cfg_.sources = std::max(1u, cfg_.sources);
   if (cfg_.session.starttls) tls_ = std::make_unique<tls_context>(cfg_.tls);
@@ -480,7 +512,7 @@ runner::runner(run_config cfg, const prepared_corpus& corpus)
     std::uint64_t budget = unbounded;
     if (cfg_.count) budget = cfg_.count / cfg_.threads + (t < cfg_.count % cfg_.threads ? 1 : 0);
     live_.push_back(std::make_unique<live_counters>());
-    workers_.push_back(std::make_unique<worker>(cfg_, corpus_, env_, tls_.get(), *live_.back(), t,
+    workers_.push_back(std::make_unique<worker>(cfg_, corpus_, envs_, tls_.get(), *live_.back(), t,
                                                 budget, cfg_.rate / cfg_.threads));
   }
   for (unsigned i = 0; i < cfg_.connections; ++i) {

@@ -5,15 +5,29 @@
 namespace inlet::load {
 
 envelope::envelope(std::string_view helo, std::string_view from, std::string_view to)
+    : envelope(helo, from, std::vector<std::string>{std::string(to)}) {}
+
+envelope::envelope(std::string_view helo, std::string_view from,
+                   const std::vector<std::string>& to)
     : ehlo("EHLO " + std::string(helo) + "\r\n"),
       mail("MAIL FROM:<" + std::string(from) + ">\r\n"),
-      rcpt("RCPT TO:<" + std::string(to) + ">\r\n"),
       data("DATA\r\n"),
-      mail_rcpt(mail + rcpt),
-      mail_rcpt_data(mail + rcpt + data),
       rset("RSET\r\n"),
       quit("QUIT\r\n"),
-      starttls("STARTTLS\r\n") {}
+      starttls("STARTTLS\r\n") {
+  std::vector<std::size_t> ends;
+  for (const auto& t : to) {
+    rcpt += "RCPT TO:<" + t + ">\r\n";
+    ends.push_back(rcpt.size());
+  }
+  std::size_t at = 0;
+  for (auto end : ends) {
+    rcpt_lines.push_back(std::string_view(rcpt).substr(at, end - at));
+    at = end;
+  }
+  mail_rcpt = mail + rcpt;
+  mail_rcpt_data = mail + rcpt + data;
+}
 
 void client_session::on_connected() noexcept {
   state_ = state::greeting;
@@ -135,30 +149,31 @@ session_output client_session::on_tls_established() noexcept {
   return out;
 }
 
-session_output client_session::send(const prepared_message& m) noexcept {
+session_output client_session::send(const prepared_message& m, const envelope* env) noexcept {
   session_output out;
   msg_ = &m;
+  tx_env_ = env ? env : env_;
   failed_code_ = 0;
-  rcpt_sent_ = false;
+  rcpt_next_ = 0;
   head_ = count_ = 0;
   pipelined_ = cfg_.pipelining && srv_pipelining_;
   chunked_ = cfg_.bdat && srv_chunking_;
   state_ = state::in_transaction;
   if (pipelined_ && chunked_) {
-    out.add(env_->mail_rcpt);
+    out.add(tx_env_->mail_rcpt);
     out.add(m.bdat_cmd);
     out.add(m.raw);
     out.body_started = true;
     push(expect::mail);
-    push(expect::rcpt);
+    for (std::size_t i = 0; i < tx_env_->rcpt_lines.size(); ++i) push(expect::rcpt);
     push(expect::bdat);
   } else if (pipelined_) {
-    out.add(env_->mail_rcpt_data);
+    out.add(tx_env_->mail_rcpt_data);
     push(expect::mail);
-    push(expect::rcpt);
+    for (std::size_t i = 0; i < tx_env_->rcpt_lines.size(); ++i) push(expect::rcpt);
     push(expect::data);
   } else {
-    out.add(env_->mail);
+    out.add(tx_env_->mail);
     push(expect::mail);
   }
   return out;
@@ -202,21 +217,20 @@ session_output client_session::on_transaction_reply(const reply& r) noexcept {
       if (ok2 && failed_code_ == 0) return finish_transaction(r.code, true);
       return finish_transaction(failed_code_ ? failed_code_ : r.code, false);
   }
-  // Non-pipelined: MAIL or RCPT accepted, send the next command.
-  if (rcpt_sent_) {
-    rcpt_sent_ = false;
+  // Non-pipelined: MAIL or an RCPT accepted, send the next command.
+  if (rcpt_next_ == tx_env_->rcpt_lines.size()) {
+    rcpt_next_ = 0;
     if (chunked_) {
       out.add(msg_->bdat_cmd);
       out.add(msg_->raw);
       out.body_started = true;
       push(expect::bdat);
     } else {
-      out.add(env_->data);
+      out.add(tx_env_->data);
       push(expect::data);
     }
   } else {
-    rcpt_sent_ = true;
-    out.add(env_->rcpt);
+    out.add(tx_env_->rcpt_lines[rcpt_next_++]);
     push(expect::rcpt);
   }
   return out;
@@ -228,7 +242,7 @@ session_output client_session::finish_transaction(int code, bool ok) noexcept {
   out.code = code;
   msg_ = nullptr;
   head_ = count_ = 0;
-  rcpt_sent_ = false;
+  rcpt_next_ = 0;
   ++done_on_conn_;
   if (cfg_.messages_per_connection != 0 && done_on_conn_ >= cfg_.messages_per_connection) {
     out.add(env_->quit);

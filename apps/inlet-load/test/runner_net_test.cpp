@@ -2,6 +2,8 @@
 // under TSan: the runner's workers are threads). Every run is bounded by count and time.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+
+#include <map>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -97,6 +99,10 @@ class test_sink {
           const std::string line = in.substr(0, nl);
           in.erase(0, nl + 2);
           progress = true;
+          if (line.starts_with("RCPT")) {
+            std::lock_guard lk(m_);
+            ++mailboxes_[line.substr(9, line.find('>') - 9)];
+          }
           if (line.starts_with("EHLO")) out += "250-sink\r\n250-PIPELINING\r\n250 CHUNKING\r\n";
           else if (line.starts_with("RCPT") && reject_every_ && ++rcpts_ % reject_every_ == 0)
             out += "550 no such user\r\n";
@@ -120,6 +126,15 @@ class test_sink {
 
   int reject_every_;
   std::atomic<int> rcpts_{0}, accepted_{0};
+
+ public:
+  std::map<std::string, int> mailboxes() {
+    std::lock_guard lk(m_);
+    return mailboxes_;
+  }
+
+ private:
+  std::map<std::string, int> mailboxes_;  // guarded by m_
   int lfd_ = -1;
   std::uint16_t port_ = 0;
   std::thread acceptor_;
@@ -227,4 +242,36 @@ TEST(RunnerNet, RefusedConnectionsAreCountedAndTheRunStillEnds) {
   const auto res = r.wait();
   EXPECT_EQ(res.messages_ok, 0u);
   EXPECT_GT(res.connect_errors, 0u);
+}
+
+TEST(RunnerNet, RecipientsSpreadOverMailboxes) {
+  test_sink sink;
+  const auto corpus = small_corpus();
+  run_config cfg;
+  cfg.connections = 3;
+  cfg.count = 60;
+  cfg.to = "box{n}@shard.test";
+  cfg.to_count = 10;
+  cfg.rcpts_per_message = 3;
+  const auto res = run_against(sink, cfg, corpus);
+  EXPECT_EQ(res.messages_ok, 60u);
+  const auto boxes = sink.mailboxes();
+  EXPECT_EQ(boxes.size(), 10u);  // every mailbox got mail
+  int total = 0;
+  for (const auto& [box, n] : boxes) {
+    EXPECT_TRUE(box.starts_with("box") && box.ends_with("@shard.test")) << box;
+    total += n;
+  }
+  EXPECT_EQ(total, 180);  // 3 recipients a message
+}
+
+TEST(RunnerNet, MailboxPatterns) {
+  EXPECT_EQ(mailbox_of("u{n}@x", 7), "u7@x");
+  EXPECT_EQ(mailbox_of("rcpt@inlet.test", 12), "rcpt12@inlet.test");
+  run_config cfg;
+  cfg.to_count = 4;
+  cfg.rcpts_per_message = 2;
+  auto envs = make_envelopes(cfg);
+  ASSERT_EQ(envs.size(), 4u);
+  EXPECT_EQ(envs[3]->rcpt, "RCPT TO:<rcpt3@inlet.test>\r\nRCPT TO:<rcpt0@inlet.test>\r\n");
 }

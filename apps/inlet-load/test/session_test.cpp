@@ -242,3 +242,36 @@ TEST(Session, ClearTextReplyDuringHandshakeIsAProtocolError) {
   // on_tls_established outside a handshake is refused too.
   EXPECT_EQ(s.on_tls_established().ev, ev::protocol_error);
 }
+
+TEST(Session, SeveralRecipientsPipelinedWaitForEveryRcptReply) {
+  fixture f;
+  envelope three("client.test", "a@x.test", std::vector<std::string>{"r0@y", "r1@y", "r2@y"});
+  auto s = f.connected({.pipelining = true}, "mx\nPIPELINING");
+  auto o = s.send(f.msg, &three);
+  EXPECT_EQ(joined(o),
+            "MAIL FROM:<a@x.test>\r\nRCPT TO:<r0@y>\r\nRCPT TO:<r1@y>\r\nRCPT TO:<r2@y>\r\nDATA\r\n");
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(feed(s, 250).n_writes, 0) << i;  // MAIL + 3 RCPT
+  o = feed(s, 354);
+  EXPECT_TRUE(o.body_started);
+  EXPECT_EQ(feed(s, 250).ev, ev::message_ok);
+  // The next message with the session's own envelope.
+  EXPECT_EQ(joined(s.send(f.msg)), "MAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nDATA\r\n");
+}
+
+TEST(Session, SeveralRecipientsOneAtATimeWithoutPipelining) {
+  fixture f;
+  envelope two("client.test", "a@x.test", std::vector<std::string>{"r0@y", "r1@y"});
+  auto s = f.connected({.pipelining = true}, "mx");
+  EXPECT_EQ(joined(s.send(f.msg, &two)), "MAIL FROM:<a@x.test>\r\n");
+  EXPECT_EQ(joined(feed(s, 250)), "RCPT TO:<r0@y>\r\n");
+  EXPECT_EQ(joined(feed(s, 250)), "RCPT TO:<r1@y>\r\n");
+  EXPECT_EQ(joined(feed(s, 250)), "DATA\r\n");
+  EXPECT_TRUE(feed(s, 354).body_started);
+  EXPECT_EQ(feed(s, 250).ev, ev::message_ok);
+  // A refused recipient fails the transaction at once.
+  EXPECT_EQ(joined(s.send(f.msg, &two)), "MAIL FROM:<a@x.test>\r\n");
+  EXPECT_EQ(joined(feed(s, 250)), "RCPT TO:<r0@y>\r\n");
+  auto o = feed(s, 550);
+  EXPECT_EQ(o.ev, ev::message_failed);
+  EXPECT_EQ(o.code, 550);
+}

@@ -126,6 +126,18 @@ std::optional<int> configure_smtp_auth(const inletd::options& o, inlet::smtp::se
   return std::nullopt;
 }
 
+// Both hooks, `first` (chaos) answering before `then`.
+inlet::smtp::policy_hook chain_policies(inlet::smtp::policy_hook first,
+                                        inlet::smtp::policy_hook then) {
+  if (!first) return then;
+  return [first = std::move(first), then = std::move(then)](
+             inlet::smtp::policy_stage stage,
+             std::string_view arg) -> std::optional<inlet::smtp::delivery_status> {
+    if (auto r = first(stage, arg)) return r;
+    return then(stage, arg);
+  };
+}
+
 std::string endpoint_text(const std::string& host, std::uint16_t port) {
   if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
   return host + ":" + std::to_string(port);
@@ -143,8 +155,19 @@ std::optional<int> start_pg_store(const inletd::options& opt,
     std::fprintf(stderr, "inletd: %s\n", error.c_str());
     return 2;
   }
-  auto pg = std::make_unique<inlet::store::pg_store>(cfg);
-  if (!pg->wait_ready(std::chrono::seconds(5)))
+  std::unique_ptr<inlet::store::pg_store> pg;
+  try {
+    pg = std::make_unique<inlet::store::pg_store>(cfg);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "inletd: PostgreSQL store: %s\n", e.what());
+    return 2;
+  }
+  const bool ready = pg->wait_ready(std::chrono::seconds(5));
+  if (auto why = pg->configuration_error(); !why.empty()) {
+    std::fprintf(stderr, "inletd: PostgreSQL store refused: %s\n", why.c_str());
+    return 2;
+  }
+  if (!ready)
     std::fprintf(stderr, "inletd: PostgreSQL store not ready yet: %s\n",
                  pg->health().detail.c_str());
   metrics = [p = pg.get()](std::string& o) { p->append_metrics(o); };
@@ -317,6 +340,20 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "inletd: http %s: %s\n",
                  endpoint_text(opt.http.host, opt.http.port).c_str(), ec.message().c_str());
     return 1;
+  }
+
+  // A sharded store: a recipient whose shard is down is refused alone at RCPT, so mail for
+  // the others is taken (the memory store is never partly down: no hook).
+  if (durable) {
+    inlet::smtp::policy_hook shard_check =
+        [store = durable.get()](inlet::smtp::policy_stage stage,
+                                std::string_view arg) -> std::optional<inlet::smtp::delivery_status> {
+      if (stage != inlet::smtp::policy_stage::rcpt || store->accepts_mailbox(arg))
+        return std::nullopt;
+      return inlet::smtp::delivery_status::rejected(
+          451, "4.3.0", "Mailbox temporarily unavailable, try again later");
+    };
+    sc.session.policy = chain_policies(std::move(sc.session.policy), std::move(shard_check));
   }
 
   inlet::smtp::server smtp(

@@ -295,6 +295,10 @@ std::optional<int> parse_options(int argc, char** argv, options& o) {
   app.add_option("--mailbox-cap", o.mailbox_cap,
                  "PostgreSQL store: messages kept per mailbox (newest); 0 = no cap")
       ->capture_default_str();
+  app.add_option("--expect-shards", o.expect_shards,
+                 "PostgreSQL store: the number of shards meant; a shard list of another length is "
+                 "refused at start")
+      ->check(CLI::Range(1u, 4096u));
   app.add_option("--buckets", o.buckets,
                  "PostgreSQL store: buckets of a new cluster (fixed once created)")
       ->capture_default_str()

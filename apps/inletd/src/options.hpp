@@ -31,6 +31,7 @@ struct options {
   std::uint64_t max_age_seconds = 0;    ///< --max-age, MP_MAX_AGE; 0: keep
   std::size_t mailbox_cap = 0;          ///< 0: no cap
   std::uint32_t buckets = 1024;
+  unsigned expect_shards = 0;  ///< --expect-shards; 0: not checked
   unsigned pg_writers = 4;
   std::size_t pg_max_batch = 256;
   unsigned pg_batch_wait_us = 0;

@@ -39,6 +39,7 @@ bool pg_store_config_from(const options& o, inlet::store::pg_store_config& out,
     return false;
   }
   out.buckets = o.buckets;
+  out.expect_shards = o.expect_shards;
   if (o.retention_seconds > 0) out.retention = std::chrono::seconds(o.retention_seconds);
   out.mailbox_cap = o.mailbox_cap;
   out.writer_connections = o.pg_writers;

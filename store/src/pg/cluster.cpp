@@ -87,8 +87,14 @@ asio::awaitable<bool> engine::initialise_shard(pg::connection& own, unsigned ind
   bool done = false;
   try {
     if (!(co_await meta_value(*c0, "initialized")).empty()) {
-      // A running cluster: this shard joins it without buckets.
+      // A running cluster: this shard joins it without buckets, and shard 0 records the
+      // larger count.
       co_await set_identity(*co_await conn_to(index), index, cfg_.buckets, std::nullopt);
+      auto count = pg::sql(
+          "INSERT INTO mail.meta (key, value) VALUES ('shards', $1) ON CONFLICT (key) DO UPDATE "
+          "SET value = greatest(mail.meta.value::int, excluded.value::int)::text",
+          std::to_string(index + 1));
+      co_await c0->async_execute(std::move(count));
       done = true;
     } else {
       for (unsigned i = 1; i < n; ++i) co_await migrate(*co_await conn_to(i));
@@ -96,8 +102,8 @@ asio::awaitable<bool> engine::initialise_shard(pg::connection& own, unsigned ind
         co_await set_identity(*co_await conn_to(i), i, cfg_.buckets, n);
       co_await set_identity(*c0, 0, cfg_.buckets, n);
       auto mark = pg::sql(
-          "INSERT INTO mail.meta (key, value) VALUES ('initialized', $1) ON CONFLICT (key) DO "
-          "NOTHING",
+          "INSERT INTO mail.meta (key, value) VALUES ('initialized', $1), ('shards', $1) "
+          "ON CONFLICT (key) DO NOTHING",
           std::to_string(n));
       co_await c0->async_execute(std::move(mark));
       done = true;

@@ -458,19 +458,44 @@ store_stats engine::stats() const {
 
 bool engine::all_up() const {
   for (auto& s : shards_)
-    if (!s->up()) return false;
+    if (!s->accepting()) return false;
   return !shards_.empty();
+}
+
+bool engine::accepts_mailbox(std::string_view mailbox) const {
+  auto n = normalize_mailbox(mailbox);
+  if (n.empty()) return true;
+  const int s = map()->shard_of(bucket_of(n, cfg_.buckets));
+  // No owner known: a bucket between the steps of a move while every shard is up (the put
+  // waits and routes again), else most likely a down shard's.
+  if (s < 0) return all_up();
+  return shards_[static_cast<std::size_t>(s)]->accepting();
+}
+
+void engine::set_configuration_error(std::string why) {
+  std::lock_guard lk(config_error_m_);
+  if (config_error_.empty()) config_error_ = std::move(why);
+}
+
+std::string engine::configuration_error() const {
+  std::lock_guard lk(config_error_m_);
+  return config_error_;
 }
 
 store_health engine::health() const {
   store_health h;
+  if (auto why = configuration_error(); !why.empty()) {
+    h.ready = false;
+    h.detail = why;
+    return h;
+  }
   if (shards_.empty()) {
     h.ready = false;
     h.detail = "no shard configured";
     return h;
   }
   for (auto& s : shards_) {
-    if (s->up()) continue;
+    if (s->accepting()) continue;
     h.ready = false;
     if (!h.detail.empty()) h.detail += "; ";
     h.detail += "shard " + std::to_string(s->index()) + " (" + s->endpoint() + "): " + s->detail();

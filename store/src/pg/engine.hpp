@@ -82,6 +82,8 @@ struct shard_counters {
   static constexpr std::size_t size_buckets = 10;  // 1, 2-3, ..., 128-255, >= 256
   std::atomic<std::uint64_t> batches{0}, batch_messages{0}, batch_errors{0}, refused{0};
   std::atomic<std::uint64_t> copies_ok{0}, copies_failed{0}, reads{0}, read_errors{0};
+  /// Reads sent again on another connection after their connection was lost.
+  std::atomic<std::uint64_t> read_retries{0};
   std::array<std::atomic<std::uint64_t>, size_buckets> size_hist{};
   std::array<std::atomic<std::uint64_t>, 16> latency_hist{};
   std::atomic<std::uint64_t> latency_sum_us{0};
@@ -108,6 +110,10 @@ class shard {
     return ready_.load(std::memory_order_acquire) && live_slots_.load() > 0;
   }
   bool ready() const noexcept { return ready_.load(std::memory_order_acquire); }
+  /// Up, and not known to have gone away since: the notification listener, always
+  /// reading, sees a shard stop at once, while idle writer connections see it only at
+  /// their next batch. What SMTP asks before it accepts a recipient of this shard.
+  bool accepting() const noexcept;
   std::string detail() const;
   void set_detail(std::string d);
   std::shared_ptr<const shard_types> types() const noexcept { return types_.load(); }
@@ -199,6 +205,9 @@ class engine : public std::enable_shared_from_this<engine> {
   void rebuild_map();
   shard& at(unsigned i) noexcept { return *shards_[i]; }
   std::size_t shard_count() const noexcept { return shards_.size(); }
+  /// A configuration no retry can mend (see pg_store::configuration_error); first wins.
+  void set_configuration_error(std::string why);
+  std::string configuration_error() const;
 
   // ---- cluster set-up (shards without their meta rows) ----
   /// Called by a shard's supervisor when its database has the schema but no identity;
@@ -241,6 +250,8 @@ class engine : public std::enable_shared_from_this<engine> {
   store_stats stats() const;
   store_health health() const;
   bool all_up() const;
+  /// Whether the shard of `mailbox`'s bucket is up (pg_store::accepts_mailbox).
+  bool accepts_mailbox(std::string_view mailbox) const;
 
   // ---- reads (reads.cpp) ----
   void list(list_request req, handler<void(std::error_code, page)> h);
@@ -269,6 +280,8 @@ class engine : public std::enable_shared_from_this<engine> {
   asio::io_context io_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::vector<std::thread> threads_;
+  mutable std::mutex config_error_m_;
+  std::string config_error_;  // guarded by config_error_m_
   std::vector<std::unique_ptr<shard>> shards_;
   std::atomic<std::shared_ptr<const bucket_map>> map_;
   std::mutex map_mu_;  // serialises rebuild_map

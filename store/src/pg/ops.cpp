@@ -113,15 +113,42 @@ namespace {
 
 // Reads go where the shard's read target says (the primary unless replicas were asked
 // for); changes always go to the primary.
-asio::awaitable<pg::batch_result> run(shard& s, pg::batch b) {
-  auto c = co_await s.cluster().async_acquire(s.read_target());
-  co_return co_await c->async_execute(std::move(b));
+//
+// A pooled connection can be dead without the pool knowing yet: the shard restarted since
+// it was last used, and its socket has not reported the close. A read that fails on the
+// connection itself is sent once more, on another connection (the pool drops the broken
+// one), before the shard counts as failed: reads change nothing, so sending one twice is
+// harmless. Other errors (a timeout, an SQL error) are not retried.
+bool lost_connection(const pg::error& e) { return e.code() == pg::condition::connection_error; }
+
+// A batch is made again for the second try (it is consumed by its execution).
+template <class MakeBatch>
+  requires std::is_invocable_r_v<pg::batch, MakeBatch&>
+asio::awaitable<pg::batch_result> run(shard& s, MakeBatch make) {
+  for (int attempt = 0;; ++attempt) {
+    auto c = co_await s.cluster().async_acquire(s.read_target());
+    pg::batch b = make();
+    try {
+      co_return co_await c->async_execute(std::move(b));
+    } catch (const pg::error& e) {
+      if (attempt > 0 || !lost_connection(e)) throw;
+    }
+    s.counters().read_retries.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 template <class Q>
 asio::awaitable<pg::result> run(shard& s, Q q) {
-  auto c = co_await s.cluster().async_acquire(s.read_target());
-  co_return co_await c->async_query(std::move(q));
+  for (int attempt = 0;; ++attempt) {
+    auto c = co_await s.cluster().async_acquire(s.read_target());
+    Q this_try(q);  // q stays for a second try
+    try {
+      co_return co_await c->async_query(std::move(this_try));
+    } catch (const pg::error& e) {
+      if (attempt > 0 || !lost_connection(e)) throw;
+    }
+    s.counters().read_retries.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 template <class Q>
@@ -171,21 +198,25 @@ asio::awaitable<shard_page> global_page(shard& s, std::string before, std::int64
                          " FROM mail.message m WHERE m.home AND m.id < $1 AND " +
                          rows_search.condition + " ORDER BY m.id DESC LIMIT $2";
   std::string count_sql;
-  pg::batch b;
-  b.add("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-  b.add("SELECT coalesce(sum(messages), 0)::int8, coalesce(sum(unread), 0)::int8 FROM mail.tally");
+  std::optional<compiled_search> count_search;
   if (!q.empty()) {
-    auto cs = compile_search(q, 1, 2, 3);
+    count_search = compile_search(q, 1, 2, 3);
     count_sql =
         "SELECT count(*), count(*) FILTER (WHERE NOT m.read) FROM mail.message m WHERE m.home "
         "AND " +
-        cs.condition;
-    b.add(count_sql, std::move(cs.texts), std::move(cs.instants), std::move(cs.sizes));
+        count_search->condition;
   }
-  b.add(rows_sql, std::move(before), n, std::move(rows_search.texts),
-        std::move(rows_search.instants), std::move(rows_search.sizes));
-  b.add("COMMIT");
-  auto r = co_await run(s, std::move(b));
+  auto r = co_await run(s, [&] {
+    pg::batch b;
+    b.add("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    b.add(
+        "SELECT coalesce(sum(messages), 0)::int8, coalesce(sum(unread), 0)::int8 FROM mail.tally");
+    if (count_search)
+      b.add(count_sql, count_search->texts, count_search->instants, count_search->sizes);
+    b.add(rows_sql, before, n, rows_search.texts, rows_search.instants, rows_search.sizes);
+    b.add("COMMIT");
+    return b;
+  });
   shard_page p;
   std::tie(p.total, p.unread) = two_counts(r.results[1]);
   if (q.empty())
@@ -207,20 +238,23 @@ asio::awaitable<shard_page> mailbox_page(shard& s, std::string mailbox, std::int
                          rs.condition + " ORDER BY i.id DESC LIMIT $4";
   std::string total_sql = "SELECT count(*), count(*) FILTER (WHERE NOT m.read)" + join;
   std::string count_sql;
-  pg::batch b;
-  b.add("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-  b.add("SELECT state FROM mail.bucket WHERE bucket = $1", bucket);
-  b.add(total_sql, bucket, mailbox);
+  std::optional<compiled_search> count_search;
   if (!q.empty()) {
-    auto cs = compile_search(q, 3, 4, 5);
-    count_sql = total_sql + " AND " + cs.condition;
-    b.add(count_sql, bucket, mailbox, std::move(cs.texts), std::move(cs.instants),
-          std::move(cs.sizes));
+    count_search = compile_search(q, 3, 4, 5);
+    count_sql = total_sql + " AND " + count_search->condition;
   }
-  b.add(rows_sql, bucket, mailbox, std::move(before), n, std::move(rs.texts),
-        std::move(rs.instants), std::move(rs.sizes));
-  b.add("COMMIT");
-  auto r = co_await run(s, std::move(b));
+  auto r = co_await run(s, [&] {
+    pg::batch b;
+    b.add("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    b.add("SELECT state FROM mail.bucket WHERE bucket = $1", bucket);
+    b.add(total_sql, bucket, mailbox);
+    if (count_search)
+      b.add(count_sql, bucket, mailbox, count_search->texts, count_search->instants,
+            count_search->sizes);
+    b.add(rows_sql, bucket, mailbox, before, n, rs.texts, rs.instants, rs.sizes);
+    b.add("COMMIT");
+    return b;
+  });
   std::string state;
   if (r.results[1].rows() == 1) r.results[1].at(0, 0).as(state);
   if (state != "owned" && state != "frozen") throw bucket_moved();
@@ -288,19 +322,23 @@ asio::awaitable<std::pair<std::error_code, page>> list_co(engine& e, list_reques
 
   std::vector<shard*> live;
   for (unsigned i = 0; i < e.shard_count(); ++i) {
-    if (e.at(i).ready())
+    if (e.at(i).ready()) {
       live.push_back(&e.at(i));
-    else
+    } else {
       out.partial = true;
+      out.missing.push_back(i);
+    }
   }
   if (live.empty()) co_return std::make_pair(make_error_code(errc::unavailable), std::move(out));
   const search::query& q = req.query;
   auto pages = co_await for_shards<shard_page>(
       e.io(), live, [&](shard& s) { return global_page(s, before, n, q); });
   std::vector<message_ptr> all;
-  for (auto& p : pages) {
+  for (std::size_t k = 0; k < pages.size(); ++k) {
+    auto& p = pages[k];
     if (!p) {
       out.partial = true;
+      out.missing.push_back(live[k]->index());
       continue;
     }
     out.total += p->total;

@@ -10,10 +10,22 @@ const std::vector<std::uint64_t>& batch_latency_bounds_us() {
   return pgstore::latency_bounds();
 }
 
+namespace {
+pg_store_config checked(pg_store_config cfg) {
+  if (cfg.expect_shards != 0 && cfg.expect_shards != cfg.shards.size())
+    throw std::invalid_argument("expected " + std::to_string(cfg.expect_shards) +
+                                " shards, the shard list names " +
+                                std::to_string(cfg.shards.size()));
+  return cfg;
+}
+}  // namespace
+
 pg_store::pg_store(pg_store_config cfg)
-    : engine_(std::make_shared<pgstore::engine>(std::move(cfg))) {
+    : engine_(std::make_shared<pgstore::engine>(checked(std::move(cfg)))) {
   engine_->start();
 }
+
+std::string pg_store::configuration_error() const { return engine_->configuration_error(); }
 
 pg_store::~pg_store() {
   engine_->stop();
@@ -29,6 +41,9 @@ store_stats pg_store::stats() const {
 store_health pg_store::health() const {
   return engine_->health();
 }
+bool pg_store::accepts_mailbox(std::string_view mailbox) const {
+  return engine_->accepts_mailbox(mailbox);
+}
 std::uint64_t pg_store::subscribe(event_observer observer) {
   return engine_->subscribe(std::move(observer));
 }
@@ -39,7 +54,8 @@ void pg_store::unsubscribe(std::uint64_t handle) {
 bool pg_store::wait_ready(std::chrono::milliseconds timeout) const {
   auto until = std::chrono::steady_clock::now() + timeout;
   while (!engine_->all_up()) {
-    if (std::chrono::steady_clock::now() >= until) return false;
+    if (std::chrono::steady_clock::now() >= until || !engine_->configuration_error().empty())
+      return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return true;
@@ -65,6 +81,7 @@ std::vector<pg_shard_stats> pg_store::shard_stats() const {
     st.puts_failed = c.copies_failed.load();
     st.reads = c.reads.load();
     st.read_errors = c.read_errors.load();
+    st.read_retries = c.read_retries.load();
     for (auto& h : c.size_hist) st.batch_size_hist.push_back(h.load());
     for (auto& h : c.latency_hist) st.batch_latency_hist.push_back(h.load());
     st.batch_latency_sum_us = c.latency_sum_us.load();
@@ -112,6 +129,9 @@ void pg_store::append_metrics(std::string& out) const {
     line("inlet_pg_reads_total", s.index, "result=\"ok\"", s.reads);
     line("inlet_pg_reads_total", s.index, "result=\"error\"", s.read_errors);
   }
+  out += "# HELP inlet_pg_read_retries_total Reads sent again after their connection was lost.\n";
+  out += "# TYPE inlet_pg_read_retries_total counter\n";
+  for (auto& s : all) line("inlet_pg_read_retries_total", s.index, "", s.read_retries);
   out += "# TYPE inlet_pg_batch_size histogram\n";
   for (auto& s : all) {
     std::uint64_t cum = 0;

@@ -122,11 +122,18 @@ std::size_t shard::queued() const {
   return queue_.size();
 }
 
+bool shard::accepting() const noexcept {
+  return up() && !(listener_ && listener_->lost());
+}
+
 void shard::start() {
   asio::co_spawn(strand_, supervise(), asio::detached);
   if (eng_.config().events) {
     pg::listener_options lo;
     lo.dsn = dsn_;
+    // Its loss is what tells SMTP the shard is gone (accepting()): back as soon as the
+    // writers would be, not after a long backoff.
+    lo.reconnect_max = eng_.config().reconnect_delay;
     listener_ = std::make_unique<pg::listener>(strand_, lo);
     asio::co_spawn(strand_, listen(), asio::detached);
   }
@@ -243,6 +250,19 @@ asio::awaitable<void> shard::bring_up(pg::connection& conn) {
     throw std::runtime_error("this database is shard " + find("shard") +
                              " of its cluster, configured as shard " + std::to_string(index_) +
                              " (shard order changed?)");
+  if (index_ == 0) {
+    // Shard 0 records how many shards the cluster has (at set-up, and as shards join):
+    // an instance given fewer would place their buckets' mail nowhere.
+    std::string recorded = find("shards");
+    if (recorded.empty()) recorded = find("initialized");
+    if (!recorded.empty() && std::stoul(recorded) > eng_.shard_count()) {
+      std::string why = "the cluster has " + recorded + " shards (recorded on shard 0); this " +
+                        "instance was given " + std::to_string(eng_.shard_count()) +
+                        ": a shard is missing from --store/--shard";
+      eng_.set_configuration_error(why);
+      throw std::runtime_error(why);
+    }
+  }
   if (find("buckets") != std::to_string(eng_.config().buckets))
     throw std::runtime_error("the cluster has " + find("buckets") + " buckets, configured " +
                              std::to_string(eng_.config().buckets));

@@ -101,6 +101,9 @@ class listener {
   /// Closes the connection; pending operations complete with operation_canceled.
   void close();
   listener_stats stats() const;
+  /// Was subscribed on a live connection and has lost it (not yet back); false before the
+  /// first connection. Any thread.
+  bool lost() const noexcept;
 
  private:
   template <class Token>

@@ -42,6 +42,11 @@ struct pg_store_config {
   /// One libpq URI (or conninfo) per shard, in shard order. The order is part of the
   /// cluster: each shard records its index at creation and refuses another.
   std::vector<std::string> shards;
+  /// The number of shards the operator means (inletd --expect-shards); 0: not checked.
+  /// A `shards` list of another length is refused at construction (std::invalid_argument),
+  /// before anything is written: a shard list cut short by a quoting mistake would
+  /// otherwise start a smaller cluster.
+  unsigned expect_shards = 0;
   /// Buckets of the cluster (fixed when the cluster is created; at most 3844).
   std::uint32_t buckets = 1024;
   /// Name of this instance in notifications (default: host name, pid and a random part).
@@ -96,6 +101,7 @@ struct pg_shard_stats {
   std::uint64_t batches = 0, batch_messages = 0, batch_errors = 0, refused = 0;
   std::uint64_t puts_ok = 0, puts_failed = 0;
   std::uint64_t reads = 0, read_errors = 0;
+  std::uint64_t read_retries = 0;  ///< reads sent again after their connection was lost
   /// Batch sizes: counts of batches of 1, 2-3, 4-7, ... 128-255, >= 256 messages.
   std::vector<std::uint64_t> batch_size_hist;
   /// Commit latency of batches (send to commit acknowledged), microseconds: bucket
@@ -122,12 +128,17 @@ class pg_store final : public store {
   void put(new_message msg, put_handler done) override;
   store_stats stats() const override;
   store_health health() const override;
+  bool accepts_mailbox(std::string_view mailbox) const override;
   std::uint64_t subscribe(event_observer observer) override;
   void unsubscribe(std::uint64_t handle) override;
 
   /// Blocks until every shard is up or `timeout` passes; true when all are up. For tools
   /// and tests (never call it from a store thread).
   bool wait_ready(std::chrono::milliseconds timeout) const;
+  /// A configuration the cluster refuses and no retry can mend (this instance was given
+  /// fewer shards than the cluster has, recorded on shard 0): why, or "" while none was
+  /// found. wait_ready() returns false at once when there is one.
+  std::string configuration_error() const;
 
   std::vector<pg_shard_stats> shard_stats() const;
   /// Appends the per-shard metrics in Prometheus text format.

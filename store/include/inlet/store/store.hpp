@@ -190,6 +190,15 @@ class store {
   /// Cheap, never blocks: whether the store can take work now.
   virtual store_health health() const = 0;
 
+  /// Cheap, never blocks: whether a message for `mailbox` could be stored now. False while
+  /// the part of the store that holds the mailbox is known to be down (a shard), so SMTP
+  /// refuses that recipient at RCPT (451 4.3.0) and takes the message for the others;
+  /// true when unsure (the put decides).
+  virtual bool accepts_mailbox(std::string_view mailbox) const {
+    (void)mailbox;
+    return true;
+  }
+
   /// Registers an observer of changes; returns a handle for unsubscribe(). A call already
   /// in flight on another thread may still finish after unsubscribe() returns: an
   /// observer must own (or share) whatever state it touches.

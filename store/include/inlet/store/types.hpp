@@ -219,6 +219,8 @@ struct page {
   /// Some part of the store (a shard) did not answer in time: the page and the counts
   /// cover the parts that did.
   bool partial = false;
+  /// With `partial`: the parts that did not answer (shard indexes).
+  std::vector<std::uint32_t> missing;
 };
 
 /// Counters for /metrics. Gauges are exact at the moment they are read for the memory

@@ -34,7 +34,18 @@ struct run_config {
   double rate = 0;                  // open loop, messages/s over all threads; 0: closed loop
   double reconnect_delay_s = 0.05;  // after a failed connect
   std::string helo = "load.inlet.test", from = "load@inlet.test", to = "rcpt@inlet.test";
+  // Recipients spread over `to_count` mailboxes (`to` with "{n}" replaced by 0..N-1, or
+  // its local part suffixed with the number when it has no "{n}"), `rcpts_per_message`
+  // consecutive ones per message, so a sharded store is loaded as real mail loads it.
+  std::uint32_t to_count = 1;
+  std::uint32_t rcpts_per_message = 1;
 };
+
+// The envelopes of a run: one per first mailbox (see run_config::to_count).
+std::vector<std::unique_ptr<envelope>> make_envelopes(const run_config& cfg);
+
+// Mailbox `n` of the pattern `to` (see run_config::to_count).
+std::string mailbox_of(const std::string& to, std::uint32_t n);
 
 struct run_result {
   double seconds = 0;
@@ -75,7 +86,7 @@ class runner {
  private:
   run_config cfg_;
   const prepared_corpus& corpus_;
-  envelope env_;
+  std::vector<std::unique_ptr<envelope>> envs_;
   std::unique_ptr<tls_context> tls_;  // when cfg_.session.starttls; shared by the workers
   std::vector<std::unique_ptr<worker>> workers_;
   std::vector<std::unique_ptr<live_counters>> live_;

@@ -19,16 +19,24 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "inlet/load/message.hpp"
 #include "inlet/load/reply.hpp"
 
 namespace inlet::load {
 
-// Command bytes shared by every session of a run; built once.
+// Command bytes shared by every session of a run; built once. `rcpt` holds one RCPT line
+// per recipient (what a pipelined transaction sends at once); `rcpt_lines` views each.
 struct envelope {
+  static constexpr std::size_t max_recipients = 64;
   envelope(std::string_view helo, std::string_view from, std::string_view to);
+  // Precondition: 1 <= to.size() <= max_recipients.
+  envelope(std::string_view helo, std::string_view from, const std::vector<std::string>& to);
+  envelope(const envelope&) = delete;  // rcpt_lines view into rcpt
+  envelope& operator=(const envelope&) = delete;
   std::string ehlo, mail, rcpt, data, mail_rcpt, mail_rcpt_data, rset, quit, starttls;
+  std::vector<std::string_view> rcpt_lines;
 };
 
 struct session_config {
@@ -73,8 +81,9 @@ class client_session {
 
   // May a message be sent now?
   bool ready() const noexcept { return state_ == state::ready; }
-  // Precondition: ready().
-  session_output send(const prepared_message& m) noexcept;
+  // Precondition: ready(). `env` (default: the session's) gives this message's envelope
+  // and must outlive the transaction.
+  session_output send(const prepared_message& m, const envelope* env = nullptr) noexcept;
   // Precondition: ready(). Ends the connection politely.
   session_output quit() noexcept;
 
@@ -100,16 +109,18 @@ class client_session {
   void parse_ehlo(std::string_view text) noexcept;
 
   const envelope* env_;
+  const envelope* tx_env_ = nullptr;  // this transaction's
   session_config cfg_;
   const prepared_message* msg_ = nullptr;
   state state_ = state::idle;
-  std::array<expect, 4> pending_{};
+  // MAIL, every RCPT, DATA or BDAT, the body.
+  std::array<expect, envelope::max_recipients + 3> pending_{};
   std::uint8_t head_ = 0, count_ = 0;
   bool pipelined_ = false, chunked_ = false;  // what this transaction uses
   bool srv_pipelining_ = false, srv_chunking_ = false, srv_starttls_ = false;
   bool tls_ = false;  // this connection runs over TLS (after the handshake)
   int failed_code_ = 0;
-  bool rcpt_sent_ = false;  // non-pipelined: RCPT is out, DATA/BDAT comes next
+  std::size_t rcpt_next_ = 0;  // non-pipelined: RCPT lines sent so far
   std::uint32_t done_on_conn_ = 0;
 };
 
