@@ -189,6 +189,7 @@ void ingest::deliver_now(sm::received_message&& m, sm::delivery_callback done) {
     }
     self->counters_.stored.fetch_add(1, std::memory_order_relaxed);
     done({sm::delivery_status::accepted(stored->id), {}});
+    if (self->opts_.on_stored) self->opts_.on_stored(stored);
   });
 }
 
@@ -220,6 +221,7 @@ void ingest::submit(submission in, submit_callback done) {
                 }
                 counters_.stored.fetch_add(1, std::memory_order_relaxed);
                 done({}, stored->id);
+                if (opts_.on_stored) opts_.on_stored(stored);
               });
 }
 

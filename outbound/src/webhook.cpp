@@ -103,10 +103,12 @@ void webhook_sender::run() {
   CURL* h = curl_easy_init();
   if (!h) return;
   curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+  if (!cfg_.label.empty())
+    headers = curl_slist_append(headers, ("Mailpit-Label: " + cfg_.label).c_str());
   curl_easy_setopt(h, CURLOPT_URL, cfg_.url.c_str());
   curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(h, CURLOPT_USERAGENT, "inlet");
+  curl_easy_setopt(h, CURLOPT_USERAGENT, cfg_.user_agent.c_str());
   curl_easy_setopt(h, CURLOPT_TIMEOUT, static_cast<long>(cfg_.timeout.count()));
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_NOPROXY, "*");

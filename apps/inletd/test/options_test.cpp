@@ -366,16 +366,35 @@ TEST(MailpitOptions, EnvironmentVariables) {
   EXPECT_EQ(f.label, "flag");
 }
 
+TEST(MailpitOptions, Webhook) {
+  inletd::options o;
+  ASSERT_FALSE(parse({"--webhook-url", "http://127.0.0.1:9/hook", "--webhook-limit", "0",
+                      "--webhook-delay", "3"},
+                     o)
+                   .has_value());
+  EXPECT_EQ(o.webhook_url, "http://127.0.0.1:9/hook");
+  EXPECT_EQ(o.webhook_limit, 0);
+  EXPECT_EQ(o.webhook_delay, 3);
+  EXPECT_TRUE(o.ignored.empty());
+  inletd::options d;
+  ASSERT_FALSE(parse({}, d).has_value());
+  EXPECT_EQ(d.webhook_limit, 1);  // Mailpit's default
+  EXPECT_EQ(d.webhook_delay, 0);
+  inletd::options bad;
+  EXPECT_TRUE(parse({"--webhook-limit", "-1"}, bad).has_value());
+  EXPECT_TRUE(parse({"--webhook-delay", "soon"}, bad).has_value());
+}
+
 TEST(MailpitOptions, OptionsWithoutEquivalentAreAcceptedAndNoted) {
   inletd::options o;
   ASSERT_FALSE(parse({"--database", "/tmp/x.db", "--verbose", "--smtp-disable-rdns", "-d", "y.db",
-                      "--webhook-url", "http://127.0.0.1:9/hook"},
+                      "--compression", "3"},
                      o)
                    .has_value());
   std::sort(o.ignored.begin(), o.ignored.end());
-  EXPECT_EQ(o.ignored, (std::vector<std::string>{"--database=/tmp/x.db", "--database=y.db",
-                                                 "--smtp-disable-rdns", "--verbose",
-                                                 "--webhook-url=http://127.0.0.1:9/hook"}));
+  EXPECT_EQ(o.ignored, (std::vector<std::string>{"--compression=3", "--database=/tmp/x.db",
+                                                 "--database=y.db", "--smtp-disable-rdns",
+                                                 "--verbose"}));
   inletd::options bad;
   auto rc = parse({"--no-such-mailpit-flag"}, bad);
   ASSERT_TRUE(rc.has_value());

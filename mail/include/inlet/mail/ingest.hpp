@@ -52,6 +52,9 @@ struct ingest_options {
   /// Messages of at least this many bytes are parsed and stored on a worker pool, not on
   /// the SMTP I/O thread that received them (0: never).
   std::size_t heavy_bytes = 256 * 1024;
+  /// Called once per message the store accepted (SMTP and submit), after the reply was
+  /// handed back, on the thread that completed the put: must only hand over (outbound).
+  std::function<void(const inlet::store::message_ptr&)> on_stored;
 };
 
 class ingest {

@@ -25,6 +25,8 @@ struct webhook_config {
   std::chrono::seconds timeout{5};          ///< per request (Mailpit's client timeout)
   std::size_t queue_capacity = 1000;        ///< messages waiting; more are dropped
   bool allow_internal = true;               ///< false: refuse loopback/private targets
+  std::string label;                        ///< non-empty: sent as Mailpit-Label
+  std::string user_agent = "inlet";
 };
 
 /// Minimum spacing between requests for `limit` a second (zero when unlimited).
