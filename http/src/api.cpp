@@ -315,7 +315,8 @@ awaitable<reply> route(const ctx_t& c, const request& req, const target& t, bool
   auto only = [&](bh::verb v) { return method == v; };
 
   if (path.empty()) co_return error_response(req, 404, "not found");  // outside the webroot
-  if (auto page = web::page_route(req, path)) co_return std::move(*page);
+  if (auto page = web::page_route(req, path, !c.cfg.disable_http_compression))
+    co_return std::move(*page);
   if (path == "/livez")
     co_return only(bh::verb::get) ? livez(c, req) : not_allowed(req, "GET, HEAD");
   if (path == "/readyz")

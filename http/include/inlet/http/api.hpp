@@ -145,6 +145,8 @@ struct api_config {
   link_check_config link_check;
   thumbnail_config thumbnails;
   bool block_remote_css_and_fonts = false;
+  bool hide_delete_all_button = false;    ///< Mailpit's: told to the page in /api/v1/webui
+  bool disable_http_compression = false;  ///< Mailpit's: no gzip
   std::size_t workers = 2;  ///< threads for blocking work (thumbnails, link check, relay)
 
   /// Host header names accepted besides loopback names (localhost, *.localhost), IP
