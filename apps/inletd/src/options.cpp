@@ -485,6 +485,7 @@ std::optional<int> parse_options(int argc, char** argv, options& o) {
   app.add_option_function<std::string>(
          "--allowed-hosts",
          [&o](const std::string& v) {
+           o.only_allowed_hosts = true;
            std::string_view rest = v;
            while (!rest.empty()) {
              auto comma = rest.find(',');

@@ -85,7 +85,8 @@ struct options {
   std::string ui_auth;        ///< MP_UI_AUTH: "user:password user2:password2"
   std::string api_cors;       ///< --api-cors, MP_API_CORS
   // HTTP defences (inletd's own)
-  std::vector<std::string> allowed_hosts;     ///< --allowed-host (repeatable)
+  std::vector<std::string> allowed_hosts;     ///< --allowed-host (repeatable), --allowed-hosts
+  bool only_allowed_hosts = false;            ///< Mailpit's --allowed-hosts was given
   bool public_mode = false;                   ///< --public
   double api_rate_limit = -1;                 ///< --api-rate-limit; <0: 10 with --public, else 0
   double api_rate_burst = 0;                  ///< --api-rate-burst; 0: max(10, 2 x rate)

@@ -153,6 +153,8 @@ struct api_config {
   /// literals and the listen address: a page whose DNS name was rebound to this server
   /// must not read or delete mail. "*" accepts any; ".example.com" any name under it.
   std::vector<std::string> allowed_hosts;
+  /// Mailpit's --allowed-hosts was given: a single-label name must be listed too.
+  bool only_allowed_hosts = false;
   /// Disposable-inbox deployments: only mailbox-scoped reads (a mailbox's list, a message
   /// and its parts by ID, the page); no global listing or search, no changes but the read
   /// flag a message gets when opened, no admin operations (docs/api.md, "Public mode").
