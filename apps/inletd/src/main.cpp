@@ -26,6 +26,7 @@
 
 #include "options.hpp"
 #include "pg_options.hpp"
+#include "subcommands.hpp"
 #ifdef INLETD_IO_URING
 #include <linux/io_uring.h>
 #include <sys/syscall.h>
@@ -185,6 +186,7 @@ std::optional<int> start_pg_store(const inletd::options& opt,
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (auto rc = inletd::run_subcommand(argc, argv)) return *rc;  // sendmail, readyz, ...
   inletd::options opt;
   if (auto rc = inletd::parse_options(argc, argv, opt)) return *rc;
   if (!opt.log_file.empty()) {  // Mailpit's --log-file: the whole log goes there
