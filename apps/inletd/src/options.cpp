@@ -66,6 +66,9 @@ std::vector<std::string> with_environment(const CLI::App& app, int argc, char** 
     bool on_command_line = false;
     for (const auto& a : given) on_command_line |= a == flag || a.rfind(flag + "=", 0) == 0;
     if (on_command_line) continue;
+    // Mailpit's variable for the same flag wins over inletd's own (a Mailpit user's
+    // MP_SMTP_BIND_ADDR over an image's INLET_SMTP): CLI11 reads it after this.
+    if (const auto& mp = opt->get_envname(); !mp.empty() && std::getenv(mp.c_str())) continue;
     std::string var = "INLET_" + names.front();
     for (auto& c : var)
       c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));

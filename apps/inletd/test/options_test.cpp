@@ -529,3 +529,24 @@ TEST(MailpitOptions, EveryServerFlagOfMailpitIsAccepted) {
     EXPECT_TRUE(found) << named;
   }
 }
+
+TEST(MailpitOptions, MailpitsVariableWinsOverInletsOwn) {
+  // An image sets INLET_SMTP; a Mailpit compose file sets MP_SMTP_BIND_ADDR: Mailpit's wins.
+  setenv("INLET_SMTP", "0.0.0.0:1025", 1);
+  setenv("MP_SMTP_BIND_ADDR", "127.0.0.1:2525", 1);
+  inletd::options o;
+  ASSERT_FALSE(parse({}, o).has_value());
+  EXPECT_EQ(o.smtp.port, 2525);
+  unsetenv("MP_SMTP_BIND_ADDR");
+  inletd::options p;
+  ASSERT_FALSE(parse({}, p).has_value());
+  EXPECT_EQ(p.smtp.host, "0.0.0.0");
+  EXPECT_EQ(p.smtp.port, 1025);
+  unsetenv("INLET_SMTP");
+  // The command line wins over both.
+  setenv("MP_SMTP_BIND_ADDR", "127.0.0.1:2525", 1);
+  inletd::options q;
+  ASSERT_FALSE(parse({"--smtp", "127.0.0.1:3535"}, q).has_value());
+  unsetenv("MP_SMTP_BIND_ADDR");
+  EXPECT_EQ(q.smtp.port, 3535);
+}
