@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 #include <boost/json.hpp>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -42,45 +43,69 @@ std::string url_host(const std::string& host) {
   return host.find(':') != std::string::npos ? "[" + host + "]" : host;
 }
 
-// One SMTP transaction through libcurl (dot-stuffing, EHLO, the replies): "" on success,
-// else why not.
-std::string smtp_send(const std::string& server, const std::string& from,
-                      const std::vector<std::string>& rcpt, const std::string& raw) {
-  host_port hp;
-  if (!parse_host_port(server, hp)) return "SMTP server must be HOST:PORT, got '" + server + "'";
-  CURL* c = curl_easy_init();
-  if (!c) return "libcurl could not start";
-  const std::string url = "smtp://" + url_host(client_host(hp.host)) + ":" + std::to_string(hp.port);
-  curl_slist* to = nullptr;
-  for (const auto& r : rcpt) to = curl_slist_append(to, ("<" + r + ">").c_str());
+// SMTP transactions through libcurl (dot-stuffing, EHLO, the replies). One client keeps
+// its connection between messages (libcurl reuses it), so a folder of thousands of
+// messages is not a connection per message.
+class smtp_client {
+ public:
+  smtp_client() : c_(curl_easy_init()) {}
+  ~smtp_client() {
+    if (c_) curl_easy_cleanup(c_);
+  }
+  smtp_client(const smtp_client&) = delete;
+  smtp_client& operator=(const smtp_client&) = delete;
+
+  // "" on success, else why not.
+  std::string send(const std::string& server, const std::string& from,
+                   const std::vector<std::string>& rcpt, const std::string& raw) {
+    host_port hp;
+    if (!parse_host_port(server, hp)) return "SMTP server must be HOST:PORT, got '" + server + "'";
+    if (!c_) return "libcurl could not start";
+    const std::string url =
+        "smtp://" + url_host(client_host(hp.host)) + ":" + std::to_string(hp.port);
+    const std::string mail_from = "<" + from + ">";
+    curl_slist* to = nullptr;
+    for (const auto& r : rcpt) to = curl_slist_append(to, ("<" + r + ">").c_str());
+    reader rd{&raw};
+    curl_easy_setopt(c_, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(c_, CURLOPT_MAIL_FROM, mail_from.c_str());
+    curl_easy_setopt(c_, CURLOPT_MAIL_RCPT, to);
+    curl_easy_setopt(c_, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(c_, CURLOPT_READFUNCTION, &smtp_client::read);
+    curl_easy_setopt(c_, CURLOPT_READDATA, &rd);
+    curl_easy_setopt(c_, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(raw.size()));
+    curl_easy_setopt(c_, CURLOPT_CONNECTTIMEOUT, 10L);
+    curl_easy_setopt(c_, CURLOPT_TIMEOUT, 300L);
+    curl_easy_setopt(c_, CURLOPT_NOSIGNAL, 1L);
+    char err[CURL_ERROR_SIZE] = {};
+    curl_easy_setopt(c_, CURLOPT_ERRORBUFFER, err);
+    CURLcode rc = curl_easy_perform(c_);
+    curl_easy_setopt(c_, CURLOPT_MAIL_RCPT, nullptr);
+    curl_easy_setopt(c_, CURLOPT_ERRORBUFFER, nullptr);
+    curl_slist_free_all(to);
+    if (rc == CURLE_OK) return {};
+    return *err ? err : curl_easy_strerror(rc);
+  }
+
+ private:
   struct reader {
     const std::string* data;
     std::size_t at = 0;
-  } rd{&raw};
-  auto read = +[](char* buf, std::size_t size, std::size_t n, void* user) -> std::size_t {
+  };
+  static std::size_t read(char* buf, std::size_t size, std::size_t n, void* user) {
     auto* r = static_cast<reader*>(user);
     std::size_t k = std::min(size * n, r->data->size() - r->at);
     std::memcpy(buf, r->data->data() + r->at, k);
     r->at += k;
     return k;
-  };
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_MAIL_FROM, ("<" + from + ">").c_str());
-  curl_easy_setopt(c, CURLOPT_MAIL_RCPT, to);
-  curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
-  curl_easy_setopt(c, CURLOPT_READFUNCTION, read);
-  curl_easy_setopt(c, CURLOPT_READDATA, &rd);
-  curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(raw.size()));
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT, 300L);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  char err[CURL_ERROR_SIZE] = {};
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, err);
-  CURLcode rc = curl_easy_perform(c);
-  curl_slist_free_all(to);
-  curl_easy_cleanup(c);
-  if (rc == CURLE_OK) return {};
-  return *err ? err : curl_easy_strerror(rc);
+  }
+  CURL* c_;
+};
+
+std::string smtp_send(const std::string& server, const std::string& from,
+                      const std::vector<std::string>& rcpt, const std::string& raw) {
+  smtp_client c;
+  return c.send(server, from, rcpt, raw);
 }
 
 // CRLF line ends, as SMTP carries them (a file or a pipe usually has LF).
@@ -336,30 +361,45 @@ int ingest(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  std::size_t sent = 0, failed = 0, skipped = 0;
-  for (const auto& p : message_files(paths, recent)) {
-    std::error_code ec;
-    if (max_mb != 0 && fs::file_size(p, ec) > (max_mb << 20)) {
-      ++skipped;
-      continue;
+  // A few connections at once: each file is a round trip or four, and the server takes
+  // several connections' messages in parallel.
+  const auto files = message_files(paths, recent);
+  constexpr unsigned workers = 4;
+  std::atomic<std::size_t> next{0}, sent{0}, failed{0}, skipped{0};
+  auto work = [&] {
+    smtp_client client;
+    for (std::size_t i = next++; i < files.size(); i = next++) {
+      const auto& p = files[i];
+      std::error_code ec;
+      if (max_mb != 0 && fs::file_size(p, ec) > (max_mb << 20)) {
+        ++skipped;
+        continue;
+      }
+      std::ifstream in(p, std::ios::binary);
+      std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      raw = crlf(raw);
+      auto parsed = inlet::mime::parse(raw);
+      inlet::mime::summary s;
+      inlet::mime::summarize(parsed, s, 0, 10000);
+      std::vector<std::string> rcpt;
+      for (auto* list : {&s.to, &s.cc, &s.bcc})
+        for (auto& m : *list)
+          if (!m.address.empty()) rcpt.push_back(m.address);
+      if (rcpt.empty()) rcpt.push_back("undisclosed-recipients@localhost");
+      std::string from = s.from.empty() ? "ingest@localhost" : s.from.front().address;
+      if (auto err = client.send(server, from, rcpt, raw); !err.empty()) {
+        std::fprintf(stderr, "ingest: %s: %s\n", p.c_str(), err.c_str());
+        ++failed;
+      } else {
+        ++sent;
+      }
     }
-    std::ifstream in(p, std::ios::binary);
-    std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    raw = crlf(raw);
-    auto rcpt = header_recipients(raw);
-    if (rcpt.empty()) rcpt.push_back("undisclosed-recipients@localhost");
-    auto parsed = inlet::mime::parse(raw);
-    inlet::mime::summary s;
-    inlet::mime::summarize(parsed, s, 0, 1);
-    std::string from = s.from.empty() ? "ingest@localhost" : s.from.front().address;
-    if (auto err = smtp_send(server, from, rcpt, raw); !err.empty()) {
-      std::fprintf(stderr, "ingest: %s: %s\n", p.c_str(), err.c_str());
-      ++failed;
-    } else {
-      ++sent;
-    }
-  }
-  std::printf("ingest: %zu sent, %zu failed, %zu skipped\n", sent, failed, skipped);
+  };
+  std::vector<std::thread> pool;
+  for (unsigned w = 0; w < workers; ++w) pool.emplace_back(work);
+  for (auto& t : pool) t.join();
+  std::printf("ingest: %zu sent, %zu failed, %zu skipped\n", sent.load(), failed.load(),
+              skipped.load());
   return failed ? 1 : 0;
 }
 
