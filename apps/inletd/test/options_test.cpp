@@ -538,10 +538,13 @@ TEST(MailpitOptions, EveryServerFlagOfMailpitIsAccepted) {
   EXPECT_TRUE(o.tags_username);
   EXPECT_EQ(o.log_file, "/tmp/mp.log");
   EXPECT_EQ(o.max_message_size, 5u << 20);
+  EXPECT_EQ(o.webhook_url, "http://127.0.0.1:9/");  // webhooks are supported (outbound)
+  EXPECT_EQ(o.webhook_limit, 2);
+  EXPECT_EQ(o.webhook_delay, 1);
   EXPECT_FALSE(o.deprecated.empty());  // --disable-html-check is named at start
   // What inletd does not do yet is named, never dropped silently.
   for (const char* named : {"--enable-prometheus=false", "--pop3=127.0.0.1:1110",
-                            "--webhook-delay=1", "--ui-ssl-cert=/tmp/c.pem"}) {
+                            "--smtp-relay-matching=x", "--ui-ssl-cert=/tmp/c.pem"}) {
     bool found = false;
     for (const auto& i : o.ignored) found |= i == named;
     EXPECT_TRUE(found) << named;
