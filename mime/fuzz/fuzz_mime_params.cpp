@@ -1,0 +1,41 @@
+// Content-Type / Content-Disposition parameters (RFC 2045 5.1, RFC 2231 continuations
+// with charset and language, RFC 2047 in quoted values). Checks: names are lower case,
+// without RFC 2231 section suffixes and unique; every value is valid UTF-8 whatever the
+// declared charset; the two entry points read parameters alike.
+#include <inlet/mime/fields.hpp>
+
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+namespace {
+
+bool valid_utf8(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (std::size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    i += n;
+  }
+  return true;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string_view in(reinterpret_cast<const char*>(data), size);
+  const auto ct = inlet::mime::parse_content_type(in);
+  const auto cd = inlet::mime::parse_content_disposition(in);
+  if (ct.params.size() != cd.params.size()) std::abort();
+  for (std::size_t i = 0; i < ct.params.size(); ++i) {
+    const auto& p = ct.params[i];
+    if (p.name != cd.params[i].name || p.value != cd.params[i].value) std::abort();
+    for (char c : p.name)
+      if (c >= 'A' && c <= 'Z') std::abort();
+    if (!valid_utf8(p.value)) std::abort();
+    if (ct.find(p.name) != &p) std::abort();  // one entry per name: the first wins
+  }
+  return 0;
+}
