@@ -405,6 +405,10 @@ struct addr_parser {
       raw.append(w);
       add_word(std::string(w), false);
     }
+    // A ';' outside a group ends no addr-spec and cannot be in one: stray group ends
+    // ("a@b;, c@d") are dropped from the address's tail (kept when they are all there is,
+    // so the count walk, which does not build strings, agrees).
+    while (raw.size() > 1 && raw.back() == ';') raw.pop_back();
     if (!raw.empty()) out.push_back({std::string{}, valid_utf8(quote_local(raw))});
   }
 

@@ -143,6 +143,8 @@ const std::vector<address_case>& address_cases() {
       // 4.4 obs-addr-list: empty members and trailing commas
       {" a@b.test, , c@d.test,", {{"", "a@b.test"}, {"", "c@d.test"}}},
       {" ,a@b.test", {{"", "a@b.test"}}},
+      // a stray group end after a bare address is not part of it
+      {" a@b.test;, c@d.test", {{"", "a@b.test"}, {"", "c@d.test"}}},
       // 3.4.1 domain literal
       {" x@[192.0.2.1]", {{"", "x@[192.0.2.1]"}}},
       {" Joe <x@[IPv6:2001:db8::1]>", {{"Joe", "x@[IPv6:2001:db8::1]"}}},
