@@ -182,7 +182,37 @@ awaitable<reply> list_all(const ctx_t& c, const request& req, const target& t) {
     co_return error_response(req, 400, "skip and limit must be non-negative integers");
   std::string sort;
   query_param(t.query, "sort", sort);
-  // Every message in full is what MailDev answers; bounded here by max_limit.
+  bool filtered = false;
+  for (std::size_t at = 0; at < t.query.size();) {
+    auto e = t.query.find('&', at);
+    if (e == std::string_view::npos) e = t.query.size();
+    auto key = t.query.substr(at, std::min(e, t.query.find('=', at)) - at);
+    filtered |= !key.empty() && key != "skip" && key != "limit" && key != "sort";
+    at = e + 1;
+  }
+  if (!filtered) {
+    // Plain paging: ask the store for the page only (it lists newest first).
+    std::size_t k = skip.value_or(0);
+    std::size_t lim = std::min(limit.value_or(c.cfg.max_limit), c.cfg.max_limit);
+    std::size_t start = k;
+    if (sort != "desc") {  // oldest first: count from the end
+      store::list_request probe(0, 1);
+      auto [pec, pp] = co_await c.store.async_list(std::move(probe));
+      if (pec) co_return store_error(req, pec);
+      const std::size_t total = pp.total;
+      if (k >= total) co_return json_response(req, json::array());
+      lim = std::min(lim, total - k);
+      start = total - k - lim;
+    }
+    store::list_request page(start, lim);
+    auto [ec, p] = co_await catcher_list(c, std::move(page));
+    if (ec) co_return store_error(req, ec);
+    if (sort != "desc") std::reverse(p.messages.begin(), p.messages.end());
+    json::array a;
+    for (auto& m : p.messages) a.emplace_back(mail_json(*m));
+    co_return json_response(req, a);
+  }
+  // Filters look at every message, as MailDev does; bounded here by max_limit.
   store::list_request lr(0, c.cfg.max_limit);
   auto [ec, p] = co_await catcher_list(c, std::move(lr));
   if (ec) co_return store_error(req, ec);
