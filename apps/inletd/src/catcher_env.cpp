@@ -55,7 +55,8 @@ std::vector<std::string> translate_catcher_args(const std::vector<std::string>& 
       {"max-emails", "MAILDEV_MAX_EMAILS"}, {"incoming-user", "MAILDEV_INCOMING_USER"},
       {"incoming-pass", "MAILDEV_INCOMING_PASS"}, {"web-user", "MAILDEV_WEB_USER"},
       {"web-pass", "MAILDEV_WEB_PASS"},     {"base-pathname", "MAILDEV_BASE_PATHNAME"},
-      {"max-message-size", "MAILDEV_MAX_MESSAGE_SIZE"}, {"mail-directory", "MAILDEV_MAIL_DIRECTORY"}};
+      {"mail-directory", "MAILDEV_MAIL_DIRECTORY"}};
+  // MailDev's --max-message-size is inletd's own flag with the same meaning: left as is.
   std::vector<std::pair<std::string, std::string>> given;  // variable -> value
   bool invite_jim = false;
   auto lookup = [&](std::string_view var) -> const char* {
@@ -114,9 +115,8 @@ std::vector<std::string> translate_catcher_args(const std::vector<std::string>& 
   const bool is_mailhog = invite_jim || lookup("MH_SMTP_BIND_ADDR") || lookup("MH_API_BIND_ADDR") ||
                           lookup("MH_UI_BIND_ADDR") || lookup("MH_HOSTNAME") ||
                           lookup("MH_STORAGE") || lookup("MH_CORS_ORIGIN") || lookup("MH_AUTH_FILE");
-  bool is_maildev = false;
+  bool is_maildev = lookup("MAILDEV_MAX_MESSAGE_SIZE") != nullptr;
   for (auto& [f, v] : maildev) is_maildev |= lookup(v) != nullptr;
-  (void)is_maildev;
   if (is_mailhog) {
     flavour = "mailhog";
     out.push_back("--mailhog-api");

@@ -76,6 +76,13 @@ TEST(CatcherEnv, MailDevFlagsAndIPv6) {
                                            "--max-messages=100"}));
 }
 
+TEST(CatcherEnv, FlagsInletdSharesWithMailDevStayInletds) {
+  std::string flavour;
+  auto out = translate({"--max-message-size", "1000"}, {}, flavour);
+  EXPECT_EQ(out, (std::vector<std::string>{"--max-message-size", "1000"}));
+  EXPECT_EQ(flavour, "");
+}
+
 TEST(CatcherEnv, InletdShortSmtpFlagStaysInletds) {
   std::string flavour;
   auto out = translate({"-s", "127.0.0.1:25"}, {}, flavour);
