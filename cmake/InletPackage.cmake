@@ -12,6 +12,14 @@ if(TARGET inletd-uring)
   list(APPEND _inlet_programs inletd-uring)
 endif()
 install(TARGETS ${_inlet_programs} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+# `sendmail` for PHP's sendmail_path and scripts that pipe mail to it (inletd runs as
+# Mailpit's sendmail under that name). Beside the programs, not /usr/sbin/sendmail: that
+# path belongs to the machine's MTA.
+install(CODE "
+  set(_dir \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/lib/inlet\")
+  file(MAKE_DIRECTORY \"\${_dir}\")
+  file(CREATE_LINK ../../bin/inletd \"\${_dir}/sendmail\" SYMBOLIC)
+" COMPONENT runtime)
 install(FILES ${INLET_ROOT}/packaging/inletd.service DESTINATION /lib/systemd/system
   COMPONENT runtime)
 install(FILES ${INLET_ROOT}/packaging/inletd.conf DESTINATION /etc/inlet COMPONENT runtime)

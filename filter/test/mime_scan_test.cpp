@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "decode.hpp"
+#include "compile.hpp"
 #include "inlet/filter/mime_scan.hpp"
 
 namespace f = inlet::filter;
@@ -16,19 +17,8 @@ using inlet::filter::test::from_utf8;
 
 namespace {
 
-std::shared_ptr<const f::filter> make(std::string_view text, f::engine_kind kind) {
-  auto terms = f::parse_terms(text);
-  EXPECT_TRUE(terms) << terms.error().to_string();
-  auto fl = f::filter::compile(std::move(*terms), {kind});
-  EXPECT_TRUE(fl) << fl.error().to_string();
-  return *fl;
-}
-
-std::set<std::string> matched(const f::verdict& v) {
-  std::set<std::string> out;
-  for (std::string_view t : v.terms) out.emplace(t);
-  return out;
-}
+using inlet::filter::test::make;
+using inlet::filter::test::matched;
 
 // Every split of `raw` into two fragments, parsed over the pieces (no linearising).
 template <class Fn>

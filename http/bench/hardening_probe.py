@@ -29,7 +29,7 @@ class Inletd:
     def __init__(self, exe, *extra):
         self.smtp, self.http = free_port(), free_port()
         self.p = subprocess.Popen([exe, "--smtp", f"127.0.0.1:{self.smtp}", "--listen",
-                                   f"127.0.0.1:{self.http}", "--max-message-size", "40000000",
+                                   f"127.0.0.1:{self.http}", "--max-message-bytes", "40000000",
                                    "--quiet", *extra],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for _ in range(200):

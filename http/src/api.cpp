@@ -307,6 +307,15 @@ awaitable<response> route_view(const ctx_t& c, const request& req, const target&
     co_return co_await view_text(c, req, std::string(seg[0].substr(0, seg[0].size() - 4)));
   if (seg.size() == 3 && seg[1] == "part")
     co_return co_await get_part(c, req, std::string(seg[0]), std::string(seg[2]), true);
+  // /view/{ID} and /view/latest: the message in the page, as Mailpit's links open it.
+  if (seg.size() == 1 && seg[0].find('.') == std::string_view::npos) {
+    auto id = co_await resolve_id(c, std::string(seg[0]));
+    if (id.empty()) co_return error_response(req, 404, "message not found");
+    auto res = make_response(req, 302, "text/plain", std::string{});
+    res.set(bh::field::location, c.root + "?m=" + id);
+    res.set(bh::field::cache_control, "no-store");  // "latest" moves
+    co_return res;
+  }
   co_return error_response(req, 404, "not found");
 }
 
@@ -316,7 +325,8 @@ awaitable<reply> route(const ctx_t& c, const request& req, const target& t, bool
   auto only = [&](bh::verb v) { return method == v; };
 
   if (path.empty()) co_return error_response(req, 404, "not found");  // outside the webroot
-  if (auto page = web::page_route(req, path)) co_return std::move(*page);
+  if (auto page = web::page_route(req, path, !c.cfg.disable_http_compression))
+    co_return std::move(*page);
   if (auto r = co_await mailhog_route(c, req, t)) co_return std::move(*r);
   if (auto r = co_await maildev_route(c, req, t)) co_return std::move(*r);
   if (path == "/livez")
@@ -389,10 +399,38 @@ awaitable<reply> route(const ctx_t& c, const request& req, const target& t, bool
   co_return error_response(req, 404, "not found");
 }
 
-// A CORS preflight (OPTIONS) when --api-cors is set.
+// The Access-Control-Allow-Origin for a request's Origin under Mailpit's --api-cors: a
+// comma-separated list of host names (or origins, or "*"); the matching origin is echoed,
+// "*" as itself; "" when none matches (no CORS header then).
+std::string cors_allow_origin(std::string_view list, std::string_view origin) {
+  // The Origin's host: "https://a.example.com:8443" -> "a.example.com".
+  std::string_view host = origin;
+  if (auto scheme = host.find("://"); scheme != std::string_view::npos) host.remove_prefix(scheme + 3);
+  if (auto colon = host.rfind(':'); colon != std::string_view::npos && host.find(']') == host.npos)
+    host = host.substr(0, colon);
+  while (!list.empty()) {
+    auto comma = list.find(',');
+    std::string_view item = list.substr(0, comma);
+    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+    if (item == "*") return "*";
+    if (!origin.empty() && !item.empty() &&
+        (iequals(item, origin) || iequals(item, host) ||
+         (item.find("://") != item.npos && iequals(item.substr(item.find("://") + 3), host))))
+      return std::string(origin);
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return {};
+}
+
+// A CORS preflight (OPTIONS) of an API path, answered as Mailpit answers it; the CORS
+// headers only for an origin --api-cors allows.
 response preflight(const ctx_t& c, const request& req) {
   auto res = make_response(req, 204, "text/plain", std::string{});
-  res.set("Access-Control-Allow-Origin", c.cfg.cors_origin);
+  if (auto allow = cors_allow_origin(c.cfg.cors_origin, req[bh::field::origin]); !allow.empty())
+    res.set("Access-Control-Allow-Origin", allow);
+  res.set(bh::field::vary, "Origin");
   res.set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS");
   std::string_view asked = req["Access-Control-Request-Headers"];
   res.set("Access-Control-Allow-Headers",
@@ -427,6 +465,9 @@ bool host_allowed(const api_config& c, std::string_view host) {
   boost::asio::ip::make_address_v4(name, ec);
   if (!ec) return true;
   if (name == "localhost" || name.ends_with(".localhost")) return true;
+  // A single-label name (a compose service, "mailpit") cannot be rebound from the public
+  // DNS: answered, unless Mailpit's --allowed-hosts made the list the only names.
+  if (name.find('.') == std::string::npos && !c.only_allowed_hosts) return true;
   for (const auto& allowed : c.allowed_hosts) {
     if (allowed == "*" || allowed == name) return true;
     if (allowed.front() == '.' &&
@@ -537,8 +578,7 @@ std::optional<response> api::screen(const request& req, const client_info& clien
   }
   if (c.cfg.public_mode && !detail::public_allowed(req, t))
     return detail::error_response(req, 403, "not available on this public server");
-  const bool preflight = req.method() == bh::verb::options && !c.cfg.cors_origin.empty() &&
-                         t.path.starts_with("/api/");
+  const bool preflight = req.method() == bh::verb::options && t.path.starts_with("/api/");
   if (!preflight && !authorized(req) && t.path != "/livez" && t.path != "/readyz") {
     auto res = detail::error_response(req, 401, "authentication required");
     res.set(bh::field::www_authenticate, "Basic realm=\"Login\"");
@@ -577,7 +617,7 @@ boost::asio::awaitable<reply> api::handle_streamed(request req, client_info clie
   bool failed = false;
   if (auto refusal = screen(req, client)) {
     res = std::move(*refusal);
-  } else if (req.method() == bh::verb::options && !c.cfg.cors_origin.empty() && api_path) {
+  } else if (req.method() == bh::verb::options && api_path) {
     res = detail::preflight(c, req);
   } else {
     try {
@@ -622,8 +662,12 @@ boost::asio::awaitable<reply> api::handle_streamed(request req, client_info clie
       res = detail::error_response(req, 500, "internal error");
     }
   }
-  if (!c.cfg.cors_origin.empty() && api_path)
-    res.set("Access-Control-Allow-Origin", c.cfg.cors_origin);
+  if (!c.cfg.cors_origin.empty() && api_path) {
+    if (auto allow = detail::cors_allow_origin(c.cfg.cors_origin, req[bh::field::origin]);
+        !allow.empty())
+      res.set("Access-Control-Allow-Origin", allow);
+    res.set(bh::field::vary, "Origin");
+  }
   if (head && !streamed_head) {
     const auto length = res.body().size();
     res.body().clear();

@@ -83,6 +83,15 @@ awaitable<reply> list_messages(const ctx_t& c, const request& req, const target&
     std::string why;
     if (store::search::parse(text, tz, lr.query, &why)) co_return error_response(req, 400, why);
   }
+  // Mailpit's `before`: only messages received before that date (an unreadable date is
+  // ignored, as Mailpit ignores it).
+  if (std::string before; query_param(t.query, "before", before) == param::found && !blank(before)) {
+    std::string tz;
+    query_param(t.query, "tz", tz);
+    store::search::term bt;
+    bt.what = store::search::kind::before;
+    if (!store::search::read_date(before, tz, bt.when)) lr.query.terms.push_back(std::move(bt));
+  }
   auto [ec, p] = co_await c.store.async_list(std::move(lr));
   if (ec) co_return store_error(req, ec);
   auto [tec, tags] = co_await c.store.async_list_tags();
@@ -191,7 +200,8 @@ awaitable<response> set_read(const ctx_t& c, const request& req, const target& t
   const json::value* read_v = ok ? m[1] : nullptr;
   const json::value* search_v = ok ? m[2] : nullptr;
   std::vector<std::string> ids;
-  if (!ok || !read_v || !read_v->is_bool() || !string_array(m[0], ids) ||
+  // Read is optional and false when left out, as Mailpit decodes it: `{}` marks all unread.
+  if (!ok || (read_v && !read_v->is_bool()) || !string_array(m[0], ids) ||
       (search_v && !search_v->is_string() && !search_v->is_null()))
     co_return error_response(
         req, 400, "body must be {\"IDs\": [\"...\"], \"Search\": \"...\", \"Read\": true|false}");
@@ -213,7 +223,7 @@ awaitable<response> set_read(const ctx_t& c, const request& req, const target& t
   } else {
     sel = store::selection::everything();
   }
-  auto [sec, n] = co_await c.store.async_set_read(std::move(sel), read_v->get_bool());
+  auto [sec, n] = co_await c.store.async_set_read(std::move(sel), read_v && read_v->get_bool());
   if (sec) co_return store_error(req, sec);
   co_return ok_response(req);
 }

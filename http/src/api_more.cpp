@@ -24,7 +24,8 @@ awaitable<response> set_tags(const ctx_t& c, const request& req) {
   json::value v = json::parse(req.body(), ec);
   std::vector<const json::value*> m;
   std::vector<std::string> ids, tags;
-  if (ec || !body_members(v, {"IDs", "Tags"}, m) || !m[0] || !m[1] || !string_array(m[0], ids) ||
+  // Tags left out (or null) clears them, as Mailpit decodes the body.
+  if (ec || !body_members(v, {"IDs", "Tags"}, m) || !m[0] || !string_array(m[0], ids) ||
       !string_array(m[1], tags))
     co_return error_response(req, 400, "body must be {\"IDs\": [\"...\"], \"Tags\": [\"...\"]}");
   auto sel = store::selection::of_ids(std::move(ids));  // no IDs: nothing changes
@@ -114,7 +115,7 @@ response webui_config(const ctx_t& c, const request& req) {
   json::object o{
       {"Label", js(c.cfg.label)},   {"MessageRelay", std::move(relay)},
       {"SpamAssassin", false},      {"ChaosEnabled", c.cfg.chaos != nullptr},
-      {"DuplicatesIgnored", false}, {"HideDeleteAllButton", false},
+      {"DuplicatesIgnored", false}, {"HideDeleteAllButton", c.cfg.hide_delete_all_button},
   };
   return json_response(req, o);
 }

@@ -73,7 +73,7 @@ std::string_view content_security_policy() noexcept {
          "base-uri 'none'; form-action 'none'; frame-ancestors 'none'; object-src 'none'";
 }
 
-std::optional<response> page_route(const request& req, std::string_view path) {
+std::optional<response> page_route(const request& req, std::string_view path, bool gzip) {
   const asset* a = find(path);
   if (!a) return std::nullopt;
   // Under a webroot, "/mail" is the page too; its relative URLs need "/mail/".
@@ -94,7 +94,7 @@ std::optional<response> page_route(const request& req, std::string_view path) {
     res.prepare_payload();
     return res;
   }
-  const bool gz = !a->gzip.empty() && accepts_gzip(req[bh::field::accept_encoding]);
+  const bool gz = gzip && !a->gzip.empty() && accepts_gzip(req[bh::field::accept_encoding]);
   auto res = base(req, bh::status::ok);
   res.set(bh::field::etag, a->etag);
   res.set(bh::field::vary, "Accept-Encoding");

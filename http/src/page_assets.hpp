@@ -31,6 +31,7 @@ std::string_view content_security_policy() noexcept;
 /// Answers a request for one of the page's paths ("/", "/index.html", "/assets/...");
 /// nullopt for any other path. Answers GET (HEAD is GET to the router), 405 otherwise,
 /// 304 when If-None-Match names the current file, gzip when the client accepts it.
-std::optional<response> page_route(const request& req, std::string_view path);
+/// `gzip` false: never compressed (Mailpit's --disable-http-compression).
+std::optional<response> page_route(const request& req, std::string_view path, bool gzip = true);
 
 }  // namespace inlet::http::web

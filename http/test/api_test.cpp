@@ -465,11 +465,15 @@ TEST_F(ApiTest, ReadFlagsFollowMailpit) {
   EXPECT_EQ(body_json(get("/api/v1/messages"))["unread"].as_int64(), 2);
   EXPECT_EQ(call(req(bh::verb::put, "/api/v1/messages", R"({"Read":true})")).result_int(), 200u);
   EXPECT_EQ(body_json(get("/api/v1/messages"))["unread"].as_int64(), 0);
-  for (std::string bad : {"", "{}", R"({"Read":"yes"})", R"({"IDs":"x","Read":true})",
+  for (std::string bad : {"", R"({"Read":"yes"})", R"({"IDs":"x","Read":true})",
                           R"({"IDs":[1],"Read":false})", "not json"})
     EXPECT_EQ(call(req(bh::verb::put, "/api/v1/messages", bad)).result_int(), 400u) << bad;
   EXPECT_EQ(body_json(get("/api/v1/messages"))["unread"].as_int64(), 0);
   EXPECT_NE(a->metrics_text().find("inlet_store_unread 0"), std::string::npos);
+  // `{}`: Read left out is false, no IDs and no search is every message, as Mailpit
+  // decodes it: all unread.
+  EXPECT_EQ(call(req(bh::verb::put, "/api/v1/messages", "{}")).result_int(), 200u);
+  EXPECT_EQ(body_json(get("/api/v1/messages"))["unread"].as_int64(), 2);
   (void)id2;
 }
 

@@ -73,6 +73,55 @@ TEST(HostHeader, AllowedHostsFlag) {
             200u);
 }
 
+TEST(HostHeader, ASingleLabelServiceNameIsAnsweredAsInMailpit) {
+  st::memory_store store;
+  api_config cfg;
+  api a(store, cfg);
+  for (const char* ok : {"mailpit", "mailpit:8025", "inlet:1080"})
+    EXPECT_EQ(run(a, with_host(bh::verb::get, "/api/v1/messages", ok)).result_int(), 200u) << ok;
+  // Mailpit's --allowed-hosts makes its list the only names (IP literals and loopback
+  // names stay answered).
+  cfg.allowed_hosts = {"mailpit"};
+  cfg.only_allowed_hosts = true;
+  api strict(store, cfg);
+  EXPECT_EQ(run(strict, with_host(bh::verb::get, "/api/v1/messages", "mailpit:8025")).result_int(),
+            200u);
+  EXPECT_EQ(run(strict, with_host(bh::verb::get, "/api/v1/messages", "other:8025")).result_int(),
+            403u);
+  EXPECT_EQ(run(strict, with_host(bh::verb::get, "/api/v1/messages", "127.0.0.1")).result_int(),
+            200u);
+}
+
+TEST(Cors, AListEchoesTheMatchingOriginAndPreflightIsAnswered) {
+  st::memory_store store;
+  api_config cfg;
+  api plain(store, cfg);
+  // Without --api-cors a preflight is still answered (no CORS headers: the browser
+  // refuses the cross-origin request itself).
+  auto pre = run(plain, req(bh::verb::options, "/api/v1/messages"));
+  EXPECT_EQ(pre.result_int(), 204u);
+  EXPECT_TRUE(pre["Access-Control-Allow-Origin"].empty());
+  cfg.cors_origin = "a.example, https://b.example";
+  api a(store, cfg);
+  auto get = [&](const char* origin) {
+    auto r = req(bh::verb::get, "/api/v1/messages");
+    r.set(bh::field::origin, origin);
+    return run(a, r);
+  };
+  EXPECT_EQ(get("https://a.example")["Access-Control-Allow-Origin"], "https://a.example");
+  EXPECT_EQ(get("http://a.example:8080")["Access-Control-Allow-Origin"], "http://a.example:8080");
+  EXPECT_EQ(get("https://b.example")["Access-Control-Allow-Origin"], "https://b.example");
+  EXPECT_TRUE(get("https://c.example")["Access-Control-Allow-Origin"].empty());
+  EXPECT_TRUE(get("https://xa.example")["Access-Control-Allow-Origin"].empty());
+  auto r = req(bh::verb::options, "/api/v1/send");
+  r.set(bh::field::origin, "https://a.example");
+  r.set("Access-Control-Request-Headers", "content-type");
+  auto p = run(a, r);
+  EXPECT_EQ(p.result_int(), 204u);
+  EXPECT_EQ(p["Access-Control-Allow-Origin"], "https://a.example");
+  EXPECT_EQ(p["Access-Control-Allow-Headers"], "content-type");
+}
+
 TEST(PublicMode, OnlyMailboxScopedReads) {
   st::memory_store store;
   auto mine = put(store, "mine", {"me@example.com"});

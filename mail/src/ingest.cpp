@@ -1,6 +1,7 @@
 #include "inlet/mail/ingest.hpp"
 
 #include <cstdio>
+#include <inlet/store/tags.hpp>
 #include <inlet/mime/segment.hpp>
 #include <optional>
 #include <utility>
@@ -96,6 +97,19 @@ void ingest::summarize(const inlet::mime::parsed_message& parse, st::new_message
   analyze(parse, msg.envelope.rcpt_to, msg.summary, scan);
   if (opts_.tags.x_tags || opts_.tags.plus_addresses)
     message_tags(parse, msg.summary, opts_.tags, msg.tags);
+  if (opts_.tag_auth_user && !msg.envelope.auth_user.empty()) {
+    std::string t = st::clean_tag(msg.envelope.auth_user);
+    if (!t.empty()) msg.tags.push_back(std::move(t));
+  }
+  if (opts_.use_message_dates && msg.summary.date) msg.created = msg.summary.date;
+}
+
+void ingest::log_stored(const st::stored_message& m) const {
+  if (!opts_.log_stored) return;
+  std::printf("inletd: stored %.*s from <%s> to %zu recipient(s), %zu bytes\n",
+              static_cast<int>(m.id.size()), m.id.data(), m.envelope.mail_from.c_str(),
+              m.envelope.rcpt_to.size(), m.size);
+  std::fflush(stdout);
 }
 
 ingest::verdict ingest::judge(st::new_message& msg, std::optional<inlet::filter::scan>& scan) {
@@ -188,6 +202,7 @@ void ingest::deliver_now(sm::received_message&& m, sm::delivery_callback done) {
       return;
     }
     self->counters_.stored.fetch_add(1, std::memory_order_relaxed);
+    self->log_stored(*stored);
     done({sm::delivery_status::accepted(stored->id), {}});
   });
 }
@@ -219,6 +234,7 @@ void ingest::submit(submission in, submit_callback done) {
                   return;
                 }
                 counters_.stored.fetch_add(1, std::memory_order_relaxed);
+                log_stored(*stored);
                 done({}, stored->id);
               });
 }

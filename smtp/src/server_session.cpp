@@ -231,7 +231,13 @@ void server_session::start() {
   }
   out_ += "220 ";
   out_ += cfg_->hostname;
-  out_ += cfg_->lmtp ? " LMTP inlet\r\n" : " ESMTP inlet\r\n";
+  out_ += cfg_->lmtp ? " LMTP inlet" : " ESMTP inlet";
+  if (!cfg_->label.empty()) {
+    out_ += " (";
+    out_ += cfg_->label;
+    out_ += ')';
+  }
+  out_ += "\r\n";
 }
 
 bool server_session::in_transaction() const noexcept {
@@ -487,7 +493,7 @@ void server_session::cmd_mail(std::string_view arg) {
     if (iequals(key, "SIZE")) {
       std::uint64_t v = 0;
       if (!parse_u64(value, v)) return error_reply(501, "5.5.4", "Error: bad SIZE parameter");
-      if (v > cfg_->max_message_size)
+      if (cfg_->max_message_size != 0 && v > cfg_->max_message_size)
         return error_reply(552, "5.3.4", "Error: message size exceeds fixed maximum message size");
       e.declared_size = v;
     } else if (iequals(key, "BODY")) {
@@ -588,7 +594,8 @@ void server_session::cmd_bdat(std::string_view arg) {
       body_too_big_ = body_bad_ = body_long_ = false;
       line_len_ = 0;
     }
-    if (body_size_ + n > cfg_->max_message_size) body_too_big_ = true;
+    if (cfg_->max_message_size != 0 && body_size_ + n > cfg_->max_message_size)
+      body_too_big_ = true;
   }
   state_ = state::bdat;  // the chunk is always read, even when it will be refused
 }
@@ -708,7 +715,7 @@ std::optional<step> server_session::consume_data(std::string_view in, std::size_
   step s{step_kind::body_data, 0, {}, {}};
   if (!body_too_big_ && !body_bad_) {
     body_size_ += len;  // counted past a long line too: 552 takes precedence
-    if (body_size_ > cfg_->max_message_size) body_too_big_ = true;
+    if (cfg_->max_message_size != 0 && body_size_ > cfg_->max_message_size) body_too_big_ = true;
     else if (!body_long_) s.data = in.substr(start, len);
   }
   return s;

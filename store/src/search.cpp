@@ -501,6 +501,11 @@ constexpr int slot_of(field f) noexcept {
 
 }  // namespace
 
+std::error_code read_date(std::string_view text, std::string_view tz, time_point& out,
+                          std::string* message) {
+  return parse_date(text, tz, out, message);
+}
+
 // ---- public ----
 
 void fold_case_in_place(std::string& s) noexcept {

@@ -46,6 +46,8 @@ start_ns=$(date +%s%N)
 installed=1
 dpkg -i "$deb" >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log" >&2; exit 1; }
 test -x /usr/bin/inletd && test -f /etc/inlet/inletd.conf && test -f /lib/systemd/system/inletd.service
+# sendmail for PHP's sendmail_path: the same program under Mailpit's subcommand name.
+[ "$(readlink -f /usr/lib/inlet/sendmail)" = "$(readlink -f /usr/bin/inletd)" ]
 getent passwd inlet >/dev/null || { echo "package_test: no system user inlet" >&2; exit 1; }
 dpkg-query -W -f='${Conffiles}\n' inlet | grep -q /etc/inlet/inletd.conf
 if command -v systemd-analyze >/dev/null; then
@@ -101,7 +103,7 @@ cmake -S "$here/consumer" -B "$work/consumer" -G Ninja -DCOMPONENT=mime >"$work/
 # 5. Purge: nothing of ours is left behind.
 dpkg --purge inlet libinlet-dev >"$work/purge.log" 2>&1 || { cat "$work/purge.log" >&2; exit 1; }
 installed=0
-for f in /usr/bin/inletd /etc/inlet /lib/systemd/system/inletd.service /usr/include/inlet \
+for f in /usr/bin/inletd /usr/lib/inlet/sendmail /etc/inlet /lib/systemd/system/inletd.service /usr/include/inlet \
          /usr/lib/cmake/inlet /var/lib/inlet; do
   if [ -e "$f" ]; then echo "package_test: $f is left after purge" >&2; exit 1; fi
 done

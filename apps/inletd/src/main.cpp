@@ -2,9 +2,13 @@
 // HTTP server, then waits for signals on the main thread (sigwait): SIGINT/SIGTERM stop
 // gracefully, SIGHUP reloads the filter's term list.
 #include <pthread.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <inlet/auth/password_file.hpp>
 #include <inlet/http/server.hpp>
@@ -22,6 +26,7 @@
 
 #include "options.hpp"
 #include "pg_options.hpp"
+#include "subcommands.hpp"
 #ifdef INLETD_IO_URING
 #include <linux/io_uring.h>
 #include <sys/syscall.h>
@@ -39,6 +44,9 @@ inlet::smtp::server_config smtp_config(const inletd::options& o) {
   c.listen.push_back({o.smtp.host, o.smtp.port, false});
   if (o.lmtp) c.listen.push_back({o.lmtp->host, o.lmtp->port, true});
   c.session.hostname = o.hostname;
+  // Mailpit shows its --label in the greeting; one line of printable text.
+  for (char ch : o.label)
+    if (static_cast<unsigned char>(ch) >= 0x20 && ch != 0x7f) c.session.label.push_back(ch);
   c.session.max_message_size = o.max_message_size;
   c.session.max_recipients = o.max_recipients;
   c.session.max_command_line = o.max_command_line;
@@ -178,8 +186,17 @@ std::optional<int> start_pg_store(const inletd::options& opt,
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (auto rc = inletd::run_subcommand(argc, argv)) return *rc;  // sendmail, readyz, ...
   inletd::options opt;
   if (auto rc = inletd::parse_options(argc, argv, opt)) return *rc;
+  if (!opt.log_file.empty()) {  // Mailpit's --log-file: the whole log goes there
+    if (!std::freopen(opt.log_file.c_str(), "a", stdout)) {
+      std::fprintf(stderr, "inletd: --log-file %s: %s\n", opt.log_file.c_str(),
+                   std::strerror(errno));
+      return 2;
+    }
+    ::dup2(::fileno(stdout), STDERR_FILENO);
+  }
 #ifdef INLETD_IO_URING
   if (!io_uring_usable()) return 1;
 #endif
@@ -241,6 +258,9 @@ int main(int argc, char** argv) {
 
   inlet::mail::ingest_options popts;
   popts.tags.title_case = opt.tags_title_case;
+  popts.use_message_dates = opt.use_message_dates;
+  popts.tag_auth_user = opt.tags_username;
+  popts.log_stored = opt.verbose && !opt.quiet;
   // A process-model connection is its own process, forked after the worker pool's
   // threads were started (the child has none of them) and holding up no other
   // connection: its heavy messages stay on its thread.
@@ -263,10 +283,18 @@ int main(int argc, char** argv) {
   hc.address = opt.http.host;
   hc.port = opt.http.port;
   hc.threads = 0;  // one per core: a client fetching large messages holds up no one else
+  // The send API takes messages up to the SMTP size limit (its JSON carries attachments
+  // as base64: a third more), at least the 1 MiB every other request may use.
+  {
+    constexpr std::uint64_t floor = 1u << 20, unlimited_cap = std::uint64_t{1} << 30;
+    const std::uint64_t m = opt.max_message_size == 0 ? unlimited_cap : opt.max_message_size;
+    hc.body_limit = static_cast<std::size_t>(std::max(floor, m / 3 * 4 + (64u << 10)));
+  }
   hc.max_connections = opt.http_max_connections;
   hc.max_event_streams = opt.http_max_event_streams;
   hc.max_event_streams_per_client = opt.http_max_event_streams_per_client;
   hc.api.allowed_hosts = opt.allowed_hosts;
+  hc.api.only_allowed_hosts = opt.only_allowed_hosts;
   hc.api.public_mode = opt.public_mode;
   hc.api.mailhog_v1 = opt.mailhog_api;
   hc.api.rate_limit = opt.api_rate_limit >= 0 ? opt.api_rate_limit : opt.public_mode ? 10.0 : 0.0;
@@ -293,6 +321,8 @@ int main(int argc, char** argv) {
   // The PostgreSQL store's URIs may hold passwords: named, not shown.
   hc.api.database = memory ? "memory" : durable ? "postgresql" : opt.store;
   hc.api.label = opt.label;
+  hc.api.hide_delete_all_button = opt.hide_delete_all_button;
+  hc.api.disable_http_compression = opt.disable_http_compression;
   hc.api.webroot = opt.webroot;
   hc.api.cors_origin = opt.api_cors;
   hc.api.block_remote_css_and_fonts = opt.block_remote_css_and_fonts;
@@ -305,7 +335,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (opt.enable_chaos) {
+  if (opt.enable_chaos || !opt.chaos_triggers.empty()) {  // triggers alone enable chaos
     inlet::smtp::chaos_triggers triggers;
     std::string error;
     if (!opt.chaos_triggers.empty() &&
@@ -334,8 +364,10 @@ int main(int argc, char** argv) {
     hc.api.relay = r;
   }
   for (const auto& ignored : opt.ignored)
-    std::fprintf(stderr, "inletd: Mailpit option %s has no inletd equivalent; ignored\n",
+    std::fprintf(stderr, "inletd: Mailpit option %s is not supported by inletd yet; ignored\n",
                  ignored.c_str());
+  for (const auto& d : opt.deprecated)
+    std::fprintf(stderr, "inletd: Mailpit's deprecated %s\n", d.c_str());
   inlet::http::server http(readable, hc);
   if (auto ec = http.start()) {
     std::fprintf(stderr, "inletd: http %s: %s\n",

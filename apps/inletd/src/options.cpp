@@ -68,6 +68,9 @@ std::vector<std::string> with_environment(const CLI::App& app, int argc, char** 
     bool on_command_line = false;
     for (const auto& a : given) on_command_line |= a == flag || a.rfind(flag + "=", 0) == 0;
     if (on_command_line) continue;
+    // Mailpit's variable for the same flag wins over inletd's own (a Mailpit user's
+    // MP_SMTP_BIND_ADDR over an image's INLET_SMTP): CLI11 reads it after this.
+    if (const auto& mp = opt->get_envname(); !mp.empty() && std::getenv(mp.c_str())) continue;
     std::string var = "INLET_" + names.front();
     for (auto& c : var)
       c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -159,12 +162,22 @@ struct mailpit_only {
 };
 constexpr mailpit_only mailpit_only_options[] = {
     {"--database", "MP_DATABASE", true},
+    {"--db-file", "MP_DATA_FILE", true},  // Mailpit's deprecated spelling of --database
     {"--tenant-id", "MP_TENANT_ID", true},
-    {"--use-message-dates", "MP_USE_MESSAGE_DATES", false},
     {"--ignore-duplicate-ids", "MP_IGNORE_DUPLICATE_IDS", false},
-    {"--log-file", "MP_LOG_FILE", true},
-    {"--verbose", "MP_VERBOSE", false},
     {"--ui-tls-cert", "MP_UI_TLS_CERT", true},
+    {"--ui-ssl-cert", "MP_UI_SSL_CERT", true},  // deprecated spelling of --ui-tls-cert
+    {"--ui-ssl-key", "MP_UI_SSL_KEY", true},
+    {"--smtp-tls-required", "MP_SMTP_TLS_REQUIRED", false},  // of --smtp-require-starttls
+    {"--enable-rspamd", "MP_ENABLE_RSPAMD", true},
+    {"--enable-prometheus", "MP_ENABLE_PROMETHEUS", true},
+    {"--send-api-auth-file", "MP_SEND_API_AUTH_FILE", true},
+    {"--send-api-auth-accept-any", "MP_SEND_API_AUTH_ACCEPT_ANY", false},
+    {"--smtp-forward-config", "MP_SMTP_FORWARD_CONFIG", true},
+    {"--smtp-ignore-rejected-recipients", "MP_SMTP_IGNORE_REJECTED_RECIPIENTS", false},
+    {"--webhook-delay", "MP_WEBHOOK_DELAY", true},
+    {"--disable-auto-vacuum", "MP_DISABLE_AUTO_VACUUM", false},
+    {"--disable-link-check-rate-limit", "MP_DISABLE_LINK_CHECK_RATE_LIMIT", false},
     {"--ui-tls-key", "MP_UI_TLS_KEY", true},
     {"--enable-spamassassin", "MP_ENABLE_SPAMASSASSIN", true},
     {"--smtp-require-starttls", "MP_SMTP_REQUIRE_STARTTLS", false},
@@ -327,9 +340,19 @@ std::optional<int> parse_options(int argc, char** argv, options& o) {
                  "memory store: raw bytes kept (oldest evicted)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--max-message-size", o.max_message_size, "largest message accepted, bytes (SIZE)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  app.add_option_function<std::uint64_t>(
+         "--max-message-size",
+         [&o](std::uint64_t mib) {
+           if (mib > (std::uint64_t{1} << 24))
+             throw CLI::ValidationError("--max-message-size", "at most 16777216 MB");
+           o.max_message_size = mib << 20;
+         },
+         "largest message accepted, in MB as Mailpit counts them (MiB); 0 = no limit (default "
+         "50)")
+      ->envname("MP_MAX_MESSAGE_SIZE");
+  app.add_option("--max-message-bytes", o.max_message_size,
+                 "largest message accepted, in bytes (the same limit as --max-message-size, "
+                 "exactly); 0 = no limit");
   app.add_option("--max-recipients", o.max_recipients,
                  "recipients per transaction (452 4.5.3 past it)")
       ->capture_default_str()
@@ -438,6 +461,52 @@ std::optional<int> parse_options(int argc, char** argv, options& o) {
   app.add_option("--filter-threshold", o.filter_threshold, "score at which the action applies")
       ->capture_default_str();
   app.add_flag("-q,--quiet", o.quiet, "log only errors")->envname("MP_QUIET");
+  app.add_flag("-v,--verbose", o.verbose, "Mailpit: log a line for every message stored")
+      ->envname("MP_VERBOSE");
+  app.add_option("--log-file", o.log_file,
+                 "Mailpit: append the log (stdout and stderr) to this file instead")
+      ->envname("MP_LOG_FILE");
+  app.add_flag("--use-message-dates", o.use_message_dates,
+               "Mailpit: a message's Date header as its received time (when it has one)")
+      ->envname("MP_USE_MESSAGE_DATES");
+  app.add_flag("--tags-username", o.tags_username,
+               "Mailpit: tag each message with its SMTP AUTH user name")
+      ->envname("MP_TAGS_USERNAME");
+  app.add_flag("--hide-delete-all-button", o.hide_delete_all_button,
+               "Mailpit: the page offers no \"Delete all\" (/api/v1/webui says so)")
+      ->envname("MP_HIDE_DELETE_ALL_BUTTON");
+  app.add_flag("--disable-http-compression", o.disable_http_compression,
+               "Mailpit: no gzip in HTTP answers")
+      ->envname("MP_DISABLE_HTTP_COMPRESSION");
+  app.add_flag_function(
+         "--allow-internal-http-requests", [](std::int64_t) {},
+         "Mailpit: the link check may reach internal addresses (inletd's always may: see "
+         "docs/configuration.md)")
+      ->envname("MP_ALLOW_INTERNAL_HTTP_REQUESTS");
+  app.add_flag_function(
+         "--disable-html-check",
+         [&o](std::int64_t) { o.deprecated.push_back("--disable-html-check (no longer used)"); },
+         "Mailpit (deprecated, no longer used)")
+      ->envname("MP_DISABLE_HTML_CHECK")
+      ->group("Mailpit (deprecated)");
+  app.add_option_function<std::string>(
+         "--allowed-hosts",
+         [&o](const std::string& v) {
+           o.only_allowed_hosts = true;
+           std::string_view rest = v;
+           while (!rest.empty()) {
+             auto comma = rest.find(',');
+             std::string h(rest.substr(0, comma));
+             h.erase(0, h.find_first_not_of(" \t"));
+             h.erase(h.find_last_not_of(" \t") + 1);
+             if (!h.empty()) o.allowed_hosts.push_back(h);
+             if (comma == std::string_view::npos) break;
+             rest.remove_prefix(comma + 1);
+           }
+         },
+         "Mailpit: Host header values the HTTP server answers to, comma-separated (DNS "
+         "rebinding); the same list as --allowed-host")
+      ->envname("MP_ALLOWED_HOSTS");
 
   // ---- Mailpit's flags and MP_* variables ----
   std::size_t mailpit_max = 0;
@@ -520,6 +589,26 @@ std::optional<int> parse_options(int argc, char** argv, options& o) {
   app.add_option("--smtp-tls-key", o.tls_key, "Mailpit: same as --tls-key")
       ->envname("MP_SMTP_TLS_KEY")
       ->check(CLI::ExistingFile);
+  app.add_option_function<std::string>(
+         "--smtp-ssl-cert",
+         [&o](const std::string& v) {
+           o.tls_cert = v;
+           o.deprecated.push_back("--smtp-ssl-cert (use --smtp-tls-cert)");
+         },
+         "Mailpit (deprecated): --smtp-tls-cert")
+      ->envname("MP_SMTP_SSL_CERT")
+      ->check(CLI::ExistingFile)
+      ->group("Mailpit (deprecated)");
+  app.add_option_function<std::string>(
+         "--smtp-ssl-key",
+         [&o](const std::string& v) {
+           o.tls_key = v;
+           o.deprecated.push_back("--smtp-ssl-key (use --smtp-tls-key)");
+         },
+         "Mailpit (deprecated): --smtp-tls-key")
+      ->envname("MP_SMTP_SSL_KEY")
+      ->check(CLI::ExistingFile)
+      ->group("Mailpit (deprecated)");
   app.add_option("-t,--tag", o.tags,
                  "Mailpit: tag rules 'tag=query tag2=query2' (a search query -> a tag)")
       ->envname("MP_TAG");

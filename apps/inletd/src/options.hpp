@@ -37,7 +37,7 @@ struct options {
   unsigned pg_batch_wait_us = 0;
   std::size_t max_messages = 10000;
   std::size_t max_store_bytes = std::size_t{1} << 30;
-  std::uint64_t max_message_size = 32u << 20;
+  std::uint64_t max_message_size = 50u << 20;  ///< bytes; 0 = no limit (SIZE 0)
   std::size_t max_recipients = 100;
   std::string hostname = "localhost";
   std::vector<std::string> domains;
@@ -71,6 +71,12 @@ struct options {
   std::string filter_action = "tag";
   double filter_threshold = 1.0;
   bool quiet = false;
+  bool verbose = false;             ///< -v, --verbose, MP_VERBOSE: a line per message stored
+  std::string log_file;             ///< --log-file, MP_LOG_FILE: stdout and stderr appended there
+  bool use_message_dates = false;   ///< --use-message-dates: Date header as the received time
+  bool tags_username = false;       ///< --tags-username: the SMTP AUTH user as a tag
+  bool hide_delete_all_button = false;    ///< --hide-delete-all-button
+  bool disable_http_compression = false;  ///< --disable-http-compression
 
   // ---- Mailpit's options ----
   std::string label;          ///< --label, MP_LABEL
@@ -79,7 +85,8 @@ struct options {
   std::string ui_auth;        ///< MP_UI_AUTH: "user:password user2:password2"
   std::string api_cors;       ///< --api-cors, MP_API_CORS
   // HTTP defences (inletd's own)
-  std::vector<std::string> allowed_hosts;     ///< --allowed-host (repeatable)
+  std::vector<std::string> allowed_hosts;     ///< --allowed-host (repeatable), --allowed-hosts
+  bool only_allowed_hosts = false;            ///< Mailpit's --allowed-hosts was given
   bool public_mode = false;                   ///< --public
   double api_rate_limit = -1;                 ///< --api-rate-limit; <0: 10 with --public, else 0
   double api_rate_burst = 0;                  ///< --api-rate-burst; 0: max(10, 2 x rate)
@@ -117,8 +124,11 @@ struct options {
     std::string blocked_recipients;
     bool preserve_message_ids = false;
   } relay;
-  /// Mailpit options given that inletd has no equivalent for ("--database", ...).
+  /// Mailpit options given that inletd does not support yet ("--database", ...): each is
+  /// named once at start, never dropped silently.
   std::vector<std::string> ignored;
+  /// Deprecated Mailpit spellings given (--smtp-ssl-cert, MP_DATA_FILE, ...), to warn about.
+  std::vector<std::string> deprecated;
 };
 
 /// Reads Mailpit's relay configuration file (YAML `key: value` lines) into `r`; false and

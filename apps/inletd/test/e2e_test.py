@@ -364,7 +364,7 @@ class DeliveryTest(Base):
 
 
 class BadInputTest(Base):
-    extra_args = ("--max-message-size", "20000")
+    extra_args = ("--max-message-bytes", "20000")
 
     def test_overlong_command_line(self):
         out = smtp_dialog(self.srv.smtp_port, [b"EHLO x\r\n", b"MAIL FROM:<" + b"a" * 5000 + b"@x>\r\n",

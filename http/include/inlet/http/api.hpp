@@ -145,12 +145,16 @@ struct api_config {
   link_check_config link_check;
   thumbnail_config thumbnails;
   bool block_remote_css_and_fonts = false;
+  bool hide_delete_all_button = false;    ///< Mailpit's: told to the page in /api/v1/webui
+  bool disable_http_compression = false;  ///< Mailpit's: no gzip
   std::size_t workers = 2;  ///< threads for blocking work (thumbnails, link check, relay)
 
   /// Host header names accepted besides loopback names (localhost, *.localhost), IP
   /// literals and the listen address: a page whose DNS name was rebound to this server
   /// must not read or delete mail. "*" accepts any; ".example.com" any name under it.
   std::vector<std::string> allowed_hosts;
+  /// Mailpit's --allowed-hosts was given: a single-label name must be listed too.
+  bool only_allowed_hosts = false;
   /// Disposable-inbox deployments: only mailbox-scoped reads (a mailbox's list, a message
   /// and its parts by ID, the page); no global listing or search, no changes but the read
   /// flag a message gets when opened, no admin operations (docs/api.md, "Public mode").

@@ -52,6 +52,13 @@ struct ingest_options {
   /// Messages of at least this many bytes are parsed and stored on a worker pool, not on
   /// the SMTP I/O thread that received them (0: never).
   std::size_t heavy_bytes = 256 * 1024;
+  /// Mailpit's --use-message-dates: the Date header (when there is one) is the time the
+  /// message is recorded as received; listings stay in arrival order.
+  bool use_message_dates = false;
+  /// Mailpit's --tags-username: the SMTP AUTH user (the send API's, if any) as a tag.
+  bool tag_auth_user = false;
+  /// Mailpit's --verbose: a line on stdout for every message stored.
+  bool log_stored = false;
 };
 
 class ingest {
@@ -82,6 +89,7 @@ class ingest {
   // Once msg.raw is set: the filter's verdict, then the tag rules.
   verdict judge(inlet::store::new_message& msg, std::optional<inlet::filter::scan>& scan);
   void deliver_now(inlet::smtp::received_message&& m, inlet::smtp::delivery_callback done);
+  void log_stored(const inlet::store::stored_message& m) const;
 
   inlet::store::store* store_;
   content_filter* filter_;

@@ -70,9 +70,13 @@ using policy_hook =
 /// Policy and limits of one session. Defaults follow RFC 5321 4.5.3.
 struct session_config {
   std::string hostname = "localhost";       ///< name in the greeting and EHLO reply
+  /// Shown in the greeting after the software's name ("220 host ESMTP inlet (label)"),
+  /// as Mailpit shows its --label; one line, no CR or LF.
+  std::string label;
   bool lmtp = false;                        ///< speak LMTP (RFC 2033) instead of SMTP
   std::size_t max_command_line = 512;       ///< octets incl. CRLF (RFC 5321 4.5.3.1.4)
-  std::uint64_t max_message_size = 32u << 20;  ///< SIZE limit, octets of body
+  /// SIZE limit, octets of body; 0: none (advertised as "SIZE 0", RFC 1870).
+  std::uint64_t max_message_size = 32u << 20;
   std::size_t max_recipients = 100;         ///< 452 4.5.3 past it
   std::vector<std::string> domains;         ///< accepted domains; empty = every domain
   std::size_t max_errors = 20;              ///< protocol errors before 421 and close

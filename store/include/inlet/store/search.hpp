@@ -80,6 +80,11 @@ struct query {
 /// words a user understands. Failures: an unknown zone, a date or a size that does not
 /// read (Mailpit ignores those terms, which would widen a search-based delete to more
 /// than was asked). A term with an empty value (`to:`) is ignored, as by Mailpit.
+/// A date as the search language's before:/after: read it (YYYY-MM-DD, with a time and a
+/// zone, a Unix time in seconds or milliseconds), in the zone `tz` ("" for UTC).
+std::error_code read_date(std::string_view text, std::string_view tz, time_point& out,
+                          std::string* message = nullptr);
+
 std::error_code parse(std::string_view text, std::string_view tz, query& out,
                       std::string* message = nullptr);
 
