@@ -69,6 +69,12 @@ def request(url, method="GET", body=None):
         return e.code, e.headers, e.read()
 
 
+def check_exit(rc, log):
+    """A sanitizer build reports in the log and exits non-zero."""
+    if rc != 0 or "Sanitizer" in log or "runtime error" in log:
+        raise AssertionError(f"inletd exited {rc}:\n{log}")
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -112,7 +118,7 @@ class MailHogTest(Catchers):
 
     @classmethod
     def tearDownClass(cls):
-        cls.srv.stop()
+        check_exit(cls.srv.stop(), "".join(cls.srv.log))
 
     def check_message(self, m):
         self.assertEqual(set(m), MESSAGE_KEYS)
@@ -207,7 +213,7 @@ class CollisionTest(unittest.TestCase):
             self.assertEqual(json.loads(request(srv.url("/api/v2/messages"))[2])["total"], 1)
             self.assertEqual(len(json.loads(request(srv.url("/api/email"))[2])), 1)
         finally:
-            srv.stop()
+            check_exit(srv.stop(), "".join(srv.log))
 
 
 class MailDevTest(Catchers):
@@ -217,7 +223,7 @@ class MailDevTest(Catchers):
 
     @classmethod
     def tearDownClass(cls):
-        cls.srv.stop()
+        check_exit(cls.srv.stop(), "".join(cls.srv.log))
 
     def check_mail(self, m):
         self.assertEqual(set(m), MAILDEV_KEYS)
@@ -332,11 +338,14 @@ class Started:
         if want:
             self.proc.kill()
             raise RuntimeError("inletd did not listen where told:\n" + "".join(self.log))
-        threading.Thread(target=lambda: [None for _ in self.proc.stdout], daemon=True).start()
+        self._drain = threading.Thread(target=lambda: self.log.extend(self.proc.stdout), daemon=True)
+        self._drain.start()
 
     def stop(self):
         self.proc.terminate()
-        return self.proc.wait(timeout=DEADLINE)
+        rc = self.proc.wait(timeout=DEADLINE)
+        self._drain.join(timeout=DEADLINE)
+        return rc
 
 
 class VariablesTest(unittest.TestCase):
@@ -356,7 +365,7 @@ class VariablesTest(unittest.TestCase):
             # MailHog's variables select MailHog's /api/v1/messages.
             self.assertIsInstance(json.loads(request(base + "/api/v1/messages")[2]), list)
         finally:
-            srv.stop()
+            check_exit(srv.stop(), "".join(srv.log))
 
     def test_maildev_variables(self):
         smtp, web = free_port(), free_port()
@@ -369,7 +378,7 @@ class VariablesTest(unittest.TestCase):
             # Mailpit's object stays where MailHog's flavour is not asked for.
             self.assertIsInstance(json.loads(request(base + "/api/v1/messages")[2]), dict)
         finally:
-            srv.stop()
+            check_exit(srv.stop(), "".join(srv.log))
 
     def test_maildev_flags(self):
         smtp, web = free_port(), free_port()
@@ -388,7 +397,8 @@ class VariablesTest(unittest.TestCase):
             self.assertIn(f"http listening on 127.0.0.1:{web}", seen)
         finally:
             p.terminate()
-            p.wait(timeout=DEADLINE)
+            rc = p.wait(timeout=DEADLINE)
+            check_exit(rc, seen + p.stdout.read())
 
 
 if __name__ == "__main__":
