@@ -35,7 +35,8 @@ std::vector<part_entry> catcher_parts(std::string_view raw);
 std::optional<std::pair<part_entry, std::string>> catcher_part(std::string_view raw,
                                                                std::string_view part_id);
 
-/// Every message, newest first, raw bytes loaded, at most `cap` of them from `start`.
+/// A page of messages (newest first) with their raw bytes loaded, cut once the raw bytes
+/// pass a third of api_config::max_list_bytes (at least one message is kept).
 awaitable<std::pair<std::error_code, store::page>> catcher_list(const ctx_t& c,
                                                                 store::list_request lr);
 

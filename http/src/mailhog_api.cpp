@@ -288,7 +288,13 @@ awaitable<std::pair<std::error_code, store::page>> catcher_list(const ctx_t& c,
   auto [ec, p] = co_await c.store.async_list(std::move(lr));
   if (ec) co_return std::pair{ec, store::page{}};
   // Listings may come without raw bytes: the catchers' views show bodies, so load them.
+  // Their answers hold each message in full (MailHog's about three times its raw size),
+  // so a page stops once its raw bytes pass a third of max_list_bytes (at least one).
+  std::size_t bytes = 0, kept = 0;
   for (auto& m : p.messages) {
+    if (kept > 0 && bytes >= c.cfg.max_list_bytes / 3) break;
+    ++kept;
+    bytes += m->size;
     if (m->has_raw) continue;
     std::string id(m->id.str());
     auto [gec, full] = co_await c.store.async_get(std::move(id));
@@ -296,6 +302,7 @@ awaitable<std::pair<std::error_code, store::page>> catcher_list(const ctx_t& c,
     if (gec) co_return std::pair{gec, store::page{}};
     m = std::move(full);
   }
+  p.messages.resize(kept);
   std::erase_if(p.messages, [](const store::message_ptr& m) { return !m->has_raw; });
   co_return std::pair{ec, std::move(p)};
 }

@@ -192,6 +192,20 @@ class MailHogTest(Catchers):
         self.assertEqual(self.get_json("/api/v1/messages"), [])
         self.assertEqual(request(self.url("/api/v1/messages"), "PUT")[0], 405)
 
+    def test_large_pages_are_cut(self):
+        self.assertEqual(request(self.url("/api/v2/messages"), "DELETE")[0], 200)
+        line = "x" * 76 + "\r\n"
+        big = ("Subject: big\r\n\r\n" + line * 13000).encode()  # ~1 MB each
+        for _ in range(4):
+            send(self.srv.smtp_port, "a@b.example", ["c@d.example"], big)
+        page = self.get_json("/api/v2/messages")
+        # The answer holds whole messages: it stops near the listing byte bound and says so.
+        self.assertEqual(page["total"], 4)
+        self.assertGreaterEqual(page["count"], 1)
+        self.assertLess(page["count"], 4)
+        self.assertEqual(page["count"], len(page["items"]))
+        self.assertEqual(request(self.url("/api/v2/messages"), "DELETE")[0], 200)
+
     def test_release_without_relay(self):
         self.fill()
         mid = self.get_json("/api/v2/messages")["items"][0]["ID"]
