@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "api_internal.hpp"
+#include "catchers.hpp"
 #include "page_assets.hpp"
 
 namespace inlet::http {
@@ -326,6 +327,8 @@ awaitable<reply> route(const ctx_t& c, const request& req, const target& t, bool
   if (path.empty()) co_return error_response(req, 404, "not found");  // outside the webroot
   if (auto page = web::page_route(req, path, !c.cfg.disable_http_compression))
     co_return std::move(*page);
+  if (auto r = co_await mailhog_route(c, req, t)) co_return std::move(*r);
+  if (auto r = co_await maildev_route(c, req, t)) co_return std::move(*r);
   if (path == "/livez")
     co_return only(bh::verb::get) ? livez(c, req) : not_allowed(req, "GET, HEAD");
   if (path == "/readyz")

@@ -303,6 +303,7 @@ int main(int argc, char** argv) {
   hc.api.allowed_hosts = opt.allowed_hosts;
   hc.api.only_allowed_hosts = opt.only_allowed_hosts;
   hc.api.public_mode = opt.public_mode;
+  hc.api.mailhog_v1 = opt.mailhog_api;
   hc.api.rate_limit = opt.api_rate_limit >= 0 ? opt.api_rate_limit : opt.public_mode ? 10.0 : 0.0;
   hc.api.rate_burst = opt.api_rate_burst;
   hc.api.extra_metrics = [&pipe, &store_metrics, &outbound](std::string& out) {

@@ -1,5 +1,7 @@
 #include "options.hpp"
 
+#include "catcher_env.hpp"
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
@@ -267,6 +269,8 @@ void relay_from_environment(options::relay_options& r) {
 }
 
 std::optional<int> parse_options(int argc, char** argv, options& o) {
+  catcher_args catchers(argc, argv);  // MailHog's and MailDev's flags and variables
+  argc = catchers.argc(), argv = catchers.argv();
   CLI::App app{"inletd: takes mail for any address over SMTP, keeps it, serves it over HTTP"};
   app.set_version_flag("--version", "inletd 0.1.0");
   add_endpoint(app, "-s,--smtp", o.smtp, "SMTP listener (default 127.0.0.1:1025)");
@@ -625,6 +629,9 @@ std::optional<int> parse_options(int argc, char** argv, options& o) {
   app.add_option("--tags-disable", o.tags_disable,
                  "Mailpit: x-tags and/or plus-addresses (comma-separated)")
       ->envname("MP_TAGS_DISABLE");
+  app.add_flag("--mailhog-api", o.mailhog_api,
+               "GET/DELETE /api/v1/messages answer as MailHog's API v1, not Mailpit's (set "
+               "by MailHog's MH_* variables and flags)");
   app.add_flag("--enable-chaos", o.enable_chaos,
                "Mailpit: allow SMTP failure triggers (/api/v1/chaos)")
       ->envname("MP_ENABLE_CHAOS");

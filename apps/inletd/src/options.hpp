@@ -102,6 +102,7 @@ struct options {
   std::string tags_config;           ///< --tags-config: YAML of match/tags filters
   bool tags_title_case = false;
   std::string tags_disable;    ///< "x-tags", "plus-addresses" (comma-separated)
+  bool mailhog_api = false;    ///< --mailhog-api: MailHog's /api/v1/messages (docs/api.md)
   bool enable_chaos = false;   ///< --enable-chaos, MP_ENABLE_CHAOS
   std::string chaos_triggers;  ///< --chaos-triggers, MP_CHAOS_TRIGGERS
   // SMTP AUTH (parsed here, for the SMTP server)
