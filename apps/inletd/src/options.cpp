@@ -166,7 +166,6 @@ constexpr mailpit_only mailpit_only_options[] = {
     {"--ui-tls-cert", "MP_UI_TLS_CERT", true},
     {"--ui-ssl-cert", "MP_UI_SSL_CERT", true},  // deprecated spelling of --ui-tls-cert
     {"--ui-ssl-key", "MP_UI_SSL_KEY", true},
-    {"--smtp-tls-required", "MP_SMTP_TLS_REQUIRED", false},  // of --smtp-require-starttls
     {"--enable-rspamd", "MP_ENABLE_RSPAMD", true},
     {"--enable-prometheus", "MP_ENABLE_PROMETHEUS", true},
     {"--send-api-auth-file", "MP_SEND_API_AUTH_FILE", true},
@@ -579,6 +578,9 @@ std::optional<int> parse_options(int argc, char** argv, options& o) {
   app.add_flag("--smtp-require-starttls", o.smtp_require_starttls,
                "Mailpit: MAIL, RCPT, DATA, RSET, AUTH get 530 before STARTTLS (needs --tls-cert)")
       ->envname("MP_SMTP_REQUIRE_STARTTLS");
+  app.add_flag("--smtp-tls-required", o.smtp_require_starttls,
+               "Mailpit's deprecated spelling of --smtp-require-starttls")
+      ->envname("MP_SMTP_TLS_REQUIRED");
   app.add_option("--smtp-allowed-recipients", o.smtp_allowed_recipients,
                  "Mailpit: only recipients matching this regular expression (550 5.1.0 otherwise)")
       ->envname("MP_SMTP_ALLOWED_RECIPIENTS");
