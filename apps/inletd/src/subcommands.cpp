@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <inlet/mail/read_view.hpp>
 #include <inlet/mime/message.hpp>
 #include <iostream>
 #include <iterator>
@@ -346,6 +347,7 @@ std::vector<fs::path> message_files(const std::vector<std::string>& paths, unsig
   return out;
 }
 
+
 int ingest(int argc, char** argv) {
   CLI::App app{"inletd ingest: deliver files and folders of messages over SMTP"};
   std::string server = "localhost:1025";
@@ -385,8 +387,11 @@ int ingest(int argc, char** argv) {
       for (auto* list : {&s.to, &s.cc, &s.bcc})
         for (auto& m : *list)
           if (!m.address.empty()) rcpt.push_back(m.address);
-      if (rcpt.empty()) rcpt.push_back("undisclosed-recipients@localhost");
-      std::string from = s.from.empty() ? "ingest@localhost" : s.from.front().address;
+      // As Mailpit's ingest: the envelope sender is Return-Path, else From; a message
+      // with no recipient header goes to its sender.
+      std::string from = inlet::mail::message_view(raw).return_path();
+      if (from.empty()) from = s.from.empty() ? "ingest@localhost" : s.from.front().address;
+      if (rcpt.empty()) rcpt.push_back(from);
       if (auto err = client.send(server, from, rcpt, raw); !err.empty()) {
         std::fprintf(stderr, "ingest: %s: %s\n", p.c_str(), err.c_str());
         ++failed;
