@@ -204,6 +204,7 @@ void ingest::deliver_now(sm::received_message&& m, sm::delivery_callback done) {
     self->counters_.stored.fetch_add(1, std::memory_order_relaxed);
     self->log_stored(*stored);
     done({sm::delivery_status::accepted(stored->id), {}});
+    if (self->opts_.on_stored) self->opts_.on_stored(stored);
   });
 }
 
@@ -236,6 +237,7 @@ void ingest::submit(submission in, submit_callback done) {
                 counters_.stored.fetch_add(1, std::memory_order_relaxed);
                 log_stored(*stored);
                 done({}, stored->id);
+                if (opts_.on_stored) opts_.on_stored(stored);
               });
 }
 

@@ -95,6 +95,21 @@ struct lexer {
   }
 };
 
+// "us-ascii (Plain text)": a token cannot hold '(' (RFC 2045 5.1), so a comment that ends
+// an unquoted value is CFWS, not value. One inside ("a (1).txt") is kept, as readers do.
+inline std::string_view drop_trailing_comment(std::string_view v) noexcept {
+  if (v.empty() || v.back() != ')') return v;
+  int depth = 0;
+  for (std::size_t k = v.size(); k-- > 0;) {
+    if (v[k] == ')' && (k == 0 || v[k - 1] != '\\')) ++depth;
+    else if (v[k] == '(' && (k == 0 || v[k - 1] != '\\') && --depth == 0) {
+      if (k == 0 || !is_ws(v[k - 1])) return v;
+      return trim(v.substr(0, k));
+    }
+  }
+  return v;
+}
+
 // Reads "; name=value" pairs leniently (unquoted values run to ';', as mail agents do).
 struct param_reader {
   lexer& lx;
@@ -122,6 +137,7 @@ struct param_reader {
         std::size_t vb = lx.i;
         while (!lx.at_end() && lx.peek() != ';') ++lx.i;
         value = trim(lx.s.substr(vb, lx.i - vb));
+        value = drop_trailing_comment(value);
       }
       return true;
     }

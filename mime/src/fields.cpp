@@ -405,6 +405,10 @@ struct addr_parser {
       raw.append(w);
       add_word(std::string(w), false);
     }
+    // A ';' outside a group ends no addr-spec and cannot be in one: stray group ends
+    // ("a@b;, c@d") are dropped from the address's tail (kept when they are all there is,
+    // so the count walk, which does not build strings, agrees).
+    while (raw.size() > 1 && raw.back() == ';') raw.pop_back();
     if (!raw.empty()) out.push_back({std::string{}, valid_utf8(quote_local(raw))});
   }
 
@@ -798,12 +802,29 @@ std::optional<std::chrono::sys_seconds> parse_date(std::string_view raw) {
     detail::lexer lx{raw};
     while (!lx.at_end()) {
       if (lx.peek() == '(') {
-        std::size_t b = lx.i;
-        lx.skip_cfws();
-        if (lx.i == b) ++lx.i;
+        // An unclosed comment swallows the rest of the field: what it hid is unknown,
+        // so the field is not a date (reading on would invent a time of midnight).
+        int depth = 0;
+        while (!lx.at_end()) {
+          char c = raw[lx.i++];
+          if (c == '\\' && !lx.at_end()) ++lx.i;
+          else if (c == '(') ++depth;
+          else if (c == ')' && --depth == 0) break;
+        }
+        if (depth != 0) return std::nullopt;
         s[len++] = ' ';
       } else {
         char c = raw[lx.i++];
+        if (c == ':') {
+          // obs-hour / obs-minute / obs-second: CFWS may surround the colons
+          // ("09 : 55 : 06"); glued back so the time stays one token.
+          std::size_t k = len;
+          while (k > 0 && s[k - 1] == ' ') --k;
+          if (k > 0 && s[k - 1] >= '0' && s[k - 1] <= '9') len = k;
+          const std::size_t save = lx.i;
+          lx.skip_cfws();
+          if (lx.at_end() || lx.peek() < '0' || lx.peek() > '9') lx.i = save;
+        }
         s[len++] = c == ',' || is_ws(c) ? ' ' : c;
       }
     }
@@ -894,8 +915,8 @@ std::optional<std::chrono::sys_seconds> parse_date(std::string_view raw) {
       }
     }
   }
-  if (day < 0 || month == 0 || year < 0) return std::nullopt;
-  if (hh < 0) hh = 0;
+  // RFC 5322 3.3: time-of-day is not optional; a date without one is not a date-time.
+  if (day < 0 || month == 0 || year < 0 || hh < 0) return std::nullopt;
   if (hh > 23 || mm < 0 || mm > 59 || ss < 0 || ss > 60) return std::nullopt;
   if (ss == 60) ss = 59;
   using namespace std::chrono;

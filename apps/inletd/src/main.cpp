@@ -25,6 +25,7 @@
 #include <inlet/mail/streaming_parse.hpp>
 
 #include "options.hpp"
+#include "outbound_service.hpp"
 #include "pg_options.hpp"
 #include "smtp_policy.hpp"
 #include "subcommands.hpp"
@@ -279,6 +280,12 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // Webhooks (docs/outbound.md): handed each stored message, sent on a thread of their own.
+  inletd::outbound_service outbound(opt);
+  if (sc.model == inlet::smtp::io_model::process && !opt.webhook_url.empty())
+    std::fprintf(stderr, "inletd: --webhook-url: not with --io-model process; ignored\n");
+  else
+    popts.on_stored = [&outbound](const inlet::store::message_ptr& m) { outbound.on_stored(m); };
   inlet::mail::ingest pipe(backing, filter.get(), std::move(popts));
 
   // The HTTP API reads the store; with --store sink it serves an always-empty store.
@@ -303,8 +310,9 @@ int main(int argc, char** argv) {
   hc.api.public_mode = opt.public_mode;
   hc.api.rate_limit = opt.api_rate_limit >= 0 ? opt.api_rate_limit : opt.public_mode ? 10.0 : 0.0;
   hc.api.rate_burst = opt.api_rate_burst;
-  hc.api.extra_metrics = [&pipe, &store_metrics](std::string& out) {
+  hc.api.extra_metrics = [&pipe, &store_metrics, &outbound](std::string& out) {
     pipe.append_metrics(out);
+    outbound.append_metrics(out);
     if (store_metrics) store_metrics(out);
   };
   if (backing)
@@ -373,6 +381,10 @@ int main(int argc, char** argv) {
   for (const auto& d : opt.deprecated)
     std::fprintf(stderr, "inletd: Mailpit's deprecated %s\n", d.c_str());
   inlet::http::server http(readable, hc);
+  if (!(sc.model == inlet::smtp::io_model::process))
+    outbound.start([&http](const inlet::store::stored_message& m) {
+      return http.api().summary_json(m);
+    });
   if (auto ec = http.start()) {
     std::fprintf(stderr, "inletd: http %s: %s\n",
                  endpoint_text(opt.http.host, opt.http.port).c_str(), ec.message().c_str());
@@ -429,6 +441,7 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   smtp.stop();
   smtp.wait();
+  outbound.stop();
   http.stop();
   std::printf("inletd: stopped\n");
   return 0;

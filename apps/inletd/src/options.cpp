@@ -171,7 +171,6 @@ constexpr mailpit_only mailpit_only_options[] = {
     {"--send-api-auth-file", "MP_SEND_API_AUTH_FILE", true},
     {"--send-api-auth-accept-any", "MP_SEND_API_AUTH_ACCEPT_ANY", false},
     {"--smtp-forward-config", "MP_SMTP_FORWARD_CONFIG", true},
-    {"--webhook-delay", "MP_WEBHOOK_DELAY", true},
     {"--disable-auto-vacuum", "MP_DISABLE_AUTO_VACUUM", false},
     {"--disable-link-check-rate-limit", "MP_DISABLE_LINK_CHECK_RATE_LIMIT", false},
     {"--ui-tls-key", "MP_UI_TLS_KEY", true},
@@ -185,8 +184,6 @@ constexpr mailpit_only mailpit_only_options[] = {
     {"--pop3-auth-file", "MP_POP3_AUTH_FILE", true},
     {"--pop3-tls-cert", "MP_POP3_TLS_CERT", true},
     {"--pop3-tls-key", "MP_POP3_TLS_KEY", true},
-    {"--webhook-url", "MP_WEBHOOK_URL", true},
-    {"--webhook-limit", "MP_WEBHOOK_LIMIT", true},
     {"--disable-wal", "MP_DISABLE_WAL", false},
     {"--compression", "MP_COMPRESSION", true},
     {"--disable-version-check", "MP_DISABLE_VERSION_CHECK", false},
@@ -524,6 +521,17 @@ std::optional<int> parse_options(int argc, char** argv, options& o) {
       ->envname("MP_MAX_AGE");
   app.get_option("--smtp")->envname("MP_SMTP_BIND_ADDR");
   app.get_option("--listen")->envname("MP_UI_BIND_ADDR");
+  app.add_option("--webhook-url", o.webhook_url,
+                 "Mailpit: POST each new message's summary (JSON) to this URL")
+      ->envname("MP_WEBHOOK_URL");
+  app.add_option("--webhook-limit", o.webhook_limit,
+                 "Mailpit: webhook requests a second at most (0: no limit)")
+      ->envname("MP_WEBHOOK_LIMIT")
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("--webhook-delay", o.webhook_delay,
+                 "Mailpit: seconds to wait before each webhook request")
+      ->envname("MP_WEBHOOK_DELAY")
+      ->check(CLI::Range(0, 86400));
   app.add_option("--label", o.label, "Mailpit: a name for this instance (web UI, /api/v1/webui)")
       ->envname("MP_LABEL");
   app.add_option("--webroot", o.webroot,

@@ -98,6 +98,9 @@ struct options {
   std::size_t http_max_event_streams_per_client = 32;  ///< --http-max-event-streams-per-client
   bool block_remote_css_and_fonts = false;
   bool allow_untrusted_tls = false;  ///< link check: do not verify certificates
+  std::string webhook_url;           ///< --webhook-url, MP_WEBHOOK_URL (outbound_service)
+  int webhook_limit = 1;             ///< --webhook-limit, MP_WEBHOOK_LIMIT: a second; 0: any
+  int webhook_delay = 0;             ///< --webhook-delay, MP_WEBHOOK_DELAY: seconds
   std::vector<std::string> tags;     ///< --tag, MP_TAG: `tag=query ...` rules
   std::string tags_config;           ///< --tags-config: YAML of match/tags filters
   bool tags_title_case = false;

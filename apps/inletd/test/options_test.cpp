@@ -366,16 +366,34 @@ TEST(MailpitOptions, EnvironmentVariables) {
   EXPECT_EQ(f.label, "flag");
 }
 
+TEST(MailpitOptions, Webhook) {
+  inletd::options o;
+  ASSERT_FALSE(parse({"--webhook-url", "http://127.0.0.1:9/hook", "--webhook-limit", "0",
+                      "--webhook-delay", "3"},
+                     o)
+                   .has_value());
+  EXPECT_EQ(o.webhook_url, "http://127.0.0.1:9/hook");
+  EXPECT_EQ(o.webhook_limit, 0);
+  EXPECT_EQ(o.webhook_delay, 3);
+  EXPECT_TRUE(o.ignored.empty());
+  inletd::options d;
+  ASSERT_FALSE(parse({}, d).has_value());
+  EXPECT_EQ(d.webhook_limit, 1);  // Mailpit's default
+  EXPECT_EQ(d.webhook_delay, 0);
+  inletd::options bad;
+  EXPECT_TRUE(parse({"--webhook-limit", "-1"}, bad).has_value());
+  EXPECT_TRUE(parse({"--webhook-delay", "soon"}, bad).has_value());
+}
+
 TEST(MailpitOptions, OptionsWithoutEquivalentAreAcceptedAndNoted) {
   inletd::options o;
   ASSERT_FALSE(parse({"--database", "/tmp/x.db", "--verbose", "--smtp-disable-rdns", "-d", "y.db",
-                      "--webhook-url", "http://127.0.0.1:9/hook"},
+                      "--compression", "3"},
                      o)
                    .has_value());
   std::sort(o.ignored.begin(), o.ignored.end());
-  EXPECT_EQ(o.ignored, (std::vector<std::string>{"--database=/tmp/x.db", "--database=y.db",
-                                                 "--smtp-disable-rdns",
-                                                 "--webhook-url=http://127.0.0.1:9/hook"}));
+  EXPECT_EQ(o.ignored, (std::vector<std::string>{"--compression=3", "--database=/tmp/x.db",
+                                                 "--database=y.db", "--smtp-disable-rdns"}));
   EXPECT_TRUE(o.verbose);  // supported now: a line per message stored
   inletd::options bad;
   auto rc = parse({"--no-such-mailpit-flag"}, bad);
@@ -523,10 +541,13 @@ TEST(MailpitOptions, EveryServerFlagOfMailpitIsAccepted) {
   EXPECT_TRUE(o.smtp_ignore_rejected_recipients);
   EXPECT_EQ(o.log_file, "/tmp/mp.log");
   EXPECT_EQ(o.max_message_size, 5u << 20);
+  EXPECT_EQ(o.webhook_url, "http://127.0.0.1:9/");  // webhooks are supported (outbound)
+  EXPECT_EQ(o.webhook_limit, 2);
+  EXPECT_EQ(o.webhook_delay, 1);
   EXPECT_FALSE(o.deprecated.empty());  // --disable-html-check is named at start
   // What inletd does not do yet is named, never dropped silently.
   for (const char* named : {"--enable-prometheus=false", "--pop3=127.0.0.1:1110",
-                            "--webhook-delay=1", "--ui-ssl-cert=/tmp/c.pem"}) {
+                            "--smtp-relay-matching=x", "--ui-ssl-cert=/tmp/c.pem"}) {
     bool found = false;
     for (const auto& i : o.ignored) found |= i == named;
     EXPECT_TRUE(found) << named;

@@ -59,6 +59,9 @@ struct ingest_options {
   bool tag_auth_user = false;
   /// Mailpit's --verbose: a line on stdout for every message stored.
   bool log_stored = false;
+  /// Called once per message the store accepted (SMTP and submit), after the reply was
+  /// handed back, on the thread that completed the put: must only hand over (outbound).
+  std::function<void(const inlet::store::message_ptr&)> on_stored;
 };
 
 class ingest {

@@ -1,0 +1,103 @@
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+
+#include "inlet/outbound/bounded_queue.hpp"
+#include "inlet/outbound/webhook.hpp"
+
+using inlet::outbound::bounded_queue;
+
+TEST(BoundedQueue, RefusesWhenFullAndKeepsOrder) {
+  bounded_queue<int> q(2);
+  EXPECT_TRUE(q.try_push(1));
+  EXPECT_TRUE(q.try_push(2));
+  EXPECT_FALSE(q.try_push(3));
+  EXPECT_EQ(q.size(), 2u);
+  EXPECT_EQ(q.pop(), 1);
+  EXPECT_TRUE(q.try_push(4));
+  EXPECT_EQ(q.pop(), 2);
+  EXPECT_EQ(q.pop(), 4);
+  EXPECT_EQ(q.size(), 0u);
+}
+
+TEST(BoundedQueue, CloseDropsQueuedAndWakesConsumer) {
+  bounded_queue<std::string> q(8);
+  std::optional<std::string> got = "unset";
+  std::thread consumer([&] { got = q.pop(); });
+  // Whether the consumer is already waiting or not, close() must end its pop.
+  EXPECT_EQ(q.close(), 0u);
+  consumer.join();
+  EXPECT_FALSE(got.has_value());
+  EXPECT_FALSE(q.try_push("late"));
+
+  bounded_queue<int> r(4);
+  r.try_push(1);
+  r.try_push(2);
+  EXPECT_EQ(r.close(), 2u);
+  EXPECT_FALSE(r.pop().has_value());
+}
+
+TEST(BoundedQueue, ZeroCapacityMeansOne) {
+  bounded_queue<int> q(0);
+  EXPECT_EQ(q.capacity(), 1u);
+  EXPECT_TRUE(q.try_push(1));
+  EXPECT_FALSE(q.try_push(2));
+}
+
+TEST(Webhook, IntervalFromLimit) {
+  using inlet::outbound::webhook_interval;
+  EXPECT_EQ(webhook_interval(0).count(), 0);
+  EXPECT_EQ(webhook_interval(-3).count(), 0);
+  EXPECT_EQ(webhook_interval(1), std::chrono::seconds(1));
+  EXPECT_EQ(webhook_interval(4), std::chrono::milliseconds(250));
+}
+
+TEST(Webhook, InternalAddresses) {
+  using inlet::outbound::is_internal_url;
+  EXPECT_TRUE(is_internal_url("http://127.0.0.1:8080/hook"));
+  EXPECT_TRUE(is_internal_url("http://localhost/hook"));
+  EXPECT_TRUE(is_internal_url("https://LOCALHOST:1/"));
+  EXPECT_TRUE(is_internal_url("http://10.1.2.3/"));
+  EXPECT_TRUE(is_internal_url("http://172.16.0.1/"));
+  EXPECT_TRUE(is_internal_url("http://172.31.255.255/"));
+  EXPECT_FALSE(is_internal_url("http://172.32.0.1/"));
+  EXPECT_TRUE(is_internal_url("http://192.168.1.1/x?y"));
+  EXPECT_TRUE(is_internal_url("http://169.254.169.254/latest"));
+  EXPECT_TRUE(is_internal_url("http://user:pw@127.0.0.1/"));
+  EXPECT_TRUE(is_internal_url("http://[::1]:80/"));
+  EXPECT_TRUE(is_internal_url("http://[fd00::1]/"));
+  EXPECT_TRUE(is_internal_url("http://[fe80::1]/"));
+  EXPECT_TRUE(is_internal_url("http://[::ffff:10.0.0.1]/"));
+  EXPECT_FALSE(is_internal_url("http://[2001:db8::1]/"));
+  EXPECT_FALSE(is_internal_url("https://example.com/hook"));
+  EXPECT_FALSE(is_internal_url("http://8.8.8.8/"));
+}
+
+TEST(Webhook, FullQueueCountsDropsWithoutSending) {
+  // A delay longer than the test keeps the first message in the sender's hands, so the
+  // queue fills without a request; stop() ends the wait and counts what was queued.
+  inlet::outbound::webhook_config cfg;
+  cfg.url = "http://127.0.0.1:9/never";
+  cfg.delay = std::chrono::seconds(3600);
+  cfg.queue_capacity = 2;
+  int built = 0;
+  inlet::outbound::webhook_sender s(cfg, [&](const inlet::store::stored_message&) {
+    ++built;
+    return std::string("{}");
+  });
+  auto m = std::make_shared<inlet::store::stored_message>();
+  for (int i = 0; i < 10; ++i) s.enqueue(m);
+  s.enqueue(nullptr);
+  s.stop();
+  EXPECT_EQ(built, 0);
+  EXPECT_EQ(s.sent(), 0u);
+  EXPECT_EQ(s.failed(), 0u);
+  // 11 handed over, none sent: each counted once as dropped, whether refused by the
+  // full queue, dropped from it at stop, or in the sender's hands at stop.
+  EXPECT_EQ(s.dropped(), 11u);
+  std::string metrics;
+  s.append_metrics(metrics);
+  EXPECT_NE(metrics.find("inlet_webhook_dropped_total"), std::string::npos);
+  EXPECT_NE(metrics.find("inlet_webhook_queue_depth 0"), std::string::npos);
+}
