@@ -168,21 +168,17 @@ constexpr mailpit_only mailpit_only_options[] = {
     {"--ui-tls-cert", "MP_UI_TLS_CERT", true},
     {"--ui-ssl-cert", "MP_UI_SSL_CERT", true},  // deprecated spelling of --ui-tls-cert
     {"--ui-ssl-key", "MP_UI_SSL_KEY", true},
-    {"--smtp-tls-required", "MP_SMTP_TLS_REQUIRED", false},  // of --smtp-require-starttls
     {"--enable-rspamd", "MP_ENABLE_RSPAMD", true},
     {"--enable-prometheus", "MP_ENABLE_PROMETHEUS", true},
     {"--send-api-auth-file", "MP_SEND_API_AUTH_FILE", true},
     {"--send-api-auth-accept-any", "MP_SEND_API_AUTH_ACCEPT_ANY", false},
     {"--smtp-forward-config", "MP_SMTP_FORWARD_CONFIG", true},
-    {"--smtp-ignore-rejected-recipients", "MP_SMTP_IGNORE_REJECTED_RECIPIENTS", false},
     {"--disable-auto-vacuum", "MP_DISABLE_AUTO_VACUUM", false},
     {"--disable-link-check-rate-limit", "MP_DISABLE_LINK_CHECK_RATE_LIMIT", false},
     {"--ui-tls-key", "MP_UI_TLS_KEY", true},
     {"--enable-spamassassin", "MP_ENABLE_SPAMASSASSIN", true},
-    {"--smtp-require-starttls", "MP_SMTP_REQUIRE_STARTTLS", false},
     {"--smtp-require-tls", "MP_SMTP_REQUIRE_TLS", false},
     {"--smtp-strict-rfc-headers", "MP_SMTP_STRICT_RFC_HEADERS", false},
-    {"--smtp-allowed-recipients", "MP_SMTP_ALLOWED_RECIPIENTS", true},
     {"--smtp-disable-rdns", "MP_SMTP_DISABLE_RDNS", false},
     {"--smtp-relay-all", "MP_SMTP_RELAY_ALL", false},
     {"--smtp-relay-matching", "MP_SMTP_RELAY_MATCHING", true},
@@ -591,6 +587,18 @@ std::optional<int> parse_options(int argc, char** argv, options& o) {
   app.add_option("--smtp-max-recipients", o.max_recipients, "Mailpit: same as --max-recipients")
       ->envname("MP_SMTP_MAX_RECIPIENTS")
       ->check(CLI::PositiveNumber);
+  app.add_flag("--smtp-require-starttls", o.smtp_require_starttls,
+               "Mailpit: MAIL, RCPT, DATA, RSET, AUTH get 530 before STARTTLS (needs --tls-cert)")
+      ->envname("MP_SMTP_REQUIRE_STARTTLS");
+  app.add_flag("--smtp-tls-required", o.smtp_require_starttls,
+               "Mailpit's deprecated spelling of --smtp-require-starttls")
+      ->envname("MP_SMTP_TLS_REQUIRED");
+  app.add_option("--smtp-allowed-recipients", o.smtp_allowed_recipients,
+                 "Mailpit: only recipients matching this regular expression (550 5.1.0 otherwise)")
+      ->envname("MP_SMTP_ALLOWED_RECIPIENTS");
+  app.add_flag("--smtp-ignore-rejected-recipients", o.smtp_ignore_rejected_recipients,
+               "Mailpit: recipients refused by --smtp-allowed-recipients get 250 and are dropped")
+      ->envname("MP_SMTP_IGNORE_REJECTED_RECIPIENTS");
   app.add_option("--smtp-tls-cert", o.tls_cert, "Mailpit: same as --tls-cert")
       ->envname("MP_SMTP_TLS_CERT")
       ->check(CLI::ExistingFile);

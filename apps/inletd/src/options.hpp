@@ -67,6 +67,9 @@ struct options {
   unsigned timeout_seconds = 300;
   std::string tls_cert;
   std::string tls_key;
+  bool smtp_require_starttls = false;            ///< Mailpit: MAIL etc. refused before STARTTLS
+  std::string smtp_allowed_recipients;           ///< Mailpit: regular expression; empty = all
+  bool smtp_ignore_rejected_recipients = false;  ///< Mailpit: refused recipients get 250, dropped
   std::string filter_terms;
   std::string filter_action = "tag";
   double filter_threshold = 1.0;
