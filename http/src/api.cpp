@@ -246,13 +246,13 @@ response readyz(const ctx_t& c, const request& req) {
   return make_response(req, 503, "text/plain", "not ready: " + h.detail);
 }
 
-namespace {
-
 response not_allowed(const request& req, std::string_view allow) {
   auto r = error_response(req, 405, "method not allowed");
   r.set(bh::field::allow, allow);
   return r;
 }
+
+namespace {
 
 // Splits "a/b/c" into at most `n` segments; the last takes the rest.
 std::vector<std::string_view> segments(std::string_view s) {

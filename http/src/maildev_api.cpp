@@ -12,11 +12,6 @@ namespace inlet::http::detail {
 
 namespace {
 
-response not_allowed(const request& req, std::string_view allow) {
-  auto res = error_response(req, 405, "method not allowed");
-  res.set(bh::field::allow, allow);
-  return res;
-}
 
 json::array md_addresses(std::span<const store::address> v) {
   json::array a;

@@ -10,11 +10,6 @@ namespace inlet::http::detail {
 
 namespace {
 
-response not_allowed(const request& req, std::string_view allow) {
-  auto res = error_response(req, 405, "method not allowed");
-  res.set(bh::field::allow, allow);
-  return res;
-}
 
 // "user@domain" as MailHog's Path: {Relays, Mailbox, Domain, Params}.
 json::object path_json(std::string_view addr) {
