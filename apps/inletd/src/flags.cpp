@@ -10,6 +10,8 @@
 #include <string>
 #include <type_traits>
 
+#include <unistd.h>
+
 #include "flag_table.hpp"
 
 namespace inletd::flags {
@@ -67,6 +69,18 @@ binding file(Get get) {
   binding b = text(get, "FILE");
   b.existing_file = true;
   return b;
+}
+
+// A PEM file, or Mailpit's `sans:NAME,...` (a certificate generated at start).
+template <class Get>
+binding cert_file(Get get) {
+  return {"FILE|sans:NAMES", false, false, false,
+          [get](config& c, const std::string& v) {
+            if (v.rfind("sans:", 0) != 0 && ::access(v.c_str(), R_OK) != 0)
+              bad("file does not exist or cannot be read: " + v);
+            get(c) = v;
+          },
+          [](config&) { return std::string(); }};
 }
 
 template <class Get>
@@ -414,11 +428,20 @@ std::vector<flag> make_table() {
         "keeps the RFC's defaults: 3 minutes per read (and `--min-data-rate`), 10 minutes for "
         "the whole body. A command trickled in byte by byte does not extend its deadline."));
   add(f(limits, "--tls-cert,--smtp-tls-cert", "MP_SMTP_TLS_CERT",
-        "PEM certificate chain: offers STARTTLS",
-        file([](config& c) -> std::string& { return c.smtp.tls_cert; }),
-        "PEM certificate chain: offers STARTTLS (RFC 3207); needs `--tls-key`.", "off"));
+        "PEM certificate chain (or sans:NAME,... for a generated one): offers STARTTLS",
+        cert_file([](config& c) -> std::string& { return c.smtp.tls_cert; }),
+        "PEM certificate chain: offers STARTTLS (RFC 3207); needs `--tls-key`. `sans:NAME,...` "
+        "(Mailpit's): a self-signed certificate for those names (DNS names or IP addresses), "
+        "made at start and removed at exit; give the same `sans:` value to `--tls-key`.",
+        "off"));
   add(f(limits, "--tls-key,--smtp-tls-key", "MP_SMTP_TLS_KEY", "PEM private key for --tls-cert",
-        file([](config& c) -> std::string& { return c.smtp.tls_key; }), "", "off"));
+        cert_file([](config& c) -> std::string& { return c.smtp.tls_key; }), "", "off"));
+  add(f(limits, "--smtp-require-tls", "MP_SMTP_REQUIRE_TLS",
+        "Mailpit: TLS from the first byte on the SMTP port (SMTPS, RFC 8314)",
+        on([](config& c) -> bool& { return c.smtp.listen.front().implicit_tls; }),
+        "The SMTP listener speaks TLS from the first byte (SMTPS, RFC 8314: the client's "
+        "handshake, then the greeting); needs `--tls-cert`; not with "
+        "`--smtp-require-starttls` or `--smtp-auth-allow-insecure`, as in Mailpit."));
   add(f(limits, "--smtp-require-starttls", "MP_SMTP_REQUIRE_STARTTLS",
         "Mailpit: MAIL, RCPT, DATA, RSET, AUTH get 530 before STARTTLS (needs --tls-cert)",
         on([](config& c) -> bool& { return c.smtp.session.require_starttls; }),
@@ -880,9 +903,9 @@ std::vector<flag> make_table() {
 
   // ---- Mailpit's deprecated spellings ----
   add(deprecated("--smtp-ssl-cert", "MP_SMTP_SSL_CERT", "--smtp-tls-cert",
-                 file([](config& c) -> std::string& { return c.smtp.tls_cert; })));
+                 cert_file([](config& c) -> std::string& { return c.smtp.tls_cert; })));
   add(deprecated("--smtp-ssl-key", "MP_SMTP_SSL_KEY", "--smtp-tls-key",
-                 file([](config& c) -> std::string& { return c.smtp.tls_key; })));
+                 cert_file([](config& c) -> std::string& { return c.smtp.tls_key; })));
   add(deprecated("--smtp-tls-required", "MP_SMTP_TLS_REQUIRED", "--smtp-require-starttls",
                  on([](config& c) -> bool& { return c.smtp.session.require_starttls; })));
   {
@@ -910,7 +933,6 @@ std::vector<flag> make_table() {
   add(not_yet("--send-api-auth-accept-any", "MP_SEND_API_AUTH_ACCEPT_ANY", false));
   add(not_yet("--smtp-forward-config", "MP_SMTP_FORWARD_CONFIG", true));
   add(not_yet("--disable-auto-vacuum", "MP_DISABLE_AUTO_VACUUM", false));
-  add(not_yet("--smtp-require-tls", "MP_SMTP_REQUIRE_TLS", false));
   add(not_yet("--smtp-relay-all", "MP_SMTP_RELAY_ALL", false));
   add(not_yet("--smtp-relay-matching", "MP_SMTP_RELAY_MATCHING", true));
   add(not_yet("--pop3", "MP_POP3_BIND_ADDR", true));
