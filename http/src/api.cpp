@@ -579,7 +579,13 @@ std::optional<response> api::screen(const request& req, const client_info& clien
   if (c.cfg.public_mode && !detail::public_allowed(req, t))
     return detail::error_response(req, 403, "not available on this public server");
   const bool preflight = req.method() == bh::verb::options && t.path.starts_with("/api/");
-  if (!preflight && !authorized(req) && t.path != "/livez" && t.path != "/readyz") {
+  // The send API may have credentials of its own, or none (Mailpit's send-api-auth flags).
+  const bool send = req.method() == bh::verb::post && t.path == "/api/v1/send";
+  const bool allowed =
+      send && c.cfg.send_auth_accept_any ? true
+      : send && c.cfg.send_auth ? c.cfg.send_auth->check_basic(req[bh::field::authorization])
+                                : authorized(req);
+  if (!preflight && !allowed && t.path != "/livez" && t.path != "/readyz") {
     auto res = detail::error_response(req, 401, "authentication required");
     res.set(bh::field::www_authenticate, "Basic realm=\"Login\"");
     return res;

@@ -216,7 +216,7 @@ awaitable<response> send_message(const ctx_t& c, const request& req) {
   sub.envelope.mail_from = msg.mail_from;
   sub.envelope.rcpt_to.assign(msg.rcpt_to.begin(), msg.rcpt_to.end());
   sub.envelope.protocol = "HTTP";
-  if (c.cfg.ui_auth) sub.envelope.auth_user = basic_user(req);
+  if (c.cfg.ui_auth || c.cfg.send_auth) sub.envelope.auth_user = basic_user(req);
   sub.raw = std::move(msg.raw);
   sub.tags = store::clean_tags(msg.tags);
   auto token = asio::as_tuple(asio::use_awaitable);

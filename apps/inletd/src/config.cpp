@@ -382,6 +382,19 @@ std::string finish(config& c) {
     if (!c.http.api.ui_auth) return "web UI authentication: " + error;
   }
 
+  // The send API's own credentials, or none at all (Mailpit's send-api-auth flags).
+  if (const char* a = std::getenv("MP_SEND_API_AUTH"); a && c.send_auth.users.empty())
+    c.send_auth.users = a;
+  if (!c.send_auth.file.empty() || !c.send_auth.users.empty()) {
+    if (c.http.api.send_auth_accept_any)
+      return "send API authentication cannot use both credentials and "
+             "--send-api-auth-accept-any";
+    std::string error;
+    c.http.api.send_auth =
+        inlet::auth::load_credentials(c.send_auth.file, c.send_auth.users, error);
+    if (!c.http.api.send_auth) return "send API authentication: " + error;
+  }
+
   // Message release: the file, else the flags, else MP_SMTP_RELAY_*.
   if (!c.relay_file.empty()) {
     std::string error;

@@ -732,6 +732,18 @@ std::vector<flag> make_table() {
         "hashed as bcrypt, SHA-256/512 crypt, MD5 crypt, APR1, `{SHA}` or `{SSHA}`. "
         "`MP_UI_AUTH` (`user:password` pairs separated by spaces) gives the same inline.",
         "off"));
+  add(f(http, "--send-api-auth-file", "MP_SEND_API_AUTH_FILE",
+        "Mailpit: password file for POST /api/v1/send (instead of --ui-auth-file's)",
+        file([](config& c) -> std::string& { return c.send_auth.file; }),
+        "`POST /api/v1/send` takes these credentials (the format of `--ui-auth-file`), and "
+        "only these; the rest of the API keeps `--ui-auth-file`'s. `MP_SEND_API_AUTH` "
+        "(`user:password` pairs separated by spaces) gives the same inline.",
+        "off"));
+  add(f(http, "--send-api-auth-accept-any", "MP_SEND_API_AUTH_ACCEPT_ANY",
+        "Mailpit: POST /api/v1/send needs no credentials, even with --ui-auth-file",
+        on([](config& c) -> bool& { return c.http.api.send_auth_accept_any; }),
+        "`POST /api/v1/send` takes any credentials, or none, even when `--ui-auth-file` guards "
+        "the rest; not with `--send-api-auth-file` (exit code 2), as in Mailpit."));
   add(f(http, "--api-cors", "MP_API_CORS", "Mailpit: Access-Control-Allow-Origin for the API (CORS)",
         text([](config& c) -> std::string& { return c.http.api.cors_origin; }, "ORIGIN"),
         "`Access-Control-Allow-Origin` on API answers (a comma-separated list: the request's "
@@ -929,8 +941,6 @@ std::vector<flag> make_table() {
   add(not_yet("--enable-rspamd", "MP_ENABLE_RSPAMD", true));
   add(not_yet("--enable-spamassassin", "MP_ENABLE_SPAMASSASSIN", true));
   add(not_yet("--enable-prometheus", "MP_ENABLE_PROMETHEUS", true));
-  add(not_yet("--send-api-auth-file", "MP_SEND_API_AUTH_FILE", true));
-  add(not_yet("--send-api-auth-accept-any", "MP_SEND_API_AUTH_ACCEPT_ANY", false));
   add(not_yet("--smtp-forward-config", "MP_SMTP_FORWARD_CONFIG", true));
   add(not_yet("--disable-auto-vacuum", "MP_DISABLE_AUTO_VACUUM", false));
   add(not_yet("--smtp-relay-all", "MP_SMTP_RELAY_ALL", false));

@@ -125,6 +125,41 @@ class MailpitOptions(unittest.TestCase):
         finally:
             srv.stop()
 
+    def test_send_api_credentials_of_its_own_or_none(self):
+        send = {"From": {"Email": "a@example.org"}, "To": [{"Email": "b@example.com"}],
+                "Subject": "sent with its own credentials", "Text": "t"}
+        curl = e2e_test.real_client(self, "curl")
+
+        def call(srv, path, user=None, body=None):
+            cmd = [curl, "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                   srv.url(path)]
+            if user:
+                cmd += ["-u", user]
+            if body is not None:
+                cmd += ["-H", "Content-Type: application/json", "--data-binary", json.dumps(body)]
+            return int(subprocess.run(cmd, capture_output=True, text=True,
+                                      timeout=DEADLINE).stdout)
+
+        with tempfile.NamedTemporaryFile("w", suffix=".htpasswd") as f:
+            f.write("sender:sendpw\n")
+            f.flush()
+            env = {"MP_UI_AUTH": "reader:readpw"}
+            srv = Inletd("--send-api-auth-file", f.name, env=env)
+            try:
+                self.assertEqual(call(srv, "/api/v1/send", "sender:sendpw", send), 200)
+                self.assertEqual(call(srv, "/api/v1/send", "reader:readpw", send), 401)
+                self.assertEqual(call(srv, "/api/v1/send", None, send), 401)
+                self.assertEqual(call(srv, "/api/v1/messages", "reader:readpw"), 200)
+                self.assertEqual(call(srv, "/api/v1/messages", "sender:sendpw"), 401)
+            finally:
+                srv.stop()
+        srv = Inletd("--send-api-auth-accept-any", env={"MP_UI_AUTH": "reader:readpw"})
+        try:
+            self.assertEqual(call(srv, "/api/v1/send", None, send), 200)
+            self.assertEqual(call(srv, "/api/v1/messages"), 401)
+        finally:
+            srv.stop()
+
     def test_mailpits_whole_command_line_starts_and_names_what_it_ignores(self):
         args = ["-d", "/tmp/m.db", "--disable-wal", "--disable-version-check", "--compression", "2",
                 "--label", "L", "--tenant-id", "t1", "-m", "100", "--max-age", "2d",
@@ -155,7 +190,7 @@ class MailpitOptions(unittest.TestCase):
             out = "".join(lines)
             self.assertIn("http listening", out)
             for named in ("--database=/tmp/m.db", "--ignore-duplicate-ids", "--disable-wal",
-                          "--send-api-auth-accept-any", "--smtp-relay-all", "--enable-prometheus"):
+                          "--smtp-relay-all", "--enable-prometheus"):
                 self.assertTrue(any(named in l and "not supported" in l for l in lines),
                                 named + "\n" + out)
             self.assertIn("deprecated --disable-html-check", out)
