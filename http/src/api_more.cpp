@@ -55,16 +55,12 @@ awaitable<response> delete_tag(const ctx_t& c, const request& req, std::string t
 
 // ---- info, web UI ----
 
-namespace {
-
 std::uint64_t resident_bytes() {
   std::ifstream f("/proc/self/statm");
   std::uint64_t size = 0, resident = 0;
   f >> size >> resident;
   return resident * 4096;
 }
-
-}  // namespace
 
 awaitable<response> app_info(const ctx_t& c, const request& req) {
   auto [ec, tags] = co_await c.store.async_list_tags();

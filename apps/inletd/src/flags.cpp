@@ -1,4 +1,5 @@
 // The flag table (flag_table.hpp): every flag of inletd, once.
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -843,6 +844,28 @@ std::vector<flag> make_table() {
   add(f(http, "--disable-version-check", "MP_DISABLE_VERSION_CHECK",
         "Mailpit: no check for a newer release (inletd never makes one)", already(),
         "Accepted: inletd never contacts anything to look for a newer release."));
+  add(f(http, "--enable-prometheus", "MP_ENABLE_PROMETHEUS",
+        "Mailpit: true (Mailpit's metric names on /metrics), false, or HOST:PORT (a listener "
+        "of its own)",
+        {"true|false|HOST:PORT", false, false, false,
+         [](config& c, const std::string& v) {
+           std::string mode = v;
+           for (auto& ch : mode) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+           c.prometheus_listen.reset();
+           c.http.api.mailpit_metrics = false;
+           if (mode == "false" || mode.empty()) return;
+           c.http.api.mailpit_metrics = true;
+           if (mode == "true") return;
+           host_port hp;
+           if (!parse_host_port(v, hp)) bad("expected true, false or HOST:PORT, got '" + v + "'");
+           c.prometheus_listen = hp;
+         },
+         [](config&) { return std::string("false"); }},
+        "`/metrics` (Prometheus text, always served with inlet's own `inlet_*` metrics) also "
+        "carries Mailpit's metric names (`mailpit_messages`, `mailpit_messages_unread`, "
+        "`mailpit_smtp_accepted_total`, ...; not yet `mailpit_tag_messages`), so its dashboards "
+        "keep working. `HOST:PORT`: besides, a listener of its own that answers `GET /metrics` "
+        "without authentication and nothing else, as Mailpit's separate Prometheus server."));
   add(f(http, "--hide-delete-all-button", "MP_HIDE_DELETE_ALL_BUTTON",
         "Mailpit: the page offers no \"Delete all\" (/api/v1/webui says so)",
         on([](config& c) -> bool& { return c.http.api.hide_delete_all_button; })));
@@ -940,7 +963,6 @@ std::vector<flag> make_table() {
   add(not_yet("--ui-ssl-key", "MP_UI_SSL_KEY", true));
   add(not_yet("--enable-rspamd", "MP_ENABLE_RSPAMD", true));
   add(not_yet("--enable-spamassassin", "MP_ENABLE_SPAMASSASSIN", true));
-  add(not_yet("--enable-prometheus", "MP_ENABLE_PROMETHEUS", true));
   add(not_yet("--smtp-forward-config", "MP_SMTP_FORWARD_CONFIG", true));
   add(not_yet("--disable-auto-vacuum", "MP_DISABLE_AUTO_VACUUM", false));
   add(not_yet("--smtp-relay-all", "MP_SMTP_RELAY_ALL", false));

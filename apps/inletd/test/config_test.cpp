@@ -560,7 +560,8 @@ TEST(MailpitOptions, EveryServerFlagOfMailpitIsAccepted) {
   EXPECT_EQ(o.webhook.delay, std::chrono::seconds(1));
   EXPECT_FALSE(o.deprecated.empty());  // --disable-html-check is named at start
   // What inletd does not do yet is named, never dropped silently.
-  for (const char* named : {"--enable-prometheus=false", "--pop3=127.0.0.1:1110",
+  EXPECT_FALSE(o.http.api.mailpit_metrics);  // --enable-prometheus false
+  for (const char* named : {"--pop3=127.0.0.1:1110",
                             "--smtp-relay-matching=x", "--ui-ssl-cert=/tmp/c.pem"}) {
     bool found = false;
     for (const auto& i : o.ignored) found |= i == named;

@@ -160,6 +160,41 @@ class MailpitOptions(unittest.TestCase):
         finally:
             srv.stop()
 
+    def test_prometheus_names_and_a_listener_of_its_own(self):
+        curl = e2e_test.real_client(self, "curl")
+
+        def fetch(url, user=None):
+            cmd = [curl, "-s", "-w", "\n%{http_code}", url] + (["-u", user] if user else [])
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=DEADLINE).stdout
+            body, _, code = out.rpartition("\n")
+            return int(code), body
+
+        srv = Inletd("--enable-prometheus", "127.0.0.1:0", env={"MP_UI_AUTH": "u:p"})
+        try:
+            line = next(l for l in srv.log if "prometheus listening on" in l)
+            port = int(line.rsplit(":", 1)[1])
+            with smtplib.SMTP("127.0.0.1", srv.smtp_port, timeout=DEADLINE) as s:
+                s.sendmail("a@example.org", ["b@example.com"], message("counted"))
+            code, body = fetch(f"http://127.0.0.1:{port}/metrics")  # no credentials needed
+            self.assertEqual(code, 200)
+            self.assertIn("# TYPE mailpit_messages gauge", body)
+            self.assertRegex(body, r"(?m)^mailpit_smtp_accepted_total 1$")
+            self.assertIn("inlet_store_messages", body)
+            self.assertEqual(fetch(f"http://127.0.0.1:{port}/api/v1/messages")[0], 404)
+            self.assertEqual(fetch(srv.url("/metrics"))[0], 401)  # the UI's keeps its auth
+            code, body = fetch(srv.url("/metrics"), "u:p")
+            self.assertEqual(code, 200)
+            self.assertIn("mailpit_uptime_seconds", body)
+        finally:
+            srv.stop()
+        srv = Inletd()
+        try:  # without the flag: inlet's own names only, as before
+            code, body = fetch(srv.url("/metrics"))
+            self.assertEqual(code, 200)
+            self.assertNotIn("mailpit_", body)
+        finally:
+            srv.stop()
+
     def test_mailpits_whole_command_line_starts_and_names_what_it_ignores(self):
         args = ["-d", "/tmp/m.db", "--disable-wal", "--disable-version-check", "--compression", "2",
                 "--label", "L", "--tenant-id", "t1", "-m", "100", "--max-age", "2d",
@@ -190,7 +225,7 @@ class MailpitOptions(unittest.TestCase):
             out = "".join(lines)
             self.assertIn("http listening", out)
             for named in ("--database=/tmp/m.db", "--ignore-duplicate-ids", "--disable-wal",
-                          "--smtp-relay-all", "--enable-prometheus"):
+                          "--smtp-relay-all"):
                 self.assertTrue(any(named in l and "not supported" in l for l in lines),
                                 named + "\n" + out)
             self.assertIn("deprecated --disable-html-check", out)

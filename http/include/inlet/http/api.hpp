@@ -150,6 +150,12 @@ struct api_config {
   link_check_config link_check;
   thumbnail_config thumbnails;
   bool block_remote_css_and_fonts = false;
+  /// Mailpit's --enable-prometheus: /metrics carries Mailpit's metric names (mailpit_*)
+  /// beside inlet's, so its dashboards and alerts keep working.
+  bool mailpit_metrics = false;
+  /// A server that answers /metrics alone, without authentication (Mailpit's separate
+  /// Prometheus listener, --enable-prometheus ADDR); every other path is 404.
+  bool metrics_only = false;
   bool hide_delete_all_button = false;    ///< Mailpit's: told to the page in /api/v1/webui
   bool disable_http_compression = false;  ///< Mailpit's: no gzip
   std::size_t workers = 2;  ///< threads for blocking work (thumbnails, link check, relay)
