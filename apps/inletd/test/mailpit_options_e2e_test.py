@@ -252,6 +252,7 @@ class MailpitOptions(unittest.TestCase):
             wait_for(lambda: srv.get_json("/api/v1/info")["RuntimeStats"]["SMTPIgnored"] == 1,
                      "one ignored")
             self.assertEqual(srv.messages()["total"], 1)
+            self.assertTrue(srv.get_json("/api/v1/webui")["DuplicatesIgnored"])
         finally:
             srv.stop()
 

@@ -153,6 +153,8 @@ struct api_config {
   /// Mailpit's --enable-prometheus: /metrics carries Mailpit's metric names (mailpit_*)
   /// beside inlet's, so its dashboards and alerts keep working.
   bool mailpit_metrics = false;
+  /// Mailpit's --ignore-duplicate-ids is on (told to the page in /api/v1/webui).
+  bool duplicates_ignored = false;
   /// A server that answers /metrics alone, without authentication (Mailpit's separate
   /// Prometheus listener, --enable-prometheus ADDR); every other path is 404.
   bool metrics_only = false;
