@@ -211,7 +211,14 @@ class api {
 
   /// True for `GET /api/events` (under the webroot), which the server answers with a
   /// websocket or an event stream instead of calling handle().
-  bool is_events_request(const request& req) const;
+  bool is_events_request(const request& req) const { return events_feed(req) != feed::none; }
+  /// Which event stream a request asks for: Mailpit's /api/events, or MailHog's
+  /// /api/v1/events (SSE) and /api/v2/websocket, which carry each new message whole.
+  enum class feed : std::uint8_t { none, mailpit, mailhog };
+  feed events_feed(const request& req) const;
+  /// MailHog's event for a new message (its data.Message JSON); empty when the event
+  /// does not carry the raw bytes.
+  std::string mailhog_event(const store::stored_message& m) const;
 
   /// Whether the request may proceed (basic auth, when configured). The server asks
   /// before it upgrades an events request; handle() asks by itself.
