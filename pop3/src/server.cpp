@@ -118,10 +118,17 @@ asio::awaitable<void> connection::watchdog() {
 }
 
 asio::awaitable<bool> connection::write_plain(std::string_view data) {
+  // Most replies fit the socket's send buffer: written at once, without a deadline or a
+  // suspension; only what the socket does not take waits under write_timeout.
+  error_code ec;
+  std::size_t n = sock_.write_some(asio::buffer(data), ec);
+  if (ec == asio::error::would_block || ec == asio::error::try_again) ec = {}, n = 0;
+  if (ec) co_return false;
+  data.remove_prefix(n);
+  if (data.empty()) co_return true;
   arm(cfg_.write_timeout);
-  auto [ec, n] = co_await asio::async_write(sock_, asio::buffer(data), use_tuple);
+  std::tie(ec, n) = co_await asio::async_write(sock_, asio::buffer(data), use_tuple);
   disarm();
-  (void)n;
   co_return !ec;
 }
 
@@ -136,17 +143,18 @@ asio::awaitable<bool> connection::flush() {
 }
 
 // Appends decrypted (or clear) input to in_; false when the peer is gone or
-// the idle deadline passed (expired_).
+// the idle deadline passed (expired_). Reads land in in_'s spare room, so a read
+// allocates nothing once in_ has grown to its working size.
 asio::awaitable<bool> connection::read_more() {
-  char buf[16 * 1024];
+  constexpr std::size_t chunk = 16 * 1024;
   for (;;) {
+    const std::size_t had = in_.size();
     if (tls_) {
+      in_.resize(had + chunk);
       std::size_t n = 0;
-      auto st = tls_->read(std::span<char>(buf, sizeof buf), n);
-      if (st == tls::tls_engine::status::ok) {
-        in_.append(buf, n);
-        co_return true;
-      }
+      auto st = tls_->read(std::span<char>(in_.data() + had, chunk), n);
+      in_.resize(had + (st == tls::tls_engine::status::ok ? n : 0));
+      if (st == tls::tls_engine::status::ok) co_return true;
       if (st == tls::tls_engine::status::failed) co_return false;
       if (!tls_->output().empty()) {  // post-handshake messages OpenSSL wants to send
         if (!co_await write_plain(tls_->output())) co_return false;
@@ -162,8 +170,10 @@ asio::awaitable<bool> connection::read_more() {
       std::tie(ec, n) = co_await sock_.async_read_some(tls_->read_space(), use_tuple);
       if (!ec) tls_->commit(n);
     } else {
-      std::tie(ec, n) = co_await sock_.async_read_some(asio::buffer(buf), use_tuple);
-      if (!ec) in_.append(buf, n);
+      in_.resize(had + chunk);
+      std::tie(ec, n) =
+          co_await sock_.async_read_some(asio::buffer(in_.data() + had, chunk), use_tuple);
+      in_.resize(had + (ec ? 0 : n));
     }
     reading_ = false;
     disarm();
@@ -318,6 +328,7 @@ void server::impl::launch(tcp::socket sock) {
   (refuse ? cnt.refused : cnt.accepted).fetch_add(1, std::memory_order_relaxed);
   error_code ignored;
   sock.set_option(tcp::no_delay(true), ignored);
+  sock.non_blocking(true, ignored);  // write_plain tries a direct write first
   auto c = std::make_shared<connection>(std::move(sock), cfg, session_cfg, tls.get(), messages,
                                         cnt);
   cnt.active.fetch_add(1);
