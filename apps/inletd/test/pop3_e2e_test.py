@@ -193,6 +193,23 @@ class ImplicitTlsTest(Server):
         fetch(self, self.srv, self.port, "ssl no sslcertck", 2)
 
 
+class SansCertificateTest(Server):
+    """Mailpit's sans:NAME certificates work for POP3 too (made at start)."""
+    args = ("--pop3-tls-cert", "sans:localhost,127.0.0.1", "--pop3-tls-key",
+            "sans:localhost,127.0.0.1")
+    mode = "implicit TLS"
+
+    def test_poplib_pop3_ssl(self):
+        self.send(("sans cert", "x\r\n"))
+        p = poplib.POP3_SSL("127.0.0.1", self.port, context=tls_context(), timeout=DEADLINE)
+        cert = p.sock.getpeercert(binary_form=True)
+        self.assertTrue(cert)
+        p.user("alice")
+        p.pass_("s3cret")
+        self.assertEqual(p.stat()[0], 1)
+        p.quit()
+
+
 class WithoutCredentialsTest(unittest.TestCase):
     def test_pop3_needs_credentials_as_in_mailpit(self):
         srv = Inletd("--pop3", "127.0.0.1:0")
