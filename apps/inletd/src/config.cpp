@@ -392,6 +392,12 @@ std::string finish(config& c) {
     c.pop3.enabled = true;
   }
 
+  // HTTPS for the page and the API.
+  if (c.http.tls_cert.empty() != c.http.tls_key.empty())
+    return "--ui-tls-cert and --ui-tls-key go together";
+  if (std::string e = resolve_sans(c.http.tls_cert, c.http.tls_key); !e.empty())
+    return "--ui-tls-cert: " + e;
+
   // The page's and API's basic authentication.
   if (const char* a = std::getenv("MP_UI_AUTH"); a && c.ui_auth.users.empty())
     c.ui_auth.users = a;

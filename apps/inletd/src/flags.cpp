@@ -747,6 +747,15 @@ std::vector<flag> make_table() {
         on([](config& c) -> bool& { return c.http.api.send_auth_accept_any; }),
         "`POST /api/v1/send` takes any credentials, or none, even when `--ui-auth-file` guards "
         "the rest; not with `--send-api-auth-file` (exit code 2), as in Mailpit."));
+  add(f(http, "--ui-tls-cert", "MP_UI_TLS_CERT",
+        "Mailpit: HTTPS for the page and the API: PEM certificate chain (or sans:NAME,...)",
+        cert_file([](config& c) -> std::string& { return c.http.tls_cert; }),
+        "The page, the API, the event stream and `/metrics` over HTTPS (TLS 1.2 and later) "
+        "with this certificate chain; needs `--ui-tls-key`. `sans:NAME,...` (Mailpit's): a "
+        "self-signed certificate for those names, made at start.",
+        "off"));
+  add(f(http, "--ui-tls-key", "MP_UI_TLS_KEY", "Mailpit: the private key for --ui-tls-cert",
+        cert_file([](config& c) -> std::string& { return c.http.tls_key; }), "", "off"));
   add(f(http, "--api-cors", "MP_API_CORS", "Mailpit: Access-Control-Allow-Origin for the API (CORS)",
         text([](config& c) -> std::string& { return c.http.api.cors_origin; }, "ORIGIN"),
         "`Access-Control-Allow-Origin` on API answers (a comma-separated list: the request's "
@@ -984,6 +993,10 @@ std::vector<flag> make_table() {
                  cert_file([](config& c) -> std::string& { return c.smtp.tls_cert; })));
   add(deprecated("--smtp-ssl-key", "MP_SMTP_SSL_KEY", "--smtp-tls-key",
                  cert_file([](config& c) -> std::string& { return c.smtp.tls_key; })));
+  add(deprecated("--ui-ssl-cert", "MP_UI_SSL_CERT", "--ui-tls-cert",
+                 cert_file([](config& c) -> std::string& { return c.http.tls_cert; })));
+  add(deprecated("--ui-ssl-key", "MP_UI_SSL_KEY", "--ui-tls-key",
+                 cert_file([](config& c) -> std::string& { return c.http.tls_key; })));
   add(deprecated("--smtp-tls-required", "MP_SMTP_TLS_REQUIRED", "--smtp-require-starttls",
                  on([](config& c) -> bool& { return c.smtp.session.require_starttls; })));
   {
@@ -1000,10 +1013,6 @@ std::vector<flag> make_table() {
   add(not_yet("--db-file", "MP_DATA_FILE", true));
   add(not_yet("--tenant-id", "MP_TENANT_ID", true));
   add(not_yet("--ignore-duplicate-ids", "MP_IGNORE_DUPLICATE_IDS", false));
-  add(not_yet("--ui-tls-cert", "MP_UI_TLS_CERT", true));
-  add(not_yet("--ui-tls-key", "MP_UI_TLS_KEY", true));
-  add(not_yet("--ui-ssl-cert", "MP_UI_SSL_CERT", true));
-  add(not_yet("--ui-ssl-key", "MP_UI_SSL_KEY", true));
   add(not_yet("--enable-rspamd", "MP_ENABLE_RSPAMD", true));
   add(not_yet("--enable-spamassassin", "MP_ENABLE_SPAMASSASSIN", true));
   add(not_yet("--smtp-forward-config", "MP_SMTP_FORWARD_CONFIG", true));

@@ -195,6 +195,49 @@ class MailpitOptions(unittest.TestCase):
         finally:
             srv.stop()
 
+    def test_ui_over_https_with_a_sans_certificate(self):
+        import ssl
+        import urllib.request
+        curl = e2e_test.real_client(self, "curl")
+        srv = Inletd("--ui-tls-cert", "sans:inlet.test,127.0.0.1",
+                     "--ui-tls-key", "sans:inlet.test,127.0.0.1")
+        try:
+            base = f"https://127.0.0.1:{srv.http_port}"
+            with smtplib.SMTP("127.0.0.1", srv.smtp_port, timeout=DEADLINE) as s:
+                s.sendmail("a@example.org", ["b@example.com"], message("over https"))
+            out = subprocess.run([curl, "-sk", base + "/api/v1/messages"], capture_output=True,
+                                 text=True, timeout=DEADLINE).stdout
+            self.assertEqual(json.loads(out)["messages"][0]["Subject"], "over https")
+            # Plain HTTP on the HTTPS port gets no answer.
+            r = subprocess.run([curl, "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                                f"http://127.0.0.1:{srv.http_port}/livez"],
+                               capture_output=True, text=True, timeout=DEADLINE)
+            self.assertEqual(r.stdout, "000")
+            # The event stream over TLS: a new message arrives as an event.
+            ctx = ssl.create_default_context()
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            req = urllib.request.Request(base + "/api/events",
+                                         headers={"Accept": "text/event-stream"})
+            with urllib.request.urlopen(req, context=ctx, timeout=DEADLINE) as resp:
+                self.assertEqual(resp.status, 200)
+                self.assertTrue(resp.readline().startswith(b"retry:"))
+                with smtplib.SMTP("127.0.0.1", srv.smtp_port, timeout=DEADLINE) as s:
+                    s.sendmail("a@example.org", ["b@example.com"], message("live over tls"))
+                lines = [resp.readline() for _ in range(6)]
+                self.assertTrue(any(b"live over tls" in l for l in lines), lines)
+            # The certificate names what was asked for.
+            cert = ssl.get_server_certificate(("127.0.0.1", srv.http_port))
+            text = subprocess.run(["openssl", "x509", "-noout", "-text"], input=cert,
+                                  capture_output=True, text=True, timeout=DEADLINE).stdout
+            self.assertIn("DNS:inlet.test", text)
+            # Mailpit's readyz subcommand as its image's HEALTHCHECK calls it.
+            rc = subprocess.run([e2e_test.INLETD, "readyz", "--https", "-l",
+                                 f"127.0.0.1:{srv.http_port}"], timeout=DEADLINE).returncode
+            self.assertEqual(rc, 0)
+        finally:
+            srv.stop()
+
     def test_mailpits_whole_command_line_starts_and_names_what_it_ignores(self):
         args = ["-d", "/tmp/m.db", "--disable-wal", "--disable-version-check", "--compression", "2",
                 "--label", "L", "--tenant-id", "t1", "-m", "100", "--max-age", "2d",
