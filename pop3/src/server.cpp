@@ -20,6 +20,7 @@
 #include <boost/asio/write.hpp>
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <inlet/pop3/server.hpp>
 #include <inlet/store/store.hpp>
 #include <inlet/tls/engine.hpp>
@@ -422,6 +423,33 @@ server_stats server::stats() const {
   s.messages_retrieved = c.retrieved.load(std::memory_order_relaxed);
   s.messages_deleted = c.deleted.load(std::memory_order_relaxed);
   return s;
+}
+
+}  // namespace inlet::pop3
+
+namespace inlet::pop3 {
+
+void server::append_metrics(std::string& out) const {
+  const server_stats s = stats();
+  char text[1024];
+  std::snprintf(
+      text, sizeof text,
+      "# TYPE inlet_pop3_connections_total counter\ninlet_pop3_connections_total %llu\n"
+      "# TYPE inlet_pop3_connections_refused_total counter\n"
+      "inlet_pop3_connections_refused_total %llu\n"
+      "# TYPE inlet_pop3_connections_active gauge\ninlet_pop3_connections_active %llu\n"
+      "# TYPE inlet_pop3_sign_ins_total counter\ninlet_pop3_sign_ins_total %llu\n"
+      "# TYPE inlet_pop3_messages_retrieved_total counter\n"
+      "inlet_pop3_messages_retrieved_total %llu\n"
+      "# TYPE inlet_pop3_messages_deleted_total counter\n"
+      "inlet_pop3_messages_deleted_total %llu\n",
+      static_cast<unsigned long long>(s.connections_accepted),
+      static_cast<unsigned long long>(s.connections_refused),
+      static_cast<unsigned long long>(s.active_connections),
+      static_cast<unsigned long long>(s.sign_ins),
+      static_cast<unsigned long long>(s.messages_retrieved),
+      static_cast<unsigned long long>(s.messages_deleted));
+  out += text;
 }
 
 }  // namespace inlet::pop3

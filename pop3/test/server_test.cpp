@@ -146,6 +146,11 @@ TEST_F(pop3_server, clear_text_session_and_delete_on_quit) {
   srv.wait();
   EXPECT_EQ(srv.stats().messages_deleted, 1u);
   EXPECT_EQ(srv.stats().messages_retrieved, 1u);
+  std::string metrics;
+  srv.append_metrics(metrics);
+  EXPECT_THAT(metrics, HasSubstr("\ninlet_pop3_messages_retrieved_total 1\n"));
+  EXPECT_THAT(metrics, HasSubstr("\ninlet_pop3_messages_deleted_total 1\n"));
+  EXPECT_THAT(metrics, HasSubstr("\ninlet_pop3_sign_ins_total 1\n"));
 }
 
 TEST_F(pop3_server, stls_then_sign_in) {

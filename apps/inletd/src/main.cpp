@@ -168,11 +168,16 @@ int main(int argc, char** argv) {
   // The HTTP API reads the store; with --store sink it serves an always-empty store.
   inlet::store::memory_store empty_store(inlet::store::memory_store_config{1, 1});
   inlet::store::store& readable = backing ? *backing : empty_store;
+  // POP3 (docs/pop3.md): the store through its async interface, as the HTTP API reads it;
+  // started after SMTP.
+  std::unique_ptr<inlet::pop3::server> pop3;
+  if (cfg.pop3.enabled) pop3 = std::make_unique<inlet::pop3::server>(cfg.pop3.server, readable);
   inlet::http::server_config hc = cfg.http;
-  hc.api.extra_metrics = [&pipe, &store_metrics, &outbound](std::string& out) {
+  hc.api.extra_metrics = [&pipe, &store_metrics, &outbound, &pop3](std::string& out) {
     pipe.append_metrics(out);
     outbound.append_metrics(out);
     if (store_metrics) store_metrics(out);
+    if (pop3) pop3->append_metrics(out);
   };
   if (backing)
     hc.api.submit = [&pipe](inlet::http::submission m,
@@ -251,10 +256,8 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  // POP3 (docs/pop3.md): the store through its async interface, as the HTTP API reads it.
-  std::unique_ptr<inlet::pop3::server> pop3;
-  if (cfg.pop3.enabled) {
-    pop3 = std::make_unique<inlet::pop3::server>(cfg.pop3.server, readable);
+  // POP3 (docs/pop3.md), made before: its counters are on /metrics.
+  if (pop3) {
     if (auto ec = pop3->start()) {
       std::fprintf(stderr, "inletd: pop3 %s: %s\n",
                    endpoint_text(cfg.pop3.server.address, cfg.pop3.server.port).c_str(),

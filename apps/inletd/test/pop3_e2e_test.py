@@ -113,6 +113,9 @@ class ClearTextTest(Server):
         self.assertIn(b"1 messages deleted", p.quit())
         left = [m["Subject"] for m in self.srv.messages()["messages"]]
         self.assertEqual(sorted(left), ["pop one", "pop three"])
+        metrics = self.srv.get("/metrics")[2].decode()
+        self.assertRegex(metrics, r"\ninlet_pop3_messages_deleted_total [1-9]")
+        self.assertRegex(metrics, r"\ninlet_pop3_messages_retrieved_total [1-9]")
 
     def test_bad_credentials_and_commands(self):
         p = self.connect()

@@ -74,6 +74,8 @@ class server {
   /// Blocks until every connection is closed and the I/O threads have exited.
   void wait();
   server_stats stats() const;
+  /// Appends the counters in Prometheus' text format (inlet_pop3_*), for /metrics.
+  void append_metrics(std::string& out) const;
 
   struct impl;
 
