@@ -4,7 +4,10 @@
 clear text, STLS (inletd's --pop3-stls) and implicit TLS (Mailpit's mode). Messages go in
 with smtplib and are compared with the HTTP API's raw bytes.
 
-    pop3_e2e_test.py --inletd build/bin/inletd [unittest args]
+    pop3_e2e_test.py --inletd build/bin/inletd [--store URI] [unittest args]
+
+With --store postgresql://... (under scripts/with-postgres.sh) the same tests run against
+the PostgreSQL store: POP3 reads every store through its async interface.
 """
 import argparse
 import os
@@ -22,6 +25,7 @@ import e2e_test  # noqa: E402  (the Inletd harness)
 from e2e_test import DEADLINE, Inletd, make_cert, make_message, real_client, wait_for  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="inlet-pop3-e2e-")
+STORE = []  # ["--store", URI] when given
 AUTH_FILE = os.path.join(TMP, "pop3-users")
 with open(AUTH_FILE, "w") as f:
     # a plain entry and an APR1 one (openssl passwd -apr1 -salt inletsal secret2)
@@ -49,12 +53,15 @@ class Server(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.srv = Inletd("--pop3", "127.0.0.1:0", "--pop3-auth-file", AUTH_FILE, *cls.args)
+        cls.srv = Inletd("--pop3", "127.0.0.1:0", "--pop3-auth-file", AUTH_FILE, *STORE,
+                         *cls.args)
         line = wait_for(lambda: next((l for l in cls.srv.log if "pop3 listening" in l), None),
                         "the pop3 listener")
         m = re.search(r"pop3 listening on 127\.0\.0\.1:(\d+) \((.*)\)", line)
         cls.port = int(m.group(1))
         assert m.group(2) == cls.mode, line
+        if STORE:  # the store named is the one serving
+            assert any("(store: postgresql" in l for l in cls.srv.log), cls.srv.log
 
     @classmethod
     def tearDownClass(cls):
@@ -252,8 +259,11 @@ def fetch(test, srv, port, tls_options, n):
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--inletd", required=True)
+    ap.add_argument("--store")
     args, rest = ap.parse_known_args()
     e2e_test.INLETD = os.path.abspath(args.inletd)
+    if args.store:
+        STORE[:] = ["--store", args.store]
     try:
         unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
     finally:
