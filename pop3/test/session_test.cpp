@@ -220,6 +220,21 @@ TEST(pop3_session, quit_without_marks_or_before_sign_in_removes_nothing) {
   EXPECT_FALSE(r.closed);
 }
 
+TEST(pop3_session, transaction_capa_and_deleted_messages_leave_the_listings) {
+  auto cfg = config();
+  cfg.stls = true;
+  auto r = run(cfg, three(), whole(login + "DELE 2\r\nCAPA\r\nUIDL\r\nLIST\r\nUIDL 2\r\n"
+                                           "TOP 2 0\r\nAPOP x y\r\n"));
+  std::string after = r.output.substr(r.output.find("marked for deletion"));
+  EXPECT_THAT(after, HasSubstr("+OK capability list follows\r\n"));
+  EXPECT_THAT(after, Not(HasSubstr("STLS")));  // RFC 2595: only before sign-in
+  EXPECT_THAT(after, HasSubstr("+OK unique-id listing follows\r\n1 idC\r\n3 idA\r\n.\r\n"));
+  EXPECT_THAT(after, HasSubstr("+OK 2 messages (50 octets)\r\n1 21\r\n3 29\r\n.\r\n"));
+  EXPECT_THAT(after, HasSubstr("-ERR message already deleted\r\n-ERR message already deleted\r\n"
+                               "-ERR already signed in\r\n"));
+  EXPECT_TRUE(r.fetched.empty());
+}
+
 TEST(pop3_session, a_whole_session_agrees_on_every_split) {
   auto cfg = config();
   cfg.stls = true;
