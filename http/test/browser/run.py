@@ -278,7 +278,7 @@ class T01List(PageTest):
         heights = {round(r["h"]) for r in rows}
         self.assertEqual(heights, {34}, "one line per message")
         # Long subjects and names are cut with an ellipsis, never wrapped.
-        cut = self.js("[...document.querySelectorAll('.row .subj')].filter(e => e.scrollWidth > e.clientWidth"
+        cut = self.js("[...document.querySelectorAll('.row .s, .row .snip')].filter(e => e.scrollWidth > e.clientWidth"
                       " && getComputedStyle(e).textOverflow === 'ellipsis' && getComputedStyle(e).whiteSpace === 'nowrap').length")
         self.assertGreater(cut, 0)
         total = self.srv.get("/api/v1/messages?limit=1")
@@ -694,7 +694,7 @@ class T07Phone(PageTest):
     def test_phone_stacks_list_and_message(self):
         self.open_page()
         rows = self.rows()
-        self.assertTrue(all(round(r["h"]) == 60 for r in rows))
+        self.assertTrue(all(round(r["h"]) == 56 for r in rows))  # two lines a message
         self.assertEqual(self.js("Math.round(document.querySelector('.list-pane').getBoundingClientRect().width)"), 375)
         self.shot("phone-list")
         rich = self.srv.find("Rich HTML")
@@ -884,6 +884,197 @@ class T13Release(PageTest):
         d.get_by_role("button", name="Release").click()
         self.until(lambda: self.target.get("/api/v1/mailbox/released@test.example")["total"] == 1, "the released copy")
         self.until(lambda: "Released to 1 recipient" in self.page.locator(".toast").inner_text(), "the confirmation")
+
+
+SIXTY = "Your order #48213 has shipped: tracking number and ETA (Mon)"
+
+
+def sixty_message():
+    """An unread (bold) message whose subject is exactly 60 characters, with a PDF."""
+    assert len(SIXTY) == 60
+    m = mail.plain(0)
+    del m["Subject"]
+    m["Subject"] = SIXTY
+    m.add_attachment(mail.pdf(), maintype="application", subtype="pdf", filename="w.pdf")
+    return m
+
+
+# Every date's text ends at the same x, close to the row's end, whatever else the row has.
+DATE_EDGES = """() => [...document.querySelectorAll('.row[data-id]')].map(row => {
+  const d = row.querySelector('.date'), rg = document.createRange();
+  rg.selectNodeContents(d);
+  return {id: row.dataset.id, right: rg.getBoundingClientRect().right, row: row.getBoundingClientRect().right,
+          tags: row.querySelectorAll('.tag').length, att: !!row.querySelector('.att svg'),
+          to: row.querySelector('.to').textContent, size: row.querySelector('.size').textContent,
+          subject: row.querySelector('.s').textContent,
+          fits: row.querySelector('.s').scrollWidth <= row.querySelector('.s').clientWidth
+                && row.querySelector('.s').getBoundingClientRect().right <= row.querySelector('.subj').getBoundingClientRect().right + 0.5,
+          shown: row.getBoundingClientRect().bottom <= innerHeight};
+})"""
+
+
+class T14Widths(PageTest):
+    """The list at common window widths: it takes the width, subjects fit, dates line up."""
+
+    def setUp(self):
+        super().setUp()
+        if not self.srv.search(f'subject:"{SIXTY}"')["messages_count"]:
+            self.srv.send([sixty_message()])
+            m = self.srv.search(f'subject:"{SIXTY}"')["messages"][0]
+            if STATE["caps"]["tags"]:
+                self.srv.request("/api/v1/tags", "PUT", {"IDs": [m["ID"]], "Tags": ["widths", "release-notes"]})
+
+    def check_list(self, w, h):
+        self.page.set_viewport_size({"width": w, "height": h})
+        self.open_page()
+        self.until(lambda: any(r["subject"] == SIXTY for r in self.js(DATE_EDGES)), "the 60-character subject")
+        self.shot(f"list-{w}x{h}")
+        self.assertFalse(self.page.locator(".msg-pane").is_visible(), "no empty message pane")
+        self.assertEqual(self.js("Math.round(document.querySelector('.list-pane').getBoundingClientRect().width)"), w)
+        rows = [r for r in self.js(DATE_EDGES) if r["shown"]]
+        self.assertGreater(len(rows), 10)
+        for r in rows:
+            if len(r["subject"]) <= 60:
+                self.assertTrue(r["fits"], f"{w}px: subject cut: {r['subject']}")
+            self.assertRegex(r["size"], r"^\d+(\.\d)? (B|kB|MB)$")
+            self.assertRegex(r["to"], r"@|\w")
+        self.assertTrue(any("inbox@test.example" in r["to"] for r in rows), "the first recipient")
+        rights = [r["right"] for r in rows]
+        self.assertLessEqual(max(rights) - min(rights), 1.0, f"{w}px: dates do not line up: {sorted(set(rights))}")
+        self.assertTrue(all(r["row"] - r["right"] < 8 for r in rows), f"{w}px: dates far from the row's end")
+        kinds = {(r["tags"] > 0, r["att"]) for r in rows}
+        if STATE["caps"]["tags"]:
+            self.assertIn((True, True), kinds)
+        self.assertIn((False, True), kinds)
+        self.assertIn((False, False), kinds)
+        self.axe(f"list-{w}")
+
+    def test_1024x768(self):
+        self.check_list(1024, 768)
+        self.assertEqual(self.rows()[0]["h"], 34, "one line a message")
+
+    def test_820x1180(self):
+        self.check_list(820, 1180)
+
+    def test_message_open_split_resize_hide(self):
+        self.page.set_viewport_size({"width": 1440, "height": 900})
+        rich = self.srv.find("Rich HTML")
+        self.open_page(f"?m={rich['ID']}")
+        self.frame()
+        width = lambda sel: self.js(f"Math.round(document.querySelector('{sel}').getBoundingClientRect().width)")
+        lw, mw = width(".list-pane"), width(".msg-pane")
+        self.assertTrue(320 <= lw <= 600 and mw >= 800, (lw, mw))
+        rows = [r for r in self.js(DATE_EDGES) if r["shown"]]
+        rights = [r["right"] for r in rows]
+        self.assertLessEqual(max(rights) - min(rights), 1.0)
+        self.shot("split-default")
+        # Drag the handle 200 px to the right: the list widens, and keeps its width on reload.
+        box = self.page.locator(".splitter").bounding_box()
+        x, y = box["x"] + box["width"] / 2, box["y"] + 200
+        self.page.mouse.move(x, y)
+        self.page.mouse.down()
+        self.page.mouse.move(x + 100, y, steps=4)
+        self.page.mouse.move(x + 200, y, steps=4)
+        self.page.mouse.up()
+        self.until(lambda: abs(width(".list-pane") - (lw + 200)) <= 2, "the list 200 px wider")
+        self.shot("split-widened")
+        self.page.reload()
+        self.frame()
+        self.assertLessEqual(abs(width(".list-pane") - (lw + 200)), 2)
+        # By keyboard: the handle is a separator the arrow keys move.
+        self.page.locator(".splitter").focus()
+        self.page.keyboard.press("ArrowLeft")
+        self.until(lambda: abs(width(".list-pane") - (lw + 176)) <= 2, "24 px narrower")
+        self.assertEqual(int(self.page.locator(".splitter").get_attribute("aria-valuenow")), width(".list-pane"))
+        # Hidden: the message takes the width; shown again.
+        self.page.get_by_role("button", name="Hide list").click()
+        self.until(lambda: not self.page.locator(".list-pane").is_visible(), "the list hidden")
+        self.assertEqual(width(".msg-pane"), 1440)
+        self.shot("split-list-hidden")
+        self.axe("split-list-hidden")
+        self.page.get_by_role("button", name="Show list").click()
+        self.until(lambda: self.page.locator(".list-pane").is_visible(), "the list shown")
+        self.axe("split")
+        self.js("localStorage.clear()")
+
+
+class T15TagsSearch(PageTest):
+    """The tag list with counts, tags that filter, the search language shown on focus."""
+
+    def tag(self, ids, tags):
+        self.srv.request("/api/v1/tags", "PUT", {"IDs": ids, "Tags": tags})
+
+    def test_tag_list_counts_and_filter(self):
+        needs("tags")
+        ms = self.srv.search('subject:"Quarterly invoice"')["messages"]
+        self.assertGreaterEqual(len(ms), 3)
+        self.tag([m["ID"] for m in ms[:3]], ["invoices"])
+        self.tag([ms[0]["ID"]], ["invoices", "to pay"])
+        self.open_page()
+        self.page.get_by_role("button", name=re.compile(r"^Tags")).click()
+        panel = self.page.get_by_role("navigation", name="Tags")
+        want = {t: self.srv.search(f'tag:"{t}"')["messages_count"] for t in self.srv.get("/api/v1/tags")}
+        self.assertEqual(want["invoices"], 3)
+        self.assertEqual(want["to pay"], 1)
+
+        def shown():
+            return {a.split("\n")[0]: a.split("\n")[1] for a in panel.locator(".tag-item").all_inner_texts()}
+        self.until(lambda: all(shown().get(t) == f"{n:,}" for t, n in want.items()), f"the counts {want}")
+        self.shot("tag-list")
+        self.axe("tag-list")
+        # A tag in the list shows exactly its messages.
+        panel.get_by_role("link", name=re.compile("^to pay")).click()
+        self.until(lambda: "q=tag%3A%22to+pay%22" in self.page.url or "q=tag%3A%22to%20pay%22" in self.page.url, "the tag's search")
+        self.until(lambda: [r["id"] for r in self.rows()] == [ms[0]["ID"]], "the one message tagged 'to pay'")
+        # A tag on a row does the same.
+        self.page.goto(self.srv.url())
+        self.until(lambda: self.page.locator(f".row[data-id='{ms[1]['ID']}'] .tag").count() == 1, "the row's tag")
+        self.page.locator(f".row[data-id='{ms[1]['ID']}']").get_by_role("button", name="Messages tagged invoices").click()
+        self.until(lambda: "q=tag%3Ainvoices" in self.page.url, "the tag's search from a row")
+        api_ids = [m["ID"] for m in self.srv.search("tag:invoices")["messages"]]
+        self.until(lambda: [r["id"] for r in self.rows()] == api_ids, "exactly the tagged messages")
+        self.assertIn("3 results", self.page.locator(".count").inner_text())
+        self.shot("tag-filtered")
+
+    def test_search_operators_and_recent(self):
+        self.open_page()
+        box = self.page.locator("#q")
+        box.focus()
+        help = self.page.locator("#search-help")
+        help.wait_for()
+        ops = help.locator(".ops th").all_inner_texts()
+        for op in ["from:", "to:", "subject:", "tag:", "is:", "has:", "after: before:", "larger: smaller:", "mailbox:", "-"]:
+            self.assertIn(op, ops)
+        self.shot("search-operators")
+        self.axe("search-operators")
+        help.get_by_role("button", name="Add is:unread to the search").click()
+        self.assertEqual(box.input_value(), "is:unread")
+        self.assertEqual(self.js("document.activeElement.id"), "q")
+        box.press("End")
+        self.page.keyboard.type(" from:grace")
+        box.press("Enter")
+        self.until(lambda: "q=is%3Aunread+from%3Agrace" in self.page.url, "the search")
+        self.assertEqual(help.count(), 0, "the list closes on search")
+        # The search is offered again next time, also after a reload.
+        self.page.goto(self.srv.url())
+        self.page.locator("#q").focus()
+        recent = self.page.locator("#search-help .recent button")
+        self.until(lambda: recent.count() >= 1, "recent searches")
+        self.assertEqual(recent.first.inner_text(), "is:unread from:grace")
+        self.shot("search-recent")
+        recent.first.click()
+        self.until(lambda: "q=is%3Aunread+from%3Agrace" in self.page.url, "the recent search run again")
+        want = self.srv.search("is:unread from:grace")["messages_count"]
+        self.until(lambda: self.js("window.inlet.model.total") == want, "its results")
+        # Esc closes the list and leaves the box.
+        self.page.locator("#q").focus()
+        self.page.keyboard.press("Escape")
+        self.assertEqual(self.page.locator("#search-help").count(), 0)
+        self.assertNotEqual(self.js("document.activeElement.id"), "q")
+
+
+class T16TagsSearchDark(T15TagsSearch):
+    scheme = "dark"
 
 
 def main():

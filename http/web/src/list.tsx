@@ -5,7 +5,7 @@
 // proportionally (browsers cap element heights at a few million pixels).
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import type { Summary } from "./api";
-import { shortDate, longDate, who, addr } from "./format";
+import { shortDate, longDate, who, addr, size } from "./format";
 import type { ListModel } from "./model";
 import { Paperclip } from "./icons";
 import { href } from "./route";
@@ -24,26 +24,24 @@ export interface ListProps {
   onToggle: (index: number, id: string, shift: boolean) => void;
   onCursor: (index: number) => void;
   scrollRef: { current: ((index: number) => void) | null };
+  onTag: (tag: string) => void;
 }
 
-function useRowHeight(): number {
-  const q = "(max-width: 640px)";
-  const [phone, setPhone] = useState(() => matchMedia(q).matches);
-  useEffect(() => {
-    const m = matchMedia(q);
-    const f = () => setPhone(m.matches);
-    m.addEventListener("change", f);
-    return () => m.removeEventListener("change", f);
-  }, []);
-  return phone ? 60 : 34;
-}
+// A list this wide shows a message on one line (sender, recipient, subject, tags, size,
+// date); a narrower one (a message open beside it, a tablet, a phone) on two, so the
+// subject keeps the whole second line instead of a sliver between the other columns.
+const WIDE_PX = 860;
+const ROW_WIDE = 34;
+const ROW_NARROW = 56;
 
 export function List(p: ListProps) {
   const { model } = p;
-  const rowH = useRowHeight();
   const box = useRef<HTMLDivElement>(null);
   const [scrollTop, setScrollTop] = useState(0);
   const [viewH, setViewH] = useState(600);
+  const [viewW, setViewW] = useState(() => innerWidth);
+  const wide = viewW >= WIDE_PX;
+  const rowH = wide ? ROW_WIDE : ROW_NARROW;
   const frame = useRef(0);
 
   const total = model.total;
@@ -69,7 +67,10 @@ export function List(p: ListProps) {
 
   useEffect(() => {
     const el = box.current!;
-    const ro = new ResizeObserver(() => setViewH(el.clientHeight));
+    const ro = new ResizeObserver(() => {
+      setViewH(el.clientHeight);
+      setViewW(el.clientWidth);
+    });
     ro.observe(el);
     return () => ro.disconnect();
   }, []);
@@ -136,7 +137,8 @@ export function List(p: ListProps) {
   }
 
   return (
-    <div class="list-scroll" ref={box} onScroll={onScroll}>
+    <div class={`list-scroll ${wide ? "lw-wide" : "lw-narrow"}`} ref={box} onScroll={onScroll}
+      style={{ "--row-h": `${rowH}px` }}>
       <div class="list-space" style={{ height: `${height}px` }}>
         <div class="list-rows" role="list" aria-label="Messages" style={{ transform: `translateY(${offsetY}px)` }}>
           {rows}
@@ -152,6 +154,11 @@ function Row({ m, i, total, p }: { m: Summary; i: number; total: number; p: List
   const cls = `row${m.Read ? "" : " unread"}${sel ? " sel" : ""}${cur ? " cur" : ""}${m.ID === p.open ? " open" : ""}`;
   const subject = m.Subject || "(no subject)";
   const tags = m.Tags ?? [];
+  const to = m.To?.[0];
+  const moreTo = (m.Totals?.To ?? m.To?.length ?? 0) - (to ? 1 : 0);
+  // The row is a grid; the link stretches over all of it (its ::after), so a click
+  // anywhere opens the message, while the checkbox and the tag buttons sit above it.
+  // Every cell is always there, empty or not, so the dates line up.
   return (
     <div class={cls} role="listitem" aria-setsize={total} aria-posinset={i + 1} data-index={i} data-id={m.ID}>
       <input
@@ -185,31 +192,45 @@ function Row({ m, i, total, p }: { m: Summary; i: number; total: number; p: List
         <span class="dot" aria-hidden="true" />
         <span class="from" title={addr(m.From)}>
           {m.Read ? "" : <span class="vh">Unread. </span>}
-          {who(m.From) || "(no sender)"}
+          <bdi>{who(m.From) || "(no sender)"}</bdi>
+        </span>
+        <span class="to" title={(m.To ?? []).map(addr).join(", ")}>
+          <span class="arrow" aria-hidden="true">→ </span>
+          <span class="vh">to </span>
+          {to ? <bdi>{who(to)}</bdi> : <span class="muted">(no recipient)</span>}
+          {moreTo > 0 ? <span class="more-to"> +{moreTo}</span> : null}
         </span>
         <span class="subj">
-          <span class="s">{subject}</span>
+          <bdi class="s" dir="auto">{subject}</bdi>
           {m.Snippet ? <span class="snip"> — {m.Snippet}</span> : null}
         </span>
-        {tags.length ? (
-          <span class="tags">
-            {tags.slice(0, 3).map((t) => (
-              <span class="tag" key={t}>
-                {t}
-              </span>
-            ))}
-          </span>
-        ) : null}
-        {m.Attachments > 0 ? (
-          <span class="att" title={`${m.Attachments} attachment${m.Attachments > 1 ? "s" : ""}`}>
-            <Paperclip />
-            <span class="vh">, has attachments</span>
-          </span>
-        ) : null}
-        <time class="date" dateTime={m.Created} title={longDate(m.Created)}>
-          {shortDate(m.Created)}
-        </time>
       </a>
+      <span class="tags">
+        {tags.slice(0, 3).map((t) => (
+          <button
+            type="button"
+            class="tag"
+            key={t}
+            tabIndex={cur ? 0 : -1}
+            aria-label={`Messages tagged ${t}`}
+            onClick={() => p.onTag(t)}
+          >
+            {t}
+          </button>
+        ))}
+      </span>
+      <span class="att" title={m.Attachments > 0 ? `${m.Attachments} attachment${m.Attachments > 1 ? "s" : ""}` : undefined}>
+        {m.Attachments > 0 ? (
+          <>
+            <Paperclip />
+            <span class="vh">has attachments</span>
+          </>
+        ) : null}
+      </span>
+      <span class="size">{size(m.Size)}</span>
+      <time class="date" dateTime={m.Created} title={longDate(m.Created)}>
+        {shortDate(m.Created)}
+      </time>
     </div>
   );
 }

@@ -22,6 +22,12 @@ export interface MessageProps {
   onRelease: (m: Message) => void;
   onLoaded: (m: Message) => void;
   gone: boolean; // deleted while open
+  listHidden: boolean;
+  onToggleList: () => void;
+  canPrev: boolean;
+  canNext: boolean;
+  onStep: (d: number) => void;
+  onTag: (tag: string) => void;
 }
 
 const remoteAllowed = new Set<string>(); // message IDs whose remote content the user allowed
@@ -115,6 +121,20 @@ export function MessageView(p: MessageProps) {
     <article class="msg" aria-labelledby="msg-subject">
       <div class="msg-tools" role="toolbar" aria-label="Message actions">
         {back}
+        <button type="button" class="list-toggle" onClick={p.onToggleList}
+          title={p.listHidden ? "Show the message list beside the message" : "Hide the message list"}>
+          {p.listHidden ? "Show list" : "Hide list"}
+        </button>
+        <span class="seg prev-next">
+          <button type="button" aria-label="Previous message" title="Previous message (k)" aria-keyshortcuts="k"
+            disabled={!p.canPrev} onClick={() => p.onStep(-1)}>
+            <span aria-hidden="true">↑</span>
+          </button>
+          <button type="button" aria-label="Next message" title="Next message (j)" aria-keyshortcuts="j"
+            disabled={!p.canNext} onClick={() => p.onStep(1)}>
+            <span aria-hidden="true">↓</span>
+          </button>
+        </span>
         <button
           type="button"
           onClick={() => {
