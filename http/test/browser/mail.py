@@ -127,6 +127,13 @@ def hostile(rcpt="inbox@test.example"):
         f'<object data="/canary-hit"></object></body></html>', subtype="html")
     m.add_attachment(b"x", maintype="application", subtype="octet-stream",
                      filename=f'<img src=x onerror="{CANARY_SCRIPT}">.txt')
+    # Attachments a browser would run script in, were they opened without the sandbox.
+    m.add_attachment(f"<html><body><h1>evil html</h1><script>{CANARY_SCRIPT};document.title='pwned'</script>"
+                     f'<img src=x onerror="{CANARY_SCRIPT}"></body></html>'.encode(),
+                     maintype="text", subtype="html", filename="evil.html")
+    m.add_attachment(f'<svg xmlns="http://www.w3.org/2000/svg" width="80" height="80" onload="{CANARY_SCRIPT}">'
+                     f'<script>{CANARY_SCRIPT}</script><rect width="80" height="80" fill="red"/></svg>'.encode(),
+                     maintype="image", subtype="svg+xml", filename="evil.svg")
     return m
 
 

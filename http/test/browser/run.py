@@ -312,12 +312,14 @@ class T02Message(PageTest):
         for s in ["Newsletter Team <news@letters.example>", "inbox@test.example", "Carol Copy <carol@test.example>",
                   "replies@letters.example", "MAIL FROM:<sender@test.example>", "RCPT TO:<inbox@test.example>", "ESMTP"]:
             self.assertIn(s, text)
-        links = self.js("[...document.querySelectorAll('.att-link')].map(a => [a.getAttribute('href'), a.getAttribute('download')])")
+        links = self.js("[...document.querySelectorAll('.att-dl')].map(a => [a.getAttribute('href'), a.getAttribute('download')])")
         names = [d for _, d in links]
         self.assertIn("report.pdf", names)
         self.assertIn("chart.png", names)
         for href, _ in links:
             self.assertRegex(href, rf"^api/v1/message/{rich['ID']}/part/[0-9.]+$")
+        for href in self.js("[...document.querySelectorAll('.att-link')].map(a => a.getAttribute('href'))"):
+            self.assertRegex(href, rf"^view/{rich['ID']}/part/[0-9.]+$")
         self.shot("message-rich-desktop")
         # Opening marks the message read, in the list as on the server.
         self.until(lambda: not any(r["unread"] for r in self.rows() if r["id"] == rich["ID"]), "the row marked read")
@@ -347,12 +349,12 @@ class T02Message(PageTest):
         rich = self.srv.find("Rich HTML")
         self.open_page(f"?m={rich['ID']}")
         with self.page.expect_download() as d:
-            self.page.locator(".att-link[download='report.pdf']").click()
+            self.page.get_by_role("link", name="Download report.pdf").click()
         path = d.value.path()
         self.assertTrue(Path(path).read_bytes().startswith(b"%PDF-1.4"))
         self.assertEqual(d.value.suggested_filename, "report.pdf")
         needs("thumbs")
-        thumb = self.page.locator(".att-link[download='chart.png'] img.thumb")
+        thumb = self.page.locator(".att-link[title='Open chart.png in a new tab'] img.thumb")
         self.until(lambda: self.js("(e) => e.complete && e.naturalWidth > 0", thumb.element_handle()), "a thumbnail")
         self.shot("attachments-thumbnails")
 
@@ -678,7 +680,8 @@ class T06Keyboard(PageTest):
             if info:
                 seen.setdefault(info["name"], info)
         names = set(seen)
-        for want in ["Skip to messages", "q", "Search", "Keyboard shortcuts", "Mark unread", "Delete", "Download .eml",
+        for want in ["Skip to messages", "q", "Search", "Keyboard shortcuts", "Mark unread", "Delete", "Download",
+                     "Previous message", "Next message", "Hide list", "Download report.pdf",
                      "HTML", "Phone", "Tablet", "Desktop", "Show remote content", "report.pdf"]:
             self.assertTrue(any(n == want or n.startswith(want) or want in n for n in names), f"{want} not reachable by Tab: {sorted(names)}")
         self.assertTrue(any(n.startswith("Select “") for n in names), "a row's checkbox")
@@ -783,9 +786,32 @@ class T10Canary(PageTest):
         self.assertEqual(self.canary, [], "a payload fetched the canary")
         self.assertEqual(self.dialogs, [])
         self.assertEqual(self.js("document.querySelectorAll('body script, .msg img[onerror], .msg [onload]').length"), 0)
+        return m
+
+    def open_attachments(self, m):
+        """Opens the HTML and SVG attachments as the page does (a new tab each); returns
+        whether script ran in each."""
+        ran = {}
+        for name in ["evil.html", "evil.svg"]:
+            link = self.page.locator(f".att-link[title='Open {name} in a new tab']")
+            self.assertRegex(link.get_attribute("href"), rf"^view/{m['ID']}/part/[0-9.]+$")
+            with self.ctx.expect_page() as popup:
+                link.click()
+            tab = popup.value
+            tab.wait_for_load_state()
+            tab.wait_for_timeout(500)
+            _shots[0] += 1
+            tab.screenshot(path=str(OUT / f"{_shots[0]:02d}-canary-attachment-{name}.png"))
+            ran[name] = tab.evaluate("window.__pwned ?? null") is not None or tab.title() == "pwned"
+            tab.close()
+        return ran
 
     def test_canary_with_csp(self):
-        self.check_canary("csp")
+        m = self.check_canary("csp")
+        ran = self.open_attachments(m)
+        self.assertEqual(ran, {"evil.html": False, "evil.svg": False}, "script ran in an opened attachment")
+        self.assertEqual(self.canary, [])
+        self.assertEqual(self.dialogs, [])
 
 
 class T11CanaryNoCsp(T10Canary):
@@ -793,7 +819,11 @@ class T11CanaryNoCsp(T10Canary):
     bypass_csp = True
 
     def test_canary_with_csp(self):
-        self.check_canary("no-csp")
+        m = self.check_canary("no-csp")
+        # The opened attachments are held by the server's sandbox policy alone: with it
+        # switched off their script runs, which shows the check above can see it run.
+        ran = self.open_attachments(m)
+        self.assertEqual(ran, {"evil.html": True, "evil.svg": True})
 
 
 class T12Burst(PageTest):
@@ -1075,6 +1105,226 @@ class T15TagsSearch(PageTest):
 
 class T16TagsSearchDark(T15TagsSearch):
     scheme = "dark"
+
+
+PHONE_TALL = {"width": 390, "height": 844}
+
+
+class T17Phone390(PageTest):
+    viewport = PHONE_TALL
+
+    def test_body_high_on_a_phone(self):
+        rich = self.srv.find("Rich HTML")
+        self.open_page(f"?m={rich['ID']}")
+        self.frame()
+        self.page.wait_for_timeout(300)
+        top = self.js("document.querySelector('.frame-box iframe').getBoundingClientRect().top")
+        self.shot("phone-390-message")
+        self.assertLessEqual(top, 450, "the message frame starts high on a phone")
+        # Tabs on one line; the envelope and attachments one tap away.
+        tabs = self.js("[...document.querySelectorAll('[role=tab]')].map(t => Math.round(t.getBoundingClientRect().top))")
+        self.assertEqual(len(set(tabs)), 1, tabs)
+        self.assertEqual(len(tabs), 7)
+        self.assertFalse(self.page.locator(".env").is_visible())
+        self.assertFalse(self.page.locator(".att-link").first.is_visible())
+        self.page.locator(".more-hdrs > summary").click()
+        self.assertTrue(self.page.locator(".env").is_visible())
+        self.assertTrue(self.page.locator(".att-link").first.is_visible())
+        self.assertIn("MAIL FROM:<sender@test.example>", self.page.locator(".env").inner_text())
+        self.shot("phone-390-details")
+        self.axe("phone-390-message")
+
+
+class T18PrevNext(PageTest):
+    """Previous and next message from the open one, by button and by key, at every width."""
+
+    def walk(self, label):
+        self.open_page()
+        ids = [r["id"] for r in self.rows()]
+        self.page.locator(f".row[data-id='{ids[3]}'] a.link").click() if self.page.locator(".row a.link").first.is_visible() \
+            else self.page.goto(self.srv.url(f"?m={ids[3]}"))
+        self.until(lambda: f"m={ids[3]}" in self.page.url, "the fourth message open")
+        self.page.locator("#msg-subject").wait_for()
+        nxt = self.page.get_by_role("button", name="Next message")
+        prev = self.page.get_by_role("button", name="Previous message")
+        self.assertTrue(nxt.is_visible() and prev.is_visible())
+        nxt.click()
+        self.until(lambda: f"m={ids[4]}" in self.page.url, "Next opens the fifth")
+        self.page.locator("#msg-subject").wait_for()
+        self.shot(f"prev-next-{label}")
+        prev.click()
+        prev.click()
+        self.until(lambda: f"m={ids[2]}" in self.page.url, "Previous twice opens the third")
+        # The keys: j next, k previous (the focus away from any text box).
+        self.page.locator("#msg-subject").focus()
+        self.page.keyboard.press("j")
+        self.until(lambda: f"m={ids[3]}" in self.page.url, "j opens the next")
+        self.page.keyboard.press("k")
+        self.page.keyboard.press("k")
+        self.until(lambda: f"m={ids[1]}" in self.page.url, "k twice opens the one before")
+        # At the top, no previous.
+        prev.click()
+        self.until(lambda: f"m={ids[0]}" in self.page.url, "the first")
+        self.until(lambda: prev.is_disabled(), "no previous for the first message")
+        self.axe(f"prev-next-{label}")
+
+    def test_desktop(self):
+        self.walk("desktop")
+
+    def test_tablet(self):
+        self.page.set_viewport_size({"width": 820, "height": 1180})
+        self.walk("tablet")
+
+    def test_phone(self):
+        self.page.set_viewport_size(PHONE_TALL)
+        self.walk("phone")
+
+
+def link_message(http_port):
+    """HTML with links to the test's own inletd: one that answers, one 404, one refused."""
+    m = mail.EmailMessage()
+    m["From"] = "Links <links@test.example>"
+    m["To"] = "inbox@test.example"
+    m["Subject"] = "Links to check"
+    m.set_content("Links inside.\n")
+    base = f"http://127.0.0.1:{http_port}"
+    m.add_alternative(f'<html><body><p style="display:flex"><a href="{base}/livez">live</a> '
+                      f'<a href="{base}/no/such/page">missing</a> <a href="http://127.0.0.1:1/">refused</a>'
+                      '</p></body></html>', subtype="html")
+    return m
+
+
+class T19Checks(PageTest):
+    def test_html_check(self):
+        rich = self.srv.find("Rich HTML")
+        st, body = self.srv.request(f"/api/v1/message/{rich['ID']}/html-check")
+        if st != 200:
+            raise unittest.SkipTest(f"the HTML check answers {st}: {body[:80]!r}")
+        want = json.loads(body)
+        self.open_page(f"?m={rich['ID']}")
+        tab = self.page.get_by_role("tab", name=re.compile(r"^HTML Check"))
+        pct = f"{round(want['Total']['Supported'])}%"
+        self.until(lambda: pct in tab.inner_text(), "the score on the tab")
+        tab.click()
+        self.assertIn("view=check", self.page.url)
+        self.until(lambda: self.page.locator(".html-check .big").count() == 1, "the score")
+        self.assertEqual(self.page.locator(".html-check .big").inner_text(), pct)
+        warnings = want["Warnings"] or []
+        self.assertEqual(self.page.locator(".warnings > li").count(), len(warnings))
+        self.assertGreater(len(warnings), 0)
+        first = self.page.locator(".warnings > li").first
+        first.locator("summary").click()
+        title = first.locator(".w-title").inner_text()
+        w = next(x for x in warnings if x["Title"] == title)
+        self.assertEqual(first.locator("table.clients tbody tr").count(), len(w["Results"]))
+        self.shot("html-check")
+        self.axe("html-check")
+
+    def test_link_check(self):
+        self.srv.send([link_message(self.srv.http)])
+        m = self.srv.find("Links to check")
+        self.open_page(f"?m={m['ID']}&view=links")
+        self.assertEqual(self.page.get_by_role("tab", name="Link Check").get_attribute("aria-selected"), "true")
+        self.assertEqual(self.page.locator("table.links").count(), 0, "nothing is checked until asked")
+        self.page.get_by_role("button", name="Check links").click()
+        self.until(lambda: self.page.locator("table.links tbody tr").count() == 3, "three links checked")
+        rows = {r.split("\t")[1].strip(): r.split("\t")[0].strip()
+                for r in self.page.locator("table.links tbody tr").all_inner_texts()}
+        base = f"http://127.0.0.1:{self.srv.http}"
+        self.assertTrue(rows[f"{base}/livez"].startswith("200"), rows)
+        self.assertTrue(rows[f"{base}/no/such/page"].startswith("404"), rows)
+        self.assertTrue(rows["http://127.0.0.1:1/"].startswith("—"), rows)
+        self.assertIn("3 links, 2 errors", self.page.locator(".linkcheck [role=status]").inner_text())
+        self.shot("link-check")
+        self.axe("link-check")
+
+
+class T19ChecksDark(T19Checks):
+    scheme = "dark"
+
+
+class T20Attachments(PageTest):
+    def test_open_in_new_tab_and_download(self):
+        needs("parts")
+        rich = self.srv.find("Rich HTML")
+        self.open_page(f"?m={rich['ID']}")
+        self.frame()
+        for name, ctype in [("report.pdf", "application/pdf"), ("chart.png", "image/png")]:
+            link = self.page.locator(f".att-link[title='Open {name} in a new tab']")
+            href = link.get_attribute("href")
+            self.assertIsNone(link.get_attribute("download"))
+            self.assertEqual(link.get_attribute("target"), "_blank")
+            st, _ = self.srv.request(href)
+            self.assertEqual(st, 200)
+            with urllib.request.urlopen(self.srv.url(href)) as r:
+                self.assertEqual(r.headers["Content-Type"], ctype)
+                self.assertEqual(r.headers["Content-Disposition"], f'inline; filename="{name}"')
+                self.assertTrue(r.headers["Content-Security-Policy"].startswith("sandbox;"))
+                self.assertEqual(r.headers["X-Content-Type-Options"], "nosniff")
+            with self.ctx.expect_page() as popup:
+                link.click()
+            tab = popup.value
+            tab.wait_for_load_state()
+            self.assertTrue(tab.url.endswith(href), tab.url)
+            if ctype == "image/png":
+                self.until(lambda: tab.evaluate("document.images[0]?.naturalWidth") == 32, "the image shown")
+            tab.wait_for_timeout(800)
+            tab.screenshot(path=str(OUT / f"attachment-open-{name}.png"))
+            tab.close()
+        # Downloads: the attachment, and the message raw, its HTML body, its text body.
+        with self.page.expect_download() as d:
+            self.page.get_by_role("link", name="Download chart.png").click()
+        self.assertEqual(d.value.suggested_filename, "chart.png")
+        self.assertTrue(Path(d.value.path()).read_bytes().startswith(b"\x89PNG"))
+        raw = self.srv.request(f"/api/v1/message/{rich['ID']}/raw")[1]
+        for item, fname, check in [("Raw message (.eml)", f"{rich['ID']}.eml", lambda b: b == raw),
+                                   ("HTML body (.html)", f"{rich['ID']}.html", lambda b: b"Hello from HTML" in b),
+                                   ("Text body (.txt)", f"{rich['ID']}.txt", lambda b: b.startswith(b"Plain text version."))]:
+            self.page.locator(".menu > summary").click()
+            self.shot("downloads-menu")
+            with self.page.expect_download() as d:
+                self.page.get_by_role("link", name=item).click()
+            self.assertEqual(d.value.suggested_filename, fname)
+            self.assertTrue(check(Path(d.value.path()).read_bytes()), item)
+        self.axe("attachments")
+
+
+RTL = "مرحبا بالعالم: تقرير الربع الأول جاهز للمراجعة"
+
+
+class T21Details(PageTest):
+    def test_rtl_subject_headers_filter_source_wraps(self):
+        m = mail.plain(1)
+        del m["Subject"]
+        m["Subject"] = RTL
+        self.srv.send([m])
+        msg = self.srv.find(RTL[:10])
+        self.open_page()
+        row = self.page.locator(f".row[data-id='{msg['ID']}']")
+        self.assertEqual(row.locator("bdi.s").get_attribute("dir"), "auto")
+        self.assertEqual(row.locator(".s").inner_text(), RTL)
+        # The subject starts at its right end: its first word is on screen.
+        self.assertEqual(self.js("getComputedStyle(document.querySelector(\"[data-id='%s'] .s\")).direction" % msg["ID"]), "rtl")
+        self.shot("rtl-row")
+        row.locator("a.link").click()
+        self.page.locator("#msg-subject").wait_for()
+        self.assertEqual(self.page.locator("#msg-subject").get_attribute("dir"), "auto")
+        # The headers filter.
+        self.page.get_by_role("tab", name="Headers").click()
+        box = self.page.get_by_label("Filter headers")
+        box.fill("message-id")
+        self.until(lambda: self.page.locator("table.headers tbody tr").count() == 1, "one header left")
+        self.assertEqual(self.page.locator("table.headers tbody th").inner_text().lower(), "message-id")
+        box.fill("test.example")
+        self.until(lambda: self.page.locator("table.headers tbody tr").count() >= 2, "headers whose value matches")
+        self.shot("headers-filter")
+        self.axe("headers-filter")
+        # The HTML source wraps: no line is wider than its box.
+        rich = self.srv.find("Rich HTML")
+        self.page.goto(self.srv.url(f"?m={rich['ID']}&view=source"))
+        self.until(lambda: self.page.locator("pre.source").count() == 1, "the source")
+        self.assertLessEqual(self.js("(() => { const p = document.querySelector('pre.source'); return p.scrollWidth - p.clientWidth; })()"), 0)
+        self.shot("source-wraps")
 
 
 def main():

@@ -182,6 +182,45 @@ export const rawUrl = (id: string) => `api/v1/message/${enc(id)}/raw`;
 export const partUrl = (id: string, part: string) =>
   `api/v1/message/${enc(id)}/part/${enc(part)}`;
 export const thumbUrl = (id: string, part: string) => `${partUrl(id, part)}/thumb`;
+/** A part shown in the browser (served inline, under the sandbox policy). */
+export const viewPartUrl = (id: string, part: string) => `view/${enc(id)}/part/${enc(part)}`;
+export const rawDownloadUrl = (id: string) => `${rawUrl(id)}?dl=1`;
+export const htmlBodyUrl = (id: string) => `view/${enc(id)}.html`;
+export const textBodyUrl = (id: string) => `view/${enc(id)}.txt`;
+
+/** Mailpit's HTMLCheckResponse (caniemail.com's data). */
+export interface HtmlCheckResult {
+  Name: string;
+  Family: string;
+  Platform: string;
+  Version: string;
+  Support: "yes" | "no" | "partial" | string;
+  NoteNumber: string;
+}
+export interface HtmlCheckWarning {
+  Slug: string;
+  Title: string;
+  Description: string;
+  URL: string;
+  Category: string;
+  NotesByNumber: Record<string, string>;
+  Results: HtmlCheckResult[];
+  Score: { Found: number; Supported: number; Partial: number; Unsupported: number };
+}
+export interface HtmlCheck {
+  Platforms: Record<string, string[]>;
+  Total: { Nodes: number; Tests: number; Supported: number; Partial: number; Unsupported: number };
+  Warnings: HtmlCheckWarning[] | null;
+}
+export const htmlCheck = (id: string, signal?: AbortSignal) =>
+  getJSON<HtmlCheck>(`api/v1/message/${enc(id)}/html-check`, signal);
+
+export interface LinkCheck {
+  Errors: number;
+  Links: { URL: string; StatusCode: number; Status: string }[] | null;
+}
+export const linkCheck = (id: string, follow: boolean, signal?: AbortSignal) =>
+  getJSON<LinkCheck>(`api/v1/message/${enc(id)}/link-check${follow ? "?follow=true" : ""}`, signal);
 
 /** The raw message as text: bytes decoded as UTF-8 (invalid sequences become U+FFFD). */
 export async function raw(id: string, signal?: AbortSignal): Promise<{ text: string; bytes: number }> {

@@ -7,6 +7,7 @@ import { addr, addrs, longDate, size } from "./format";
 import { prepare } from "./frame";
 import { tokenize } from "./highlight";
 import type { Tab } from "./route";
+import { Download } from "./icons";
 import { TagEditor } from "./tags";
 
 export interface MessageProps {
@@ -32,6 +33,19 @@ export interface MessageProps {
 
 const remoteAllowed = new Set<string>(); // message IDs whose remote content the user allowed
 
+const PHONE = "(max-width: 640px)";
+/** Whether a media query matches, following changes. */
+export function useMedia(q: string): boolean {
+  const [on, setOn] = useState(() => matchMedia(q).matches);
+  useEffect(() => {
+    const m = matchMedia(q);
+    const f = () => setOn(m.matches);
+    m.addEventListener("change", f);
+    return () => m.removeEventListener("change", f);
+  }, [q]);
+  return on;
+}
+
 // A message asked for when its row is clicked, before the view renders (opening marks
 // it read, so never on hover).
 let pending: { id: string; p: Promise<Message> } | null = null;
@@ -51,6 +65,19 @@ export function MessageView(p: MessageProps) {
   const [err, setErr] = useState("");
   const [read, setRead] = useState(true);
   const [tags, setTags] = useState<string[]>([]);
+  const phone = useMedia(PHONE);
+  // The HTML check is asked for once the message is there: its score labels the tab.
+  const [check, setCheck] = useState<api.HtmlCheck | string | null>(null);
+  useEffect(() => {
+    setCheck(null);
+    if (!m || !m.HTML) return;
+    const ac = new AbortController();
+    api
+      .htmlCheck(m.ID, ac.signal)
+      .then(setCheck)
+      .catch((e: unknown) => !ac.signal.aborted && setCheck(e instanceof Error ? e.message : String(e)));
+    return () => ac.abort();
+  }, [m?.ID]);
 
   useLayoutEffect(() => {
     const ac = new AbortController();
@@ -108,12 +135,15 @@ export function MessageView(p: MessageProps) {
 
   const tab: Tab = p.tab || (m.HTML ? "html" : "text");
   const parts = [...(m.Inline ?? []), ...(m.Attachments ?? [])];
+  const score = check && typeof check !== "string" ? ` ${Math.round(check.Total.Supported)}%` : "";
   const tabs: [Tab, string][] = [
     ["html", "HTML"],
     ["text", "Text"],
-    ["source", "HTML source"],
+    ["source", phone ? "Source" : "HTML source"],
     ["headers", "Headers"],
     ["raw", "Raw"],
+    ["check", (phone ? "Check" : "HTML Check") + score],
+    ["links", phone ? "Links" : "Link Check"],
   ];
   const tabIds = (t: Tab) => `tab-${t}`;
 
@@ -152,45 +182,68 @@ export function MessageView(p: MessageProps) {
             Release…
           </button>
         ) : null}
-        <a class="button" href={api.rawUrl(m.ID)} download={`${m.ID}.eml`}>
-          Download .eml
-        </a>
+        <Downloads m={m} />
       </div>
       {p.gone ? <p class="notice">This message has been deleted.</p> : null}
-      <h2 id="msg-subject" tabIndex={-1} ref={heading}>
+      <h2 id="msg-subject" tabIndex={-1} ref={heading} dir="auto">
         {m.Subject || "(no subject)"}
       </h2>
-      <dl class="hdrs">
-        <Field k="From" v={addr(m.From)} />
-        <Field k="To" v={addrs(m.To)} more={more(m.To, m.Totals?.To)} />
-        <Field k="Cc" v={addrs(m.Cc)} more={more(m.Cc, m.Totals?.Cc)} />
-        <Field k="Bcc" v={addrs(m.Bcc)} more={more(m.Bcc, m.Totals?.Bcc)} />
-        <Field k="Reply-To" v={addrs(m.ReplyTo)} more={more(m.ReplyTo, m.Totals?.ReplyTo)} />
-        <Field k="Date" v={longDate(m.Date)} />
-        <Field k="Received" v={longDate(m.Created)} />
-        <Field k="Size" v={size(m.Size)} />
-        {m.Envelope ? <Envelope e={m.Envelope} /> : null}
-        <dt>Tags</dt>
-        <dd>
-          <TagEditor
-            tags={tags}
-            known={p.knownTags}
-            editable={p.caps.tags}
-            onChange={(t) => {
-              setTags(t);
-              p.onTags(m.ID, t);
-            }}
-          />
-        </dd>
-      </dl>
-      {parts.length ? (
-        <Attachments
-          id={m.ID}
-          parts={m.Attachments ?? []}
-          inline={m.Inline ?? []}
-          more={more(m.Attachments, m.Totals?.Attachments)}
-        />
-      ) : null}
+      {(() => {
+        const primary = (
+          <>
+            <Field k="From" v={addr(m.From)} />
+            <Field k="To" v={addrs(m.To)} more={more(m.To, m.Totals?.To)} />
+            <Field k="Date" v={longDate(m.Date)} />
+          </>
+        );
+        const rest = (
+          <>
+            <Field k="Cc" v={addrs(m.Cc)} more={more(m.Cc, m.Totals?.Cc)} />
+            <Field k="Bcc" v={addrs(m.Bcc)} more={more(m.Bcc, m.Totals?.Bcc)} />
+            <Field k="Reply-To" v={addrs(m.ReplyTo)} more={more(m.ReplyTo, m.Totals?.ReplyTo)} />
+            <Field k="Received" v={longDate(m.Created)} />
+            <Field k="Size" v={size(m.Size)} />
+            {m.Envelope ? <Envelope e={m.Envelope} /> : null}
+            <dt>Tags</dt>
+            <dd>
+              <TagEditor
+                tags={tags}
+                known={p.knownTags}
+                editable={p.caps.tags}
+                onPick={p.onTag}
+                onChange={(t) => {
+                  setTags(t);
+                  p.onTags(m.ID, t);
+                }}
+              />
+            </dd>
+          </>
+        );
+        // On a phone the body comes first: the rest of the headers and the attachments
+        // are one tap away.
+        return phone ? (
+          <>
+            <dl class="hdrs">{primary}</dl>
+            <details class="more-hdrs">
+              <summary>
+                Details{parts.length ? `, ${parts.length} attachment${parts.length > 1 ? "s" : ""}` : ""}
+              </summary>
+              <dl class="hdrs">{rest}</dl>
+              {parts.length ? <Attachments id={m.ID} parts={m.Attachments ?? []} inline={m.Inline ?? []}
+                more={more(m.Attachments, m.Totals?.Attachments)} /> : null}
+            </details>
+          </>
+        ) : (
+          <>
+            <dl class="hdrs">
+              {primary}
+              {rest}
+            </dl>
+            {parts.length ? <Attachments id={m.ID} parts={m.Attachments ?? []} inline={m.Inline ?? []}
+              more={more(m.Attachments, m.Totals?.Attachments)} /> : null}
+          </>
+        );
+      })()}
       <div class="tabs" role="tablist" aria-label="Views of the message">
         {tabs.map(([t, label]) => (
           <button
@@ -221,6 +274,8 @@ export function MessageView(p: MessageProps) {
         {tab === "source" ? <SourceView html={m.HTML} /> : null}
         {tab === "headers" ? <HeadersView id={m.ID} /> : null}
         {tab === "raw" ? <RawView id={m.ID} /> : null}
+        {tab === "check" ? <HtmlCheckView m={m} check={check} /> : null}
+        {tab === "links" ? <LinkCheckView id={m.ID} /> : null}
       </div>
     </article>
   );
@@ -276,7 +331,7 @@ function Attachments({ id, parts, inline, more }: { id: string; parts: Part[]; i
       <h3 class="vh">Attachments</h3>
       <ul>
         {list.map((a) => (
-          <li key={a.PartID}>
+          <li key={a.PartID} class="att-item">
             <AttachmentLink id={id} a={a} inline={inline.includes(a)} />
           </li>
         ))}
@@ -293,23 +348,73 @@ function Attachments({ id, parts, inline, more }: { id: string; parts: Part[]; i
 function AttachmentLink({ id, a, inline }: { id: string; a: Part; inline: boolean }) {
   const [thumb, setThumb] = useState(/^image\//i.test(a.ContentType));
   const name = a.FileName || (a.ContentID ? `cid:${a.ContentID.replace(/^<|>$/g, "")}` : `part ${a.PartID}`);
+  // The card opens the part in a new tab (served inline under the sandbox policy, so an
+  // HTML or SVG attachment runs no script); the arrow beside it downloads it.
   return (
-    <a class="att-link" href={api.partUrl(id, a.PartID)} download={a.FileName || `part-${a.PartID}`}>
-      {thumb ? (
-        <img class="thumb" src={api.thumbUrl(id, a.PartID)} alt="" loading="lazy" onError={() => setThumb(false)} />
-      ) : (
-        <span class="thumb file" aria-hidden="true">
-          {(a.FileName.includes(".") ? a.FileName.split(".").pop()! : a.ContentType.split("/").pop() || "file")
-            .slice(0, 4)
-            .toUpperCase()}
+    <>
+      <a class="att-link" href={api.viewPartUrl(id, a.PartID)} target="_blank" rel="noopener noreferrer"
+        title={`Open ${name} in a new tab`}>
+        {thumb ? (
+          <img class="thumb" src={api.thumbUrl(id, a.PartID)} alt="" loading="lazy" onError={() => setThumb(false)} />
+        ) : (
+          <span class="thumb file" aria-hidden="true">
+            {(a.FileName.includes(".") ? a.FileName.split(".").pop()! : a.ContentType.split("/").pop() || "file")
+              .slice(0, 4)
+              .toUpperCase()}
+          </span>
+        )}
+        <span class="att-name"><bdi>{name}</bdi></span>
+        <span class="att-meta">
+          {a.ContentType} · {size(a.Size)}
+          {inline ? " · inline" : ""}
         </span>
-      )}
-      <span class="att-name">{name}</span>
-      <span class="att-meta">
-        {a.ContentType} · {size(a.Size)}
-        {inline ? " · inline" : ""}
-      </span>
-    </a>
+      </a>
+      <a class="att-dl button" href={api.partUrl(id, a.PartID)} download={a.FileName || `part-${a.PartID}`}
+        aria-label={`Download ${name}`} title={`Download ${name}`}>
+        <Download />
+      </a>
+    </>
+  );
+}
+
+/** Downloads of the message: its raw bytes, its HTML body and its text body. */
+function Downloads({ m }: { m: Message }) {
+  const ref = useRef<HTMLDetailsElement>(null);
+  const close = () => ref.current?.removeAttribute("open");
+  useEffect(() => {
+    const outside = (e: Event) => {
+      if (ref.current && !ref.current.contains(e.target as Node)) close();
+    };
+    document.addEventListener("click", outside);
+    return () => document.removeEventListener("click", outside);
+  }, []);
+  return (
+    <details class="menu" ref={ref} onKeyDown={(e) => e.key === "Escape" && (close(), e.stopPropagation())}>
+      <summary class="button">
+        <Download /> Download
+      </summary>
+      <ul class="menu-list">
+        <li>
+          <a href={api.rawDownloadUrl(m.ID)} download={`${m.ID}.eml`} onClick={close}>
+            Raw message (.eml)
+          </a>
+        </li>
+        {m.HTML ? (
+          <li>
+            <a href={api.htmlBodyUrl(m.ID)} download={`${m.ID}.html`} onClick={close}>
+              HTML body (.html)
+            </a>
+          </li>
+        ) : null}
+        {m.Text ? (
+          <li>
+            <a href={api.textBodyUrl(m.ID)} download={`${m.ID}.txt`} onClick={close}>
+              Text body (.txt)
+            </a>
+          </li>
+        ) : null}
+      </ul>
+    </details>
   );
 }
 
@@ -347,6 +452,7 @@ function HtmlView({ m, parts }: { m: Message; parts: Part[] }) {
     };
   }, [prepared]);
 
+  const phone = useMedia(PHONE);
   if (!prepared) return <p class="muted">This message has no HTML part.</p>;
   const widths: [Width, string][] = [
     ["phone", "Phone"],
@@ -356,7 +462,7 @@ function HtmlView({ m, parts }: { m: Message; parts: Part[] }) {
   return (
     <div class="html-view">
       <div class="html-bar">
-        <div class="seg" role="group" aria-label="Preview width">
+        {phone ? null : <div class="seg" role="group" aria-label="Preview width">
           {widths.map(([w, label]) => (
             <button
               type="button"
@@ -370,7 +476,7 @@ function HtmlView({ m, parts }: { m: Message; parts: Part[] }) {
               {label}
             </button>
           ))}
-        </div>
+        </div>}
         {prepared.remote > 0 && !allow ? (
           <p class="remote" role="status">
             {prepared.remote} remote {prepared.remote === 1 ? "resource" : "resources"} blocked.{" "}
@@ -386,7 +492,7 @@ function HtmlView({ m, parts }: { m: Message; parts: Part[] }) {
           </p>
         ) : null}
       </div>
-      <div class={`frame-box w-${width}`}>
+      <div class={`frame-box w-${phone ? "desktop" : width}`}>
         <iframe
           ref={frame}
           key={`${m.ID}-${allow}`}
@@ -436,6 +542,7 @@ function SourceView({ html }: { html: string }) {
 function HeadersView({ id }: { id: string }) {
   const [rows, setRows] = useState<[string, string][] | null>(null);
   const [err, setErr] = useState("");
+  const [filter, setFilter] = useState("");
   useEffect(() => {
     const ac = new AbortController();
     setRows(null);
@@ -459,7 +566,17 @@ function HeadersView({ id }: { id: string }) {
   }, [id]);
   if (err) return <p class="error">{err}</p>;
   if (!rows) return <p class="muted">Loading…</p>;
+  const f = filter.trim().toLowerCase();
+  const shown = f ? rows.filter(([k, v]) => k.toLowerCase().includes(f) || v.toLowerCase().includes(f)) : rows;
   return (
+    <div>
+    <div class="hdr-filter">
+      <input type="search" aria-label="Filter headers" placeholder="Filter headers (name or value)" value={filter}
+        onInput={(e) => setFilter((e.currentTarget as HTMLInputElement).value)} />
+      <span class="muted" aria-live="polite">
+        {f ? `${shown.length} of ${rows.length}` : `${rows.length}`} header{rows.length === 1 ? "" : "s"}
+      </span>
+    </div>
     <table class="headers">
       <caption class="vh">Every header of the message</caption>
       <thead>
@@ -469,7 +586,7 @@ function HeadersView({ id }: { id: string }) {
         </tr>
       </thead>
       <tbody>
-        {rows.map(([k, v], i) => (
+        {shown.map(([k, v], i) => (
           <tr key={i}>
             <th scope="row">{k}</th>
             <td>{v}</td>
@@ -477,6 +594,7 @@ function HeadersView({ id }: { id: string }) {
         ))}
       </tbody>
     </table>
+    </div>
   );
 }
 
@@ -519,6 +637,142 @@ function RawView({ id }: { id: string }) {
         </a>
       </p>
       <pre class="raw">{raw.text.length > RAW_SHOWN ? raw.text.slice(0, RAW_SHOWN) + "\n…" : raw.text}</pre>
+    </div>
+  );
+}
+
+const SUPPORT: Record<string, string> = { yes: "Supported", partial: "Partial", no: "Not supported" };
+
+/** The HTML check: how well email clients support what the HTML uses (caniemail.com). */
+function HtmlCheckView({ m, check }: { m: Message; check: api.HtmlCheck | string | null }) {
+  if (!m.HTML) return <p class="muted">This message has no HTML part.</p>;
+  if (check === null) return <p class="muted">Checking…</p>;
+  if (typeof check === "string") return <p class="error">The HTML check is not available: {check}</p>;
+  const pct = (n: number) => `${Math.round(n)}%`;
+  const warnings = [...(check.Warnings ?? [])].sort((a, b) => b.Score.Unsupported - a.Score.Unsupported);
+  return (
+    <div class="html-check">
+      <p class="score">
+        <strong class="big">{pct(check.Total.Supported)}</strong> supported
+        <span class="muted">
+          {" "}
+          · {pct(check.Total.Partial)} partially · {pct(check.Total.Unsupported)} not, in the email clients
+          caniemail.com knows ({check.Total.Tests} tests over {check.Total.Nodes} HTML nodes)
+        </span>
+      </p>
+      {warnings.length === 0 ? <p>Nothing in this HTML is known to be unsupported.</p> : null}
+      <ul class="warnings">
+        {warnings.map((w) => (
+          <li key={w.Slug}>
+            <details>
+              <summary>
+                <span class="w-title">{w.Title}</span>
+                <span class="w-cat">{w.Category}</span>
+                <span class="w-score">
+                  {pct(w.Score.Supported)} yes · {pct(w.Score.Partial)} partial · {pct(w.Score.Unsupported)} no
+                </span>
+              </summary>
+              {w.Description ? <p>{w.Description}</p> : null}
+              {/^https:\/\//.test(w.URL) ? (
+                <p>
+                  <a href={w.URL} target="_blank" rel="noopener noreferrer">
+                    {w.Title} on caniemail.com
+                  </a>
+                </p>
+              ) : null}
+              <table class="clients">
+                <caption class="vh">Support of {w.Title} by email client</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Client</th>
+                    <th scope="col">Support</th>
+                    <th scope="col">Note</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {w.Results.map((r, i) => (
+                    <tr key={i}>
+                      <th scope="row">{r.Name}</th>
+                      <td class={`sup-${r.Support}`}>{SUPPORT[r.Support] ?? r.Support}</td>
+                      <td>{r.NoteNumber ? w.NotesByNumber[r.NoteNumber] ?? "" : ""}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </details>
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
+/** The link check, run when asked: each link of the message with the status it answers. */
+function LinkCheckView({ id }: { id: string }) {
+  const [follow, setFollow] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [res, setRes] = useState<api.LinkCheck | null>(null);
+  const [err, setErr] = useState("");
+  const ac = useRef<AbortController | null>(null);
+  useEffect(() => () => ac.current?.abort(), [id]);
+  const run = async () => {
+    ac.current?.abort();
+    ac.current = new AbortController();
+    setBusy(true);
+    setErr("");
+    try {
+      setRes(await api.linkCheck(id, follow, ac.current.signal));
+    } catch (e) {
+      if (!ac.current.signal.aborted) setErr(e instanceof Error ? e.message : String(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const links = res?.Links ?? [];
+  return (
+    <div class="linkcheck">
+      <div class="lc-bar">
+        <button type="button" onClick={run} disabled={busy}>
+          {busy ? "Checking links…" : res ? "Check links again" : "Check links"}
+        </button>
+        <label>
+          <input type="checkbox" checked={follow} onChange={(e) => setFollow((e.currentTarget as HTMLInputElement).checked)} />{" "}
+          Follow redirects
+        </label>
+      </div>
+      <p class="muted">
+        Requests every http(s) link of the message from the server (at most 100; nothing is fetched until you ask).
+      </p>
+      {err ? <p class="error">{err}</p> : null}
+      {res ? (
+        <>
+          <p role="status">
+            {links.length} link{links.length === 1 ? "" : "s"}, {res.Errors} error{res.Errors === 1 ? "" : "s"}
+          </p>
+          <table class="links">
+            <thead>
+              <tr>
+                <th scope="col">Status</th>
+                <th scope="col">Link</th>
+              </tr>
+            </thead>
+            <tbody>
+              {links.map((l, i) => (
+                <tr key={i}>
+                  <td class={l.StatusCode >= 200 && l.StatusCode < 400 ? "ok" : "bad"}>
+                    {l.StatusCode || "—"} {l.Status}
+                  </td>
+                  <td>
+                    <a href={l.URL} target="_blank" rel="noopener noreferrer">
+                      {l.URL}
+                    </a>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </>
+      ) : null}
     </div>
   );
 }
