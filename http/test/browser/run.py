@@ -914,6 +914,22 @@ class T13Release(PageTest):
         d.get_by_role("button", name="Release").click()
         self.until(lambda: self.target.get("/api/v1/mailbox/released@test.example")["total"] == 1, "the released copy")
         self.until(lambda: "Released to 1 recipient" in self.page.locator(".toast").inner_text(), "the confirmation")
+        self.page.keyboard.press("Escape")
+        # The relay's settings are shown; "delete after release" deletes the message here.
+        self.srv.send([live_message("Release and delete me")])
+        m = self.srv.find("Release and delete me")
+        self.open_page(f"?m={m['ID']}")
+        self.page.get_by_role("button", name="Release…").click()
+        d = self.page.locator("dialog[open]")
+        self.assertIn(f"127.0.0.1:{self.target.smtp}", d.locator("dl.relay").inner_text())
+        d.get_by_label("Delete the message after releasing it").check()
+        self.shot("release-delete")
+        self.axe("release-dialog")
+        d.get_by_role("button", name="Release").click()
+        self.until(lambda: self.target.get("/api/v1/mailbox/inbox@test.example")["total"] == 1, "the released copy")
+        self.until(lambda: self.srv.request(f"/api/v1/message/{m['ID']}")[0] == 404, "deleted after release")
+        self.until(lambda: "m=" not in self.page.url, "the message closed")
+        self.assertIn("and deleted", self.page.locator(".toast").inner_text())
 
 
 SIXTY = "Your order #48213 has shipped: tracking number and ETA (Mon)"

@@ -86,7 +86,14 @@ export interface Message {
 export interface WebUIConfig {
   Label?: string;
   HideDeleteAllButton?: boolean;
-  MessageRelay?: { Enabled?: boolean; AllowedRecipients?: string; BlockedRecipients?: string };
+  MessageRelay?: Relay & { Enabled?: boolean };
+}
+
+export interface Relay {
+  SMTPServer?: string;
+  ReturnPath?: string;
+  AllowedRecipients?: string;
+  BlockedRecipients?: string;
 }
 
 export class ApiError extends Error {
@@ -300,6 +307,7 @@ export interface Capabilities {
   release: boolean; // POST api/v1/message/{ID}/release, relay configured
   label: string;
   hideDeleteAll: boolean;
+  relay?: Relay; // the relay's settings, shown when releasing
 }
 
 export async function probe(): Promise<Capabilities> {
@@ -318,6 +326,7 @@ export async function probe(): Promise<Capabilities> {
     // The route exists when it refuses GET (405) rather than not knowing the path (404).
     send: !!sendRoute && sendRoute.status === 405,
     release: !!cfg.MessageRelay?.Enabled,
+    relay: cfg.MessageRelay,
     label: cfg.Label ?? "",
     hideDeleteAll: !!cfg.HideDeleteAllButton,
   };

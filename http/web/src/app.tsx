@@ -581,10 +581,15 @@ export function App({ model }: { model: ListModel }) {
       {dialog === "release" && releasing ? (
         <ReleaseDialog
           message={releasing}
+          relay={caps.relay}
           onClose={() => setDialog("")}
-          onDone={(n) => {
+          onDone={(n, deleted) => {
             setDialog("");
-            flash(`Released to ${n} recipient${n === 1 ? "" : "s"}`);
+            flash(`Released to ${n} recipient${n === 1 ? "" : "s"}${deleted ? " and deleted" : ""}`);
+            if (deleted) {
+              if (r.m === releasing.ID) route.go({ q: r.q, m: "", view: "" }, true);
+              model.reload();
+            }
           }}
         />
       ) : null}

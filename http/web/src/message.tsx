@@ -201,6 +201,7 @@ export function MessageView(p: MessageProps) {
             <Field k="Cc" v={addrs(m.Cc)} more={more(m.Cc, m.Totals?.Cc)} />
             <Field k="Bcc" v={addrs(m.Bcc)} more={more(m.Bcc, m.Totals?.Bcc)} />
             <Field k="Reply-To" v={addrs(m.ReplyTo)} more={more(m.ReplyTo, m.Totals?.ReplyTo)} />
+            <Field k="Return-Path" v={m.ReturnPath ? `<${m.ReturnPath}>` : ""} />
             <Field k="Received" v={longDate(m.Created)} />
             <Field k="Size" v={size(m.Size)} />
             {m.Envelope ? <Envelope e={m.Envelope} /> : null}
