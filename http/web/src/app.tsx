@@ -526,6 +526,7 @@ export function App({ model }: { model: ListModel }) {
             onCursor={setCursor}
             scrollRef={scrollTo}
             onTag={pickTag}
+            width={winW <= 640 || !r.m ? winW : listHidden ? 0 : listWidth(listW, winW)}
           />
         </section>
         {r.m && !listHidden ? <Splitter width={listWidth(listW, winW)} windowW={winW} onWidth={setListW} /> : null}

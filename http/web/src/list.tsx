@@ -3,6 +3,7 @@
 // so the scrollbar reaches the oldest of 100,000 messages in one drag and the model
 // fetches just that window. Past MAX_PX of height the scroll position maps onto positions
 // proportionally (browsers cap element heights at a few million pixels).
+import { Component } from "preact";
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import type { Summary } from "./api";
 import { shortDate, longDate, who, addr, size } from "./format";
@@ -25,6 +26,7 @@ export interface ListProps {
   onCursor: (index: number) => void;
   scrollRef: { current: ((index: number) => void) | null };
   onTag: (tag: string) => void;
+  width: number; // the list's width as the page lays it out (known before it is measured)
 }
 
 // A list this wide shows a message on one line (sender, recipient, subject, tags, size,
@@ -34,12 +36,21 @@ const WIDE_PX = 860;
 const ROW_WIDE = 34;
 const ROW_NARROW = 56;
 
+// The sender and recipient columns of a one-line row grow with the list, within limits
+// (set here rather than with container query units: resizing the list then restyles once).
+const clampPx = (v: number, lo: number, hi: number) => Math.round(Math.min(hi, Math.max(lo, v)));
+
 export function List(p: ListProps) {
   const { model } = p;
   const box = useRef<HTMLDivElement>(null);
   const [scrollTop, setScrollTop] = useState(0);
   const [viewH, setViewH] = useState(600);
-  const [viewW, setViewW] = useState(() => innerWidth);
+  const [measuredW, setViewW] = useState(0);
+  // The width the page is giving the list right now: a message opened or closed changes
+  // it, and the rows take their new layout in the same render instead of one frame later.
+  const hinted = useRef(p.width);
+  const viewW = p.width !== hinted.current || !measuredW ? p.width : measuredW;
+  hinted.current = p.width;
   const wide = viewW >= WIDE_PX;
   const rowH = wide ? ROW_WIDE : ROW_NARROW;
   const frame = useRef(0);
@@ -122,12 +133,17 @@ export function List(p: ListProps) {
     });
   };
 
+  // Rows call the latest handlers through this, so a row whose data did not change is not
+  // rendered again when the page is (opening a message, a keystroke, a live update).
+  const latest = useRef(p);
+  latest.current = p;
   const rows = [];
   for (let i = from; i <= to; i++) {
     const m = model.row(i);
     rows.push(
       m ? (
-        <Row key={m.ID} m={m} i={i} total={total} p={p} />
+        <Row key={m.ID} m={m} i={i} total={total} p={latest} sel={p.isSelected(m.ID)} cur={i === p.cursor}
+          isOpen={m.ID === p.open} query={p.query} />
       ) : (
         <div key={`ph${i}`} class="row ph" aria-hidden="true" data-index={i}>
           <span class="bar" />
@@ -138,7 +154,7 @@ export function List(p: ListProps) {
 
   return (
     <div class={`list-scroll ${wide ? "lw-wide" : "lw-narrow"}`} ref={box} onScroll={onScroll}
-      style={{ "--row-h": `${rowH}px` }}>
+      style={{ "--row-h": `${rowH}px`, "--from-w": `${clampPx(0.105 * viewW, 77, 168)}px`, "--to-w": `${clampPx(0.085 * viewW, 70, 140)}px` }}>
       <div class="list-space" style={{ height: `${height}px` }}>
         <div class="list-rows" role="list" aria-label="Messages" style={{ transform: `translateY(${offsetY}px)` }}>
           {rows}
@@ -148,10 +164,37 @@ export function List(p: ListProps) {
   );
 }
 
-function Row({ m, i, total, p }: { m: Summary; i: number; total: number; p: ListProps }) {
-  const sel = p.isSelected(m.ID);
-  const cur = i === p.cursor;
-  const cls = `row${m.Read ? "" : " unread"}${sel ? " sel" : ""}${cur ? " cur" : ""}${m.ID === p.open ? " open" : ""}`;
+interface RowProps {
+  m: Summary;
+  i: number;
+  total: number;
+  p: { current: ListProps };
+  sel: boolean;
+  cur: boolean;
+  isOpen: boolean;
+  query: string;
+}
+
+class Row extends Component<RowProps> {
+  shouldComponentUpdate(n: RowProps) {
+    const o = this.props;
+    return n.m !== o.m || n.i !== o.i || n.total !== o.total || n.sel !== o.sel || n.cur !== o.cur ||
+      n.isOpen !== o.isOpen || n.query !== o.query;
+  }
+  render() {
+    return <RowView {...this.props} />;
+  }
+}
+
+function RowView({ m, i, total, p: ref, sel, cur, isOpen, query }: RowProps) {
+  const p = {
+    onToggle: (i: number, id: string, shift: boolean) => ref.current.onToggle(i, id, shift),
+    onCursor: (i: number) => ref.current.onCursor(i),
+    onOpen: (id: string, i: number) => ref.current.onOpen(id, i),
+    onTag: (t: string) => ref.current.onTag(t),
+    query,
+  };
+  const cls = `row${m.Read ? "" : " unread"}${sel ? " sel" : ""}${cur ? " cur" : ""}${isOpen ? " open" : ""}`;
   const subject = m.Subject || "(no subject)";
   const tags = m.Tags ?? [];
   const to = m.To?.[0];
