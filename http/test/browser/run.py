@@ -1305,6 +1305,66 @@ class T20Attachments(PageTest):
         self.axe("attachments")
 
 
+def png_pixels(data):
+    """Decodes an 8-bit RGB or RGBA PNG (what a canvas writes): width, height, rows of pixels."""
+    import struct
+    import zlib
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    at, idat, w, h, bpp = 8, b"", 0, 0, 3
+    while at < len(data):
+        n, kind = struct.unpack(">I4s", data[at:at + 8])
+        body = data[at + 8:at + 8 + n]
+        if kind == b"IHDR":
+            w, h, depth, ctype = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and ctype in (2, 6)
+            bpp = 3 if ctype == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        at += 12 + n
+    raw, rows, prev = zlib.decompress(idat), [], bytearray(w * bpp)
+    stride = w * bpp
+    for y in range(h):
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for x in range(stride):
+            a = line[x - bpp] if x >= bpp else 0
+            b, c = prev[x], prev[x - bpp] if x >= bpp else 0
+            if f == 1:
+                line[x] = (line[x] + a) & 255
+            elif f == 2:
+                line[x] = (line[x] + b) & 255
+            elif f == 3:
+                line[x] = (line[x] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append([tuple(line[x:x + 3]) for x in range(0, stride, bpp)])
+        prev = line
+    return w, h, rows
+
+
+class T22Screenshot(PageTest):
+    def test_png_of_the_html(self):
+        needs("parts")
+        rich = self.srv.find("Rich HTML")
+        self.open_page(f"?m={rich['ID']}")
+        f = self.frame()
+        self.until(lambda: f.evaluate("document.getElementById('logo').naturalWidth === 8"), "the cid: image")
+        width = self.js("Math.ceil(document.querySelector('.frame-box iframe').getBoundingClientRect().width)")
+        with self.page.expect_download() as d:
+            self.page.get_by_role("button", name="Screenshot (PNG)").click()
+        self.assertEqual(d.value.suggested_filename, f"{rich['ID']}.png")
+        data = Path(d.value.path()).read_bytes()
+        (OUT / "screenshot-of-html.png").write_bytes(data)
+        w, h, rows = png_pixels(data)
+        self.assertEqual(w, width)
+        self.assertGreater(h, 300)
+        colours = {px for row in rows for px in row}
+        self.assertIn((220, 40, 40), colours, "the message's own image (a part) is in the PNG")
+        self.assertTrue(any(abs(r - 10) < 40 and abs(g - 88) < 40 and b > 160 for r, g, b in colours), "the blue heading")
+        self.assertEqual(self.remote, [], "nothing fetched from elsewhere")
+
+
 RTL = "مرحبا بالعالم: تقرير الربع الأول جاهز للمراجعة"
 
 

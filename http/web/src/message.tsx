@@ -6,6 +6,7 @@ import type { Capabilities, Message, Part } from "./api";
 import { addr, addrs, longDate, size } from "./format";
 import { prepare } from "./frame";
 import { tokenize } from "./highlight";
+import { save, screenshot } from "./screenshot";
 import type { Tab } from "./route";
 import { Download } from "./icons";
 import { TagEditor } from "./tags";
@@ -425,6 +426,8 @@ function HtmlView({ m, parts }: { m: Message; parts: Part[] }) {
   const [allow, setAllow] = useState(remoteAllowed.has(m.ID));
   const [width, setWidth] = useState<Width>(() => (localStorage.getItem("inlet.width") as Width) || "desktop");
   const frame = useRef<HTMLIFrameElement>(null);
+  const [shooting, setShooting] = useState(false);
+  const [shotErr, setShotErr] = useState("");
   const prepared = useMemo(() => (m.HTML ? prepare(m.HTML, m.ID, parts, allow) : null), [m.ID, m.HTML, allow]);
 
   // The frame shares the page's origin (no scripts: the sandbox has no allow-scripts), so
@@ -478,6 +481,25 @@ function HtmlView({ m, parts }: { m: Message; parts: Part[] }) {
             </button>
           ))}
         </div>}
+        <button
+          type="button"
+          disabled={shooting}
+          title="Download a PNG of the HTML as shown here"
+          onClick={async () => {
+            if (!frame.current) return;
+            setShooting(true);
+            try {
+              save(await screenshot(frame.current), `${m.ID}.png`);
+            } catch (e) {
+              setShotErr(e instanceof Error ? e.message : String(e));
+            } finally {
+              setShooting(false);
+            }
+          }}
+        >
+          {shooting ? "Making the PNG…" : "Screenshot (PNG)"}
+        </button>
+        {shotErr ? <span class="error">Screenshot failed: {shotErr}</span> : null}
         {prepared.remote > 0 && !allow ? (
           <p class="remote" role="status">
             {prepared.remote} remote {prepared.remote === 1 ? "resource" : "resources"} blocked.{" "}
