@@ -1365,6 +1365,39 @@ class T22Screenshot(PageTest):
         self.assertEqual(self.remote, [], "nothing fetched from elsewhere")
 
 
+class T23Options(PageTest):
+    """Mailpit's options that change the page: --label, --hide-delete-all-button."""
+
+    def setUp(self):
+        self.opt_srv = Server("options", extra=("--label", "Staging box", "--hide-delete-all-button"))
+        super().setUp()
+        self.srv = self.opt_srv
+        self.srv.send([mail.plain(i) for i in range(5)])
+
+    def tearDown(self):
+        super().tearDown()
+        self.opt_srv.stop()
+
+    def test_label_and_no_delete_all(self):
+        self.open_page()
+        self.until(lambda: self.page.locator(".brand .label").count() == 1, "the label")
+        self.assertEqual(self.page.locator(".brand .label").inner_text(), "Staging box")
+        self.until(lambda: "Staging box" in self.page.title(), "the label in the title")
+        self.page.get_by_label("Select all 5 messages").click()
+        self.assertEqual(self.page.locator(".bulk .n").inner_text(), "5 selected")
+        self.assertEqual(self.page.locator(".bulk").get_by_role("button", name="Delete").count(), 0)
+        self.shot("hide-delete-all")
+        self.page.locator(".bulk").get_by_role("button", name="Clear").click()
+        self.page.locator(".row[data-index='1'] .check").click()
+        self.assertEqual(self.page.locator(".bulk").get_by_role("button", name="Delete").count(), 1)
+        # A search's results may still all be deleted.
+        self.page.goto(self.srv.url("?q=" + urllib.parse.quote("from:ada")))
+        n = self.srv.search("from:ada")["messages_count"]
+        self.until(lambda: len(self.rows()) == n, "the results")
+        self.page.get_by_label(f"Select all {n} results").click()
+        self.assertEqual(self.page.locator(".bulk").get_by_role("button", name="Delete").count(), 1)
+
+
 RTL = "مرحبا بالعالم: تقرير الربع الأول جاهز للمراجعة"
 
 

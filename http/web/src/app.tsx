@@ -467,9 +467,11 @@ export function App({ model }: { model: ListModel }) {
                   Mark unread
                 </button>
                 {caps.tags ? <BulkTag known={model.tags} onTag={bulkTag} /> : null}
-                <button type="button" class="danger" onClick={bulkDelete}>
-                  Delete
-                </button>
+                {caps.hideDeleteAll && allSelected && !r.q ? null : (
+                  <button type="button" class="danger" onClick={bulkDelete}>
+                    Delete
+                  </button>
+                )}
                 <button type="button" onClick={clearSelection}>
                   Clear
                 </button>
