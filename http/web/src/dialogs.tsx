@@ -29,14 +29,15 @@ function Dialog(p: { title: string; onClose: () => void; children: ComponentChil
 }
 
 const keys: [string, string][] = [
-  ["j / ↓", "next message"],
-  ["k / ↑", "previous message"],
+  ["j / ↓", "next message (with one open: open the next)"],
+  ["k / ↑", "previous message (with one open: open the previous)"],
   ["Home / End", "first / last message"],
   ["Enter", "open the message"],
   ["x", "select or unselect (Shift+x: a range)"],
   ["Delete / #", "delete the selection, or the open message"],
   ["/", "search"],
   ["Esc", "clear the selection, close the message, leave the search box"],
+  ["← / →", "on the handle beside the list: narrow or widen it"],
   ["?", "this help"],
 ];
 
