@@ -33,6 +33,7 @@ export interface ListProps {
 // date); a narrower one (a message open beside it, a tablet, a phone) on two, so the
 // subject keeps the whole second line instead of a sliver between the other columns.
 const WIDE_PX = 860;
+const TIGHT_PX = 440;
 const ROW_WIDE = 34;
 const ROW_NARROW = 56;
 
@@ -153,7 +154,7 @@ export function List(p: ListProps) {
   }
 
   return (
-    <div class={`list-scroll ${wide ? "lw-wide" : "lw-narrow"}`} ref={box} onScroll={onScroll}
+    <div class={`list-scroll ${wide ? "lw-wide" : viewW < TIGHT_PX ? "lw-narrow lw-tight" : "lw-narrow"}`} ref={box} onScroll={onScroll}
       style={{ "--row-h": `${rowH}px`, "--from-w": `${clampPx(0.105 * viewW, 77, 168)}px`, "--to-w": `${clampPx(0.085 * viewW, 70, 140)}px` }}>
       <div class="list-space" style={{ height: `${height}px` }}>
         <div class="list-rows" role="list" aria-label="Messages" style={{ transform: `translateY(${offsetY}px)` }}>
@@ -233,15 +234,17 @@ function RowView({ m, i, total, p: ref, sel, cur, isOpen, query }: RowProps) {
         }}
       >
         <span class="dot" aria-hidden="true" />
-        <span class="from" title={addr(m.From)}>
-          {m.Read ? "" : <span class="vh">Unread. </span>}
-          <bdi>{who(m.From) || "(no sender)"}</bdi>
-        </span>
-        <span class="to" title={(m.To ?? []).map(addr).join(", ")}>
-          <span class="arrow" aria-hidden="true">→ </span>
-          <span class="vh">to </span>
-          {to ? <bdi>{who(to)}</bdi> : <span class="muted">(no recipient)</span>}
-          {moreTo > 0 ? <span class="more-to"> +{moreTo}</span> : null}
+        <span class="who">
+          <span class="from" title={addr(m.From)}>
+            {m.Read ? "" : <span class="vh">Unread. </span>}
+            <bdi>{who(m.From) || "(no sender)"}</bdi>
+          </span>
+          <span class="to" title={(m.To ?? []).map(addr).join(", ")}>
+            <span class="arrow" aria-hidden="true">→ </span>
+            <span class="vh">to </span>
+            {to ? <bdi>{who(to)}</bdi> : <span class="muted">(no recipient)</span>}
+            {moreTo > 0 ? <span class="more-to"> +{moreTo}</span> : null}
+          </span>
         </span>
         <span class="subj">
           <bdi class="s" dir="auto">{subject}</bdi>
