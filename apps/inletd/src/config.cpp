@@ -18,6 +18,7 @@
 
 #include "catcher_env.hpp"
 #include "flag_table.hpp"
+#include "self_signed.hpp"
 
 namespace inletd {
 
@@ -336,8 +337,17 @@ std::string finish(config& c) {
   // TLS and the SMTP rules that need it.
   if (c.smtp.tls_cert.empty() != c.smtp.tls_key.empty())
     return "--tls-cert and --tls-key go together";
+  if (std::string e = resolve_sans(c.smtp.tls_cert, c.smtp.tls_key); !e.empty())
+    return "--tls-cert: " + e;
   if (c.smtp.session.require_starttls && c.smtp.tls_cert.empty())
     return "--smtp-require-starttls needs --tls-cert and --tls-key";
+  if (c.smtp.listen.front().implicit_tls) {
+    if (c.smtp.tls_cert.empty()) return "--smtp-require-tls needs --tls-cert and --tls-key";
+    if (c.smtp.session.require_starttls)
+      return "--smtp-require-tls and --smtp-require-starttls cannot be used together";
+    if (c.smtp.session.auth_allow_insecure)
+      return "--smtp-require-tls cannot be used with --smtp-auth-allow-insecure";
+  }
 
   // SMTP AUTH as Mailpit configures it: credentials make AUTH required; accept-any offers
   // it and takes any. Both need STARTTLS unless --smtp-auth-allow-insecure.

@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -398,8 +399,9 @@ TEST(MailpitOptions, OptionsWithoutEquivalentAreAcceptedAndNoted) {
                      o)
                    .has_value());
   std::sort(o.ignored.begin(), o.ignored.end());
+  // --smtp-disable-rdns is inletd's behaviour already (it never looks names up): not named.
   EXPECT_EQ(o.ignored, (std::vector<std::string>{"--compression=3", "--database=/tmp/x.db",
-                                                 "--database=y.db", "--smtp-disable-rdns"}));
+                                                 "--database=y.db"}));
   EXPECT_TRUE(o.log.verbose);  // supported now: a line per message stored
   inletd::config bad;
   auto rc = parse({"--no-such-mailpit-flag"}, bad);
@@ -531,7 +533,7 @@ TEST(MailpitOptions, EveryServerFlagOfMailpitIsAccepted) {
                    "http://127.0.0.1:11333", "--allow-untrusted-tls", "--disable-http-compression",
                    "--hide-delete-all-button", "--send-api-auth-accept-any", "-s",
                    "127.0.0.1:1025", "--smtp-auth-accept-any", "--smtp-require-starttls",
-                   "--smtp-require-tls", "--smtp-auth-allow-insecure", "--smtp-strict-rfc-headers",
+                   "--smtp-auth-allow-insecure", "--smtp-strict-rfc-headers",
                    "--smtp-max-recipients", "10", "--smtp-allowed-recipients", "@example\\.com$",
                    "--smtp-ignore-rejected-recipients", "--smtp-disable-rdns", "--smtp-relay-all",
                    "--smtp-relay-matching", "x", "--enable-chaos", "--chaos-triggers",
@@ -667,4 +669,42 @@ TEST(Config, FinishRefusesWhatCannotRun) {
   EXPECT_FALSE(allowed.smtp.session.recipient_allowed("a@example.org"));
   inletd::config bad_re;
   EXPECT_EQ(parse({"--smtp-allowed-recipients", "(["}, bad_re).value_or(0), 105);  // CLI11: a validation error
+}
+
+// Mailpit's SMTPS: --smtp-require-tls needs a certificate (a `sans:` one is made at start)
+// and goes with neither required STARTTLS nor AUTH without TLS, as in Mailpit.
+TEST(MailpitOptions, RequireTlsAndSansCertificates) {
+  inletd::config c;
+  ASSERT_FALSE(parse({"--smtp-require-tls", "--smtp-tls-cert", "sans:mx.example, 127.0.0.1",
+                      "--smtp-tls-key", "sans:mx.example,127.0.0.1"},
+                     c)
+                   .has_value());
+  EXPECT_TRUE(c.smtp.listen.front().implicit_tls);
+  ASSERT_FALSE(c.smtp.tls_cert.empty());
+  EXPECT_NE(c.smtp.tls_cert, c.smtp.tls_key);  // one pair: the certificate and its key
+  EXPECT_EQ(::access(c.smtp.tls_cert.c_str(), R_OK), 0);
+  EXPECT_EQ(::access(c.smtp.tls_key.c_str(), R_OK), 0);
+  struct stat st {};
+  ASSERT_EQ(::stat(c.smtp.tls_key.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);  // the private key is the owner's alone
+  inletd::config same;  // the same names: the same pair
+  ASSERT_FALSE(parse({"--tls-cert", "sans:127.0.0.1,mx.example", "--tls-key",
+                      "sans:mx.example,127.0.0.1"},
+                     same)
+                   .has_value());
+  EXPECT_EQ(same.smtp.tls_cert, c.smtp.tls_cert);
+  for (std::vector<std::string> bad :
+       {std::vector<std::string>{"--smtp-require-tls"},
+        {"--smtp-require-tls", "--tls-cert", "sans:x", "--tls-key", "sans:x",
+         "--smtp-require-starttls"},
+        {"--smtp-require-tls", "--tls-cert", "sans:x", "--tls-key", "sans:x",
+         "--smtp-auth-allow-insecure"},
+        {"--tls-cert", "sans:", "--tls-key", "sans:"}}) {
+    inletd::config b;
+    EXPECT_EQ(parse(bad, b).value_or(0), 2) << bad.back();
+  }
+  inletd::config missing;
+  EXPECT_NE(parse({"--tls-cert", "/nonexistent.pem", "--tls-key", "/nonexistent.pem"}, missing)
+                .value_or(0),
+            0);
 }

@@ -97,6 +97,34 @@ class MailpitOptions(unittest.TestCase):
             proc.wait(timeout=DEADLINE)
             os.unlink(log)
 
+    def test_cr_cr_lf_headers_normalised_or_refused_when_strict(self):
+        bare = (b"From: a@example.org\r\r\nTo: b@example.com\r\nSubject: bare cr\r\r\n"
+                b"\r\nline\r\r\nend\r\n")
+        srv = Inletd()
+        try:
+            with smtplib.SMTP("127.0.0.1", srv.smtp_port, timeout=DEADLINE) as s:
+                s.sendmail("a@example.org", ["b@example.com"], bare)
+            m = wait_for(lambda: srv.find("bare cr"), "the message listed")
+            raw = srv.raw(m["ID"])
+            self.assertNotIn(b"\r\r\n", raw)  # stored as Mailpit stores it
+            self.assertIn(b"Subject: bare cr\r\n", raw)
+            self.assertIn(b"line\r\nend", raw)
+            self.assertEqual(m["From"]["Address"], "a@example.org")
+        finally:
+            srv.stop()
+        srv = Inletd("--smtp-strict-rfc-headers")
+        try:
+            with smtplib.SMTP("127.0.0.1", srv.smtp_port, timeout=DEADLINE) as s:
+                with self.assertRaises(smtplib.SMTPDataError) as e:
+                    s.sendmail("a@example.org", ["b@example.com"], bare)
+                self.assertEqual(e.exception.smtp_code, 451)
+                # A well-formed message on the same connection is taken.
+                s.sendmail("a@example.org", ["b@example.com"], message("well formed"))
+            wait_for(lambda: srv.find("well formed"), "the well-formed message listed")
+            self.assertIsNone(srv.find("bare cr"))
+        finally:
+            srv.stop()
+
     def test_mailpits_whole_command_line_starts_and_names_what_it_ignores(self):
         args = ["-d", "/tmp/m.db", "--disable-wal", "--disable-version-check", "--compression", "2",
                 "--label", "L", "--tenant-id", "t1", "-m", "100", "--max-age", "2d",
@@ -106,7 +134,8 @@ class MailpitOptions(unittest.TestCase):
                 "--disable-link-check-rate-limit", "--allow-untrusted-tls",
                 "--disable-http-compression", "--hide-delete-all-button",
                 "--send-api-auth-accept-any", "--smtp-auth-accept-any", "--smtp-auth-allow-insecure",
-                "--smtp-max-recipients", "10", "--smtp-disable-rdns", "--enable-chaos",
+                "--smtp-max-recipients", "10", "--smtp-disable-rdns", "--smtp-strict-rfc-headers",
+                "--enable-chaos",
                 "--tag", "a=b", "--tags-title-case", "--tags-disable", "x-tags", "--tags-username",
                 "--webhook-limit", "2", "--webhook-delay", "1", "--disable-html-check"]
         env = dict(os.environ, MP_SMTP_RELAY_ALL="true", MP_ENABLE_PROMETHEUS="false")
