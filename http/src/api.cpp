@@ -550,9 +550,18 @@ response api::error(unsigned status, std::string_view message, unsigned version,
   return detail::error_response(fake, status, message);
 }
 
-bool api::is_events_request(const request& req) const {
-  if (req.method() != boost::beast::http::verb::get) return false;
-  return detail::target(req.target(), ctx_->root).path == "/api/events";
+api::feed api::events_feed(const request& req) const {
+  if (req.method() != boost::beast::http::verb::get) return feed::none;
+  const auto path = detail::target(req.target(), ctx_->root).path;
+  if (path == "/api/events") return feed::mailpit;
+  if (path == "/api/v1/events" || path == "/api/v1/events/" || path == "/api/v2/websocket")
+    return feed::mailhog;
+  return feed::none;
+}
+
+std::string api::mailhog_event(const store::stored_message& m) const {
+  if (m.raw.empty()) return {};
+  return detail::mailhog_message_text(m);
 }
 
 bool api::authorized(const request& req) const {
@@ -564,6 +573,11 @@ bool api::authorized(const request& req) const {
 std::optional<response> api::screen(const request& req, const client_info& client) const {
   namespace bh = boost::beast::http;
   const context& c = *ctx_;
+  if (c.cfg.metrics_only) {  // a Prometheus listener: /metrics, open, and nothing else
+    const detail::target mt(req.target(), c.root);
+    if (mt.path == "/metrics" && req.method() == bh::verb::get) return std::nullopt;
+    return detail::error_response(req, 404, "not found");
+  }
   if (!detail::host_allowed(c.cfg, req[bh::field::host]))
     return detail::error_response(req, 403, "this server does not answer to that Host name");
   const detail::target t(req.target(), c.root);
@@ -579,7 +593,13 @@ std::optional<response> api::screen(const request& req, const client_info& clien
   if (c.cfg.public_mode && !detail::public_allowed(req, t))
     return detail::error_response(req, 403, "not available on this public server");
   const bool preflight = req.method() == bh::verb::options && t.path.starts_with("/api/");
-  if (!preflight && !authorized(req) && t.path != "/livez" && t.path != "/readyz") {
+  // The send API may have credentials of its own, or none (Mailpit's send-api-auth flags).
+  const bool send = req.method() == bh::verb::post && t.path == "/api/v1/send";
+  const bool allowed =
+      send && c.cfg.send_auth_accept_any ? true
+      : send && c.cfg.send_auth ? c.cfg.send_auth->check_basic(req[bh::field::authorization])
+                                : authorized(req);
+  if (!preflight && !allowed && t.path != "/livez" && t.path != "/readyz") {
     auto res = detail::error_response(req, 401, "authentication required");
     res.set(bh::field::www_authenticate, "Basic realm=\"Login\"");
     return res;
@@ -604,6 +624,15 @@ boost::asio::awaitable<response> api::handle(request req, client_info client) co
   }
   co_return std::move(r.res);
 }
+
+namespace {
+
+// Text answers worth compressing (JSON, HTML, plain text, the metrics).
+bool compressible(std::string_view type) {
+  return type.starts_with("application/json") || type.starts_with("text/");
+}
+
+}  // namespace
 
 boost::asio::awaitable<reply> api::handle_streamed(request req, client_info client) const {
   namespace bh = boost::beast::http;
@@ -668,6 +697,21 @@ boost::asio::awaitable<reply> api::handle_streamed(request req, client_info clie
       res.set("Access-Control-Allow-Origin", allow);
     res.set(bh::field::vary, "Origin");
   }
+  // Mailpit's answers are gzip'd for clients that take it (--disable-http-compression:
+  // never); bodies under 1 KiB gain nothing, streamed bodies (raw, parts) go as they are.
+  if (!c.cfg.disable_http_compression && !rep.body && res.body().size() >= 1024 &&
+      res[bh::field::content_encoding].empty() && compressible(res[bh::field::content_type]) &&
+      detail::accepts_gzip(req[bh::field::accept_encoding])) {
+    std::string packed;
+    if (detail::gzip(res.body(), packed) && packed.size() < res.body().size()) {
+      res.body() = std::move(packed);
+      res.set(bh::field::content_encoding, "gzip");
+      const auto vary = res[bh::field::vary];
+      res.set(bh::field::vary,
+              vary.empty() ? std::string("Accept-Encoding") : std::string(vary) + ", Accept-Encoding");
+      res.prepare_payload();
+    }
+  }
   if (head && !streamed_head) {
     const auto length = res.body().size();
     res.body().clear();
@@ -710,6 +754,29 @@ std::string api::metrics_text() const {
     out.append(std::to_string(c.requests[i].load(std::memory_order_relaxed))).append("\n");
   }
   if (c.cfg.extra_metrics) c.cfg.extra_metrics(out);
+  if (c.cfg.mailpit_metrics) {  // Mailpit's names, for its users' dashboards
+    const app_counters app = c.cfg.app_counters ? c.cfg.app_counters() : app_counters{};
+    const auto up = std::chrono::duration_cast<std::chrono::seconds>(
+        std::chrono::steady_clock::now() - c.started);
+    metric("mailpit_database_size_bytes", "gauge", "Size of the database in bytes", st.bytes);
+    metric("mailpit_memory_usage_bytes", "gauge", "Memory usage in bytes",
+           detail::resident_bytes());
+    metric("mailpit_messages", "gauge", "Total number of messages in the database", st.messages);
+    metric("mailpit_messages_deleted_total", "counter", "Total number of messages deleted",
+           st.deleted_total);
+    metric("mailpit_messages_unread", "gauge", "Number of unread messages in the database",
+           st.unread);
+    metric("mailpit_smtp_accepted_size_bytes_total", "counter",
+           "Total size of accepted SMTP messages in bytes", app.smtp_accepted_bytes);
+    metric("mailpit_smtp_accepted_total", "counter", "Total number of SMTP messages accepted",
+           app.smtp_accepted);
+    metric("mailpit_smtp_ignored_total", "counter",
+           "Total number of SMTP messages ignored (duplicates)", app.smtp_ignored);
+    metric("mailpit_smtp_rejected_total", "counter", "Total number of SMTP messages rejected",
+           app.smtp_rejected);
+    metric("mailpit_uptime_seconds", "gauge", "Uptime of Mailpit in seconds",
+           static_cast<std::uint64_t>(up.count()));
+  }
   return out;
 }
 

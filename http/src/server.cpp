@@ -9,6 +9,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -21,6 +22,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/websocket.hpp>
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -30,6 +32,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "http_stream.hpp"
 #include "pressure.hpp"
 
 namespace inlet::http {
@@ -43,7 +46,7 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 namespace {
 
 
-using websocket_stream = beast::websocket::stream<beast::tcp_stream>;
+using websocket_stream = beast::websocket::stream<detail::http_stream>;
 using steady = std::chrono::steady_clock;
 
 std::int64_t now_ns() {
@@ -54,14 +57,15 @@ std::int64_t now_ns() {
 // One connection. Touched only on its strand, except `events` (its own mutex) and
 // `waiting_since` (atomic: the acceptor reads it to choose a connection to close).
 struct session {
-  session(tcp::socket&& s, client_info c)
-      : stream(std::move(s)), wake(stream.get_executor()), client(std::move(c)) {}
-  beast::tcp_stream stream;
+  session(tcp::socket&& s, client_info c, asio::ssl::context* tls)
+      : stream(std::move(s), tls), wake(stream.get_executor()), client(std::move(c)) {}
+  detail::http_stream stream;  // plain, or TLS on an HTTPS server
   std::optional<websocket_stream> ws;  // the stream moves here when upgraded
   asio::steady_timer wake;             // event streams sleep on it; cancel() wakes them
   client_info client;
   bool stopped = false;
   bool sse = false;
+  bool mailhog = false;  // MailHog's feed: each new message whole, no other event
   /// When the connection began to wait for its client (a request, or on an event stream);
   /// 0 while a request is being answered. The acceptor closes the oldest waiter when full.
   std::atomic<std::int64_t> waiting_since{0};
@@ -118,6 +122,7 @@ struct server::impl : std::enable_shared_from_this<impl> {
   store::store& store;
   server_config cfg;
   http::api handler;
+  std::optional<asio::ssl::context> tls;  // HTTPS: cfg.tls_cert and cfg.tls_key
   asio::io_context* io = nullptr;
   std::optional<tcp::acceptor> acceptor;
   tcp::endpoint bound;
@@ -290,7 +295,7 @@ void server::impl::admit(const std::shared_ptr<impl>& self, tcp::socket sock) {
     return;
   }
   auto info = client_of(sock);
-  auto s = std::make_shared<session>(std::move(sock), std::move(info));
+  auto s = std::make_shared<session>(std::move(sock), std::move(info), tls ? &*tls : nullptr);
   auto ex = s->stream.get_executor();
   asio::co_spawn(ex, run_session(self, std::move(s)), asio::detached);
 }
@@ -417,6 +422,15 @@ awaitable<void> server::impl::run_session(std::shared_ptr<impl> self, std::share
     live.store(sessions.size(), std::memory_order_relaxed);
   }
   registration reg{this, id};
+  if (s->stream.is_secure()) {  // HTTPS: the handshake within the first request's time
+    s->stream.expires_after(timeout(cfg.read_timeout));
+    auto [hec] = co_await s->stream.async_handshake(use_tuple);
+    if (hec) {
+      beast::error_code ignored;
+      s->stream.socket().close(ignored);
+      co_return;
+    }
+  }
   beast::flat_buffer buffer;
   for (std::size_t served = 0; !s->stopped; ++served) {
     bh::request_parser<bh::string_body> parser;
@@ -443,7 +457,8 @@ awaitable<void> server::impl::run_session(std::shared_ptr<impl> self, std::share
     }
     auto req = parser.release();
     if (buffer.capacity() > 64 * 1024) buffer.shrink_to_fit();  // a large body is gone
-    if (handler.is_events_request(req)) {
+    if (const auto feed = handler.events_feed(req); feed != api::feed::none) {
+      s->mailhog = feed == api::feed::mailhog;
       auto refusal = handler.screen(req, s->client);
       std::optional<stream_slot> slot;
       if (!refusal) {
@@ -515,17 +530,29 @@ void server::impl::on_event(const store::store_event& e) {
   // Mailpit's websocket messages; over SSE one event each, named by its Type. Each text
   // is built once and shared by every queue.
   auto msgs = handler.event_messages(e);
-  if (msgs.empty()) return;
   std::vector<std::shared_ptr<const std::string>> sse, ws;
   for (auto& [type, data] : msgs) {
     sse.push_back(
         std::make_shared<const std::string>("event: " + type + "\ndata: " + data + "\n\n"));
     ws.push_back(std::make_shared<const std::string>(std::move(data)));
   }
+  // MailHog's feeds: a new message as its data.Message, built only when one listens.
+  std::vector<std::shared_ptr<const std::string>> hog_sse, hog_ws;
+  if (e.what == store::store_event::kind::created && e.message &&
+      std::any_of(targets.begin(), targets.end(), [](const auto& s) { return s->mailhog; })) {
+    std::string text = handler.mailhog_event(*e.message);
+    if (!text.empty()) {
+      hog_sse.push_back(std::make_shared<const std::string>("data: " + text + "\n\n"));
+      hog_ws.push_back(std::make_shared<const std::string>(std::move(text)));
+    }
+  }
+  if (msgs.empty() && hog_ws.empty()) return;
   const auto now = steady::now();
   for (auto& s : targets) {
     bool wake = true;
-    const bool ok = s->events.push(s->sse ? sse : ws, now, &wake);
+    const auto& mine = s->mailhog ? (s->sse ? hog_sse : hog_ws) : (s->sse ? sse : ws);
+    if (mine.empty()) continue;
+    const bool ok = s->events.push(mine, now, &wake);
     if (ok && !wake) continue;  // woken already for what it has not taken
     asio::post(s->stream.get_executor(), [s, ok] {
       if (!ok) {  // fallen behind: dropped (EventSource and Mailpit's UI reconnect)
@@ -614,7 +641,7 @@ awaitable<void> server::impl::run_websocket(std::shared_ptr<session> s, request 
       if (s->stopped) break;
       continue;
     }
-    out.push_back(std::make_shared<const std::string>(handler.stats_message()));
+    if (!s->mailhog) out.push_back(std::make_shared<const std::string>(handler.stats_message()));
     for (auto& text : out) {
       auto [ec, n] = co_await w.async_write(asio::buffer(*text), use_tuple);
       if (ec) co_return;
@@ -673,6 +700,15 @@ std::error_code server::start() {
     im.io = im.own_io.get();
   }
   beast::error_code ec;
+  if (!im.cfg.tls_cert.empty()) {  // HTTPS: TLS 1.2 and later, the chain and its key
+    asio::ssl::context ctx(asio::ssl::context::tls_server);
+    ctx.set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                    asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                    asio::ssl::context::no_tlsv1_1 | asio::ssl::context::single_dh_use);
+    if (ctx.use_certificate_chain_file(im.cfg.tls_cert, ec); ec) return ec;
+    if (ctx.use_private_key_file(im.cfg.tls_key, asio::ssl::context::pem, ec); ec) return ec;
+    im.tls.emplace(std::move(ctx));
+  }
   auto addr = asio::ip::make_address(im.cfg.address, ec);
   if (ec) return ec;
   tcp::endpoint ep(addr, im.cfg.port);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <inlet/store/search.hpp>
 #include <inlet/store/tags.hpp>
 #include <inlet/mime/segment.hpp>
 #include <optional>
@@ -131,16 +132,6 @@ ingest::verdict ingest::judge(st::new_message& msg, std::optional<inlet::filter:
 
 namespace {
 
-// Where the root part's header block ends, as parsed.
-std::size_t header_end(const inlet::mime::parsed_message& parse) {
-  return parse.parts().empty() ? 0 : parse.parts()[0].header.end;
-}
-
-// A CR CR LF in the first `end` bytes of `raw` (its header block): a short scan.
-bool cr_cr_lf_in_header(std::string_view raw, std::size_t end) {
-  return raw.substr(0, std::min(end, raw.size())).find("\r\r\n") != std::string_view::npos;
-}
-
 // Every CR CR LF of `raw` as CR LF.
 void drop_cr_before_crlf(std::string& raw) {
   std::size_t out = 0;
@@ -186,16 +177,15 @@ void ingest::deliver_now(sm::received_message&& m, sm::delivery_callback done) {
     bool bare_cr = false;
     if (streamed) {
       summarize(*streamed, msg, scan_ptr);
-      const std::size_t headers = header_end(*streamed);
+      bare_cr = streamed->cr_cr_lf_in_header();
       m.observer.reset();  // the parser back to the pool before its pieces go
       msg.raw = flatten(m.body);
       m.body.clear();  // give the connection's fragments back now
-      bare_cr = cr_cr_lf_in_header(msg.raw, headers);
     } else {
       msg.raw = flatten(m.body);
       m.body.clear();  // give the connection's fragments back now
       const auto& parse = thread_parser().parse(msg.raw);
-      bare_cr = cr_cr_lf_in_header(msg.raw, header_end(parse));
+      bare_cr = parse.cr_cr_lf_in_header();  // noticed by the parser, no scan
       if (!bare_cr) summarize(parse, msg, scan_ptr);
     }
     if (bare_cr) {  // rare: Mailpit's strict refusal, or its normalisation and a new parse
@@ -227,6 +217,29 @@ void ingest::deliver_now(sm::received_message&& m, sm::delivery_callback done) {
     done({sm::delivery_status::accepted(st::make_message_id()), {}});
     return;
   }
+  if (opts_.ignore_duplicate_ids && !msg.summary.message_id.empty() &&
+      msg.summary.message_id.find('"') == std::string::npos) {
+    // Mailpit's --ignore-duplicate-ids: a Message-ID the store holds is answered and dropped.
+    st::list_request lr(0, 0);
+    if (!st::search::parse("message-id:\"" + msg.summary.message_id + "\"", {}, lr.query)) {
+      store_->async_list(std::move(lr), [this, msg = std::move(msg), done = std::move(done)](
+                                            std::error_code ec, st::page p) mutable {
+        if (!ec && p.matched > 0) {
+          counters_.duplicates_ignored.fetch_add(1, std::memory_order_relaxed);
+          auto ok = sm::delivery_status::accepted({});
+          ok.text = "Ok: queued";
+          done({ok, {}});
+          return;
+        }
+        store_message(std::move(msg), std::move(done));
+      });
+      return;
+    }
+  }
+  store_message(std::move(msg), std::move(done));
+}
+
+void ingest::store_message(st::new_message&& msg, sm::delivery_callback done) {
   put_slot* slot = put_slots.take();
   slot->self = this;
   slot->done = std::move(done);
@@ -316,6 +329,9 @@ void ingest::append_metrics(std::string& out) const {
        get(c.filter_tagged));
   line("inlet_filter_rejected_total", "counter", "Messages rejected by the filter.",
        get(c.filter_rejected));
+  line("inlet_messages_duplicate_ignored_total", "counter",
+       "Messages answered and dropped for a Message-ID the store holds.",
+       get(c.duplicates_ignored));
   if (f) {
     auto s = f->registry().stats().load();
     line("inlet_filter_messages_scanned_total", "counter", "Messages scanned.",

@@ -373,6 +373,12 @@ std::string finish(config& c) {
     }
   }
 
+  // HTTPS for the page and the API.
+  if (c.http.tls_cert.empty() != c.http.tls_key.empty())
+    return "--ui-tls-cert and --ui-tls-key go together";
+  if (std::string e = resolve_sans(c.http.tls_cert, c.http.tls_key); !e.empty())
+    return "--ui-tls-cert: " + e;
+
   // The page's and API's basic authentication.
   if (const char* a = std::getenv("MP_UI_AUTH"); a && c.ui_auth.users.empty())
     c.ui_auth.users = a;
@@ -380,6 +386,19 @@ std::string finish(config& c) {
     std::string error;
     c.http.api.ui_auth = inlet::auth::load_credentials(c.ui_auth.file, c.ui_auth.users, error);
     if (!c.http.api.ui_auth) return "web UI authentication: " + error;
+  }
+
+  // The send API's own credentials, or none at all (Mailpit's send-api-auth flags).
+  if (const char* a = std::getenv("MP_SEND_API_AUTH"); a && c.send_auth.users.empty())
+    c.send_auth.users = a;
+  if (!c.send_auth.file.empty() || !c.send_auth.users.empty()) {
+    if (c.http.api.send_auth_accept_any)
+      return "send API authentication cannot use both credentials and "
+             "--send-api-auth-accept-any";
+    std::string error;
+    c.http.api.send_auth =
+        inlet::auth::load_credentials(c.send_auth.file, c.send_auth.users, error);
+    if (!c.http.api.send_auth) return "send API authentication: " + error;
   }
 
   // Message release: the file, else the flags, else MP_SMTP_RELAY_*.
@@ -400,6 +419,7 @@ std::string finish(config& c) {
       return error;
   }
   c.ingest.log_stored = c.log.verbose && !c.log.quiet;
+  c.http.api.duplicates_ignored = c.ingest.ignore_duplicate_ids;
 
   // Chaos: triggers alone enable it, as in Mailpit.
   if (c.chaos.enabled || !c.chaos.triggers.empty()) {

@@ -1,4 +1,5 @@
 // The flag table (flag_table.hpp): every flag of inletd, once.
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -680,6 +681,13 @@ std::vector<flag> make_table() {
          },
          [](config&) { return std::string(); }},
         "`x-tags` and/or `plus-addresses`: turn those automatic tags off.", "none"));
+  add(f(store, "--ignore-duplicate-ids", "MP_IGNORE_DUPLICATE_IDS",
+        "Mailpit: a message whose Message-ID the store holds is answered 250 and dropped",
+        on([](config& c) -> bool& { return c.ingest.ignore_duplicate_ids; }),
+        "An SMTP message whose Message-ID the store already holds is answered `250 2.0.0 Ok: "
+        "queued` and not stored (counted as `SMTPIgnored` / `mailpit_smtp_ignored_total`), as "
+        "Mailpit does; costs one search of the store per message. Not atomic: two copies "
+        "arriving at the same instant may both be stored."));
   add(f(tags, "--use-message-dates", "MP_USE_MESSAGE_DATES",
         "Mailpit: a message's Date header as its received time (when it has one)",
         on([](config& c) -> bool& { return c.ingest.use_message_dates; }),
@@ -732,6 +740,27 @@ std::vector<flag> make_table() {
         "hashed as bcrypt, SHA-256/512 crypt, MD5 crypt, APR1, `{SHA}` or `{SSHA}`. "
         "`MP_UI_AUTH` (`user:password` pairs separated by spaces) gives the same inline.",
         "off"));
+  add(f(http, "--send-api-auth-file", "MP_SEND_API_AUTH_FILE",
+        "Mailpit: password file for POST /api/v1/send (instead of --ui-auth-file's)",
+        file([](config& c) -> std::string& { return c.send_auth.file; }),
+        "`POST /api/v1/send` takes these credentials (the format of `--ui-auth-file`), and "
+        "only these; the rest of the API keeps `--ui-auth-file`'s. `MP_SEND_API_AUTH` "
+        "(`user:password` pairs separated by spaces) gives the same inline.",
+        "off"));
+  add(f(http, "--send-api-auth-accept-any", "MP_SEND_API_AUTH_ACCEPT_ANY",
+        "Mailpit: POST /api/v1/send needs no credentials, even with --ui-auth-file",
+        on([](config& c) -> bool& { return c.http.api.send_auth_accept_any; }),
+        "`POST /api/v1/send` takes any credentials, or none, even when `--ui-auth-file` guards "
+        "the rest; not with `--send-api-auth-file` (exit code 2), as in Mailpit."));
+  add(f(http, "--ui-tls-cert", "MP_UI_TLS_CERT",
+        "Mailpit: HTTPS for the page and the API: PEM certificate chain (or sans:NAME,...)",
+        cert_file([](config& c) -> std::string& { return c.http.tls_cert; }),
+        "The page, the API, the event stream and `/metrics` over HTTPS (TLS 1.2 and later) "
+        "with this certificate chain; needs `--ui-tls-key`. `sans:NAME,...` (Mailpit's): a "
+        "self-signed certificate for those names, made at start.",
+        "off"));
+  add(f(http, "--ui-tls-key", "MP_UI_TLS_KEY", "Mailpit: the private key for --ui-tls-cert",
+        cert_file([](config& c) -> std::string& { return c.http.tls_key; }), "", "off"));
   add(f(http, "--api-cors", "MP_API_CORS", "Mailpit: Access-Control-Allow-Origin for the API (CORS)",
         text([](config& c) -> std::string& { return c.http.api.cors_origin; }, "ORIGIN"),
         "`Access-Control-Allow-Origin` on API answers (a comma-separated list: the request's "
@@ -831,13 +860,37 @@ std::vector<flag> make_table() {
   add(f(http, "--disable-version-check", "MP_DISABLE_VERSION_CHECK",
         "Mailpit: no check for a newer release (inletd never makes one)", already(),
         "Accepted: inletd never contacts anything to look for a newer release."));
+  add(f(http, "--enable-prometheus", "MP_ENABLE_PROMETHEUS",
+        "Mailpit: true (Mailpit's metric names on /metrics), false, or HOST:PORT (a listener "
+        "of its own)",
+        {"true|false|HOST:PORT", false, false, false,
+         [](config& c, const std::string& v) {
+           std::string mode = v;
+           for (auto& ch : mode) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+           c.prometheus_listen.reset();
+           c.http.api.mailpit_metrics = false;
+           if (mode == "false" || mode.empty()) return;
+           c.http.api.mailpit_metrics = true;
+           if (mode == "true") return;
+           host_port hp;
+           if (!parse_host_port(v, hp)) bad("expected true, false or HOST:PORT, got '" + v + "'");
+           c.prometheus_listen = hp;
+         },
+         [](config&) { return std::string("false"); }},
+        "`/metrics` (Prometheus text, always served with inlet's own `inlet_*` metrics) also "
+        "carries Mailpit's metric names (`mailpit_messages`, `mailpit_messages_unread`, "
+        "`mailpit_smtp_accepted_total`, ...; not yet `mailpit_tag_messages`), so its dashboards "
+        "keep working. `HOST:PORT`: besides, a listener of its own that answers `GET /metrics` "
+        "without authentication and nothing else, as Mailpit's separate Prometheus server."));
   add(f(http, "--hide-delete-all-button", "MP_HIDE_DELETE_ALL_BUTTON",
         "Mailpit: the page offers no \"Delete all\" (/api/v1/webui says so)",
         on([](config& c) -> bool& { return c.http.api.hide_delete_all_button; })));
   add(f(http, "--disable-http-compression", "MP_DISABLE_HTTP_COMPRESSION",
         "Mailpit: no gzip in HTTP answers",
         on([](config& c) -> bool& { return c.http.api.disable_http_compression; }),
-        "The page's assets are never sent gzip'd (inletd compresses no API answer)."));
+        "No answer is gzip'd. By default, as Mailpit's, the page's assets and every JSON or "
+        "text answer of 1 KiB or more go gzip'd to a client whose `Accept-Encoding` takes it "
+        "(zlib's fastest level; raw messages and parts go as stored)."));
   add(f(http, "--mailhog-api", "",
         "GET/DELETE /api/v1/messages answer as MailHog's API v1, not Mailpit's",
         on([](config& c) -> bool& { return c.http.api.mailhog_v1; }),
@@ -906,6 +959,10 @@ std::vector<flag> make_table() {
                  cert_file([](config& c) -> std::string& { return c.smtp.tls_cert; })));
   add(deprecated("--smtp-ssl-key", "MP_SMTP_SSL_KEY", "--smtp-tls-key",
                  cert_file([](config& c) -> std::string& { return c.smtp.tls_key; })));
+  add(deprecated("--ui-ssl-cert", "MP_UI_SSL_CERT", "--ui-tls-cert",
+                 cert_file([](config& c) -> std::string& { return c.http.tls_cert; })));
+  add(deprecated("--ui-ssl-key", "MP_UI_SSL_KEY", "--ui-tls-key",
+                 cert_file([](config& c) -> std::string& { return c.http.tls_key; })));
   add(deprecated("--smtp-tls-required", "MP_SMTP_TLS_REQUIRED", "--smtp-require-starttls",
                  on([](config& c) -> bool& { return c.smtp.session.require_starttls; })));
   {
@@ -921,16 +978,8 @@ std::vector<flag> make_table() {
   add(not_yet("-d,--database", "MP_DATABASE", true));
   add(not_yet("--db-file", "MP_DATA_FILE", true));
   add(not_yet("--tenant-id", "MP_TENANT_ID", true));
-  add(not_yet("--ignore-duplicate-ids", "MP_IGNORE_DUPLICATE_IDS", false));
-  add(not_yet("--ui-tls-cert", "MP_UI_TLS_CERT", true));
-  add(not_yet("--ui-tls-key", "MP_UI_TLS_KEY", true));
-  add(not_yet("--ui-ssl-cert", "MP_UI_SSL_CERT", true));
-  add(not_yet("--ui-ssl-key", "MP_UI_SSL_KEY", true));
   add(not_yet("--enable-rspamd", "MP_ENABLE_RSPAMD", true));
   add(not_yet("--enable-spamassassin", "MP_ENABLE_SPAMASSASSIN", true));
-  add(not_yet("--enable-prometheus", "MP_ENABLE_PROMETHEUS", true));
-  add(not_yet("--send-api-auth-file", "MP_SEND_API_AUTH_FILE", true));
-  add(not_yet("--send-api-auth-accept-any", "MP_SEND_API_AUTH_ACCEPT_ANY", false));
   add(not_yet("--smtp-forward-config", "MP_SMTP_FORWARD_CONFIG", true));
   add(not_yet("--disable-auto-vacuum", "MP_DISABLE_AUTO_VACUUM", false));
   add(not_yet("--smtp-relay-all", "MP_SMTP_RELAY_ALL", false));

@@ -125,6 +125,169 @@ class MailpitOptions(unittest.TestCase):
         finally:
             srv.stop()
 
+    def test_send_api_credentials_of_its_own_or_none(self):
+        send = {"From": {"Email": "a@example.org"}, "To": [{"Email": "b@example.com"}],
+                "Subject": "sent with its own credentials", "Text": "t"}
+        curl = e2e_test.real_client(self, "curl")
+
+        def call(srv, path, user=None, body=None):
+            cmd = [curl, "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                   srv.url(path)]
+            if user:
+                cmd += ["-u", user]
+            if body is not None:
+                cmd += ["-H", "Content-Type: application/json", "--data-binary", json.dumps(body)]
+            return int(subprocess.run(cmd, capture_output=True, text=True,
+                                      timeout=DEADLINE).stdout)
+
+        with tempfile.NamedTemporaryFile("w", suffix=".htpasswd") as f:
+            f.write("sender:sendpw\n")
+            f.flush()
+            env = {"MP_UI_AUTH": "reader:readpw"}
+            srv = Inletd("--send-api-auth-file", f.name, env=env)
+            try:
+                self.assertEqual(call(srv, "/api/v1/send", "sender:sendpw", send), 200)
+                self.assertEqual(call(srv, "/api/v1/send", "reader:readpw", send), 401)
+                self.assertEqual(call(srv, "/api/v1/send", None, send), 401)
+                self.assertEqual(call(srv, "/api/v1/messages", "reader:readpw"), 200)
+                self.assertEqual(call(srv, "/api/v1/messages", "sender:sendpw"), 401)
+            finally:
+                srv.stop()
+        srv = Inletd("--send-api-auth-accept-any", env={"MP_UI_AUTH": "reader:readpw"})
+        try:
+            self.assertEqual(call(srv, "/api/v1/send", None, send), 200)
+            self.assertEqual(call(srv, "/api/v1/messages"), 401)
+        finally:
+            srv.stop()
+
+    def test_prometheus_names_and_a_listener_of_its_own(self):
+        curl = e2e_test.real_client(self, "curl")
+
+        def fetch(url, user=None):
+            cmd = [curl, "-s", "-w", "\n%{http_code}", url] + (["-u", user] if user else [])
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=DEADLINE).stdout
+            body, _, code = out.rpartition("\n")
+            return int(code), body
+
+        srv = Inletd("--enable-prometheus", "127.0.0.1:0", env={"MP_UI_AUTH": "u:p"})
+        try:
+            line = next(l for l in srv.log if "prometheus listening on" in l)
+            port = int(line.rsplit(":", 1)[1])
+            with smtplib.SMTP("127.0.0.1", srv.smtp_port, timeout=DEADLINE) as s:
+                s.sendmail("a@example.org", ["b@example.com"], message("counted"))
+            code, body = fetch(f"http://127.0.0.1:{port}/metrics")  # no credentials needed
+            self.assertEqual(code, 200)
+            self.assertIn("# TYPE mailpit_messages gauge", body)
+            self.assertRegex(body, r"(?m)^mailpit_smtp_accepted_total 1$")
+            self.assertIn("inlet_store_messages", body)
+            self.assertEqual(fetch(f"http://127.0.0.1:{port}/api/v1/messages")[0], 404)
+            self.assertEqual(fetch(srv.url("/metrics"))[0], 401)  # the UI's keeps its auth
+            code, body = fetch(srv.url("/metrics"), "u:p")
+            self.assertEqual(code, 200)
+            self.assertIn("mailpit_uptime_seconds", body)
+        finally:
+            srv.stop()
+        srv = Inletd()
+        try:  # without the flag: inlet's own names only, as before
+            code, body = fetch(srv.url("/metrics"))
+            self.assertEqual(code, 200)
+            self.assertNotIn("mailpit_", body)
+        finally:
+            srv.stop()
+
+    def test_ui_over_https_with_a_sans_certificate(self):
+        import ssl
+        import urllib.request
+        curl = e2e_test.real_client(self, "curl")
+        srv = Inletd("--ui-tls-cert", "sans:inlet.test,127.0.0.1",
+                     "--ui-tls-key", "sans:inlet.test,127.0.0.1")
+        try:
+            base = f"https://127.0.0.1:{srv.http_port}"
+            with smtplib.SMTP("127.0.0.1", srv.smtp_port, timeout=DEADLINE) as s:
+                s.sendmail("a@example.org", ["b@example.com"], message("over https"))
+            out = subprocess.run([curl, "-sk", base + "/api/v1/messages"], capture_output=True,
+                                 text=True, timeout=DEADLINE).stdout
+            self.assertEqual(json.loads(out)["messages"][0]["Subject"], "over https")
+            # Plain HTTP on the HTTPS port gets no answer.
+            r = subprocess.run([curl, "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                                f"http://127.0.0.1:{srv.http_port}/livez"],
+                               capture_output=True, text=True, timeout=DEADLINE)
+            self.assertEqual(r.stdout, "000")
+            # The event stream over TLS: a new message arrives as an event.
+            ctx = ssl.create_default_context()
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            req = urllib.request.Request(base + "/api/events",
+                                         headers={"Accept": "text/event-stream"})
+            with urllib.request.urlopen(req, context=ctx, timeout=DEADLINE) as resp:
+                self.assertEqual(resp.status, 200)
+                self.assertTrue(resp.readline().startswith(b"retry:"))
+                with smtplib.SMTP("127.0.0.1", srv.smtp_port, timeout=DEADLINE) as s:
+                    s.sendmail("a@example.org", ["b@example.com"], message("live over tls"))
+                lines = [resp.readline() for _ in range(6)]
+                self.assertTrue(any(b"live over tls" in l for l in lines), lines)
+            # The certificate names what was asked for.
+            cert = ssl.get_server_certificate(("127.0.0.1", srv.http_port))
+            text = subprocess.run(["openssl", "x509", "-noout", "-text"], input=cert,
+                                  capture_output=True, text=True, timeout=DEADLINE).stdout
+            self.assertIn("DNS:inlet.test", text)
+            # Mailpit's readyz subcommand as its image's HEALTHCHECK calls it.
+            rc = subprocess.run([e2e_test.INLETD, "readyz", "--https", "-l",
+                                 f"127.0.0.1:{srv.http_port}"], timeout=DEADLINE).returncode
+            self.assertEqual(rc, 0)
+        finally:
+            srv.stop()
+
+    def test_ignore_duplicate_ids(self):
+        dup = (b"From: a@example.org\r\nTo: b@example.com\r\nSubject: dup\r\n"
+               b"Message-ID: <dup-1@example.org>\r\n\r\nbody\r\n")
+        srv = Inletd("--ignore-duplicate-ids")
+        try:
+            with smtplib.SMTP("127.0.0.1", srv.smtp_port, timeout=DEADLINE) as s:
+                s.sendmail("a@example.org", ["b@example.com"], dup)
+                s.mail("a@example.org")
+                s.rcpt("b@example.com")
+                code, text = s.data(dup)
+                self.assertEqual((code, text), (250, b"2.0.0 Ok: queued"))
+            wait_for(lambda: srv.get_json("/api/v1/info")["RuntimeStats"]["SMTPIgnored"] == 1,
+                     "one ignored")
+            self.assertEqual(srv.messages()["total"], 1)
+            self.assertTrue(srv.get_json("/api/v1/webui")["DuplicatesIgnored"])
+        finally:
+            srv.stop()
+
+    def test_api_answers_gzipped_unless_disabled(self):
+        curl = e2e_test.real_client(self, "curl")
+
+        def fetch(srv):
+            r = subprocess.run([curl, "-s", "--compressed", "-D", "-", "-o", "/dev/null",
+                                srv.url("/api/v1/messages")], capture_output=True, text=True,
+                               timeout=DEADLINE)
+            body = subprocess.run([curl, "-s", "--compressed", srv.url("/api/v1/messages")],
+                                  capture_output=True, text=True, timeout=DEADLINE).stdout
+            return r.stdout.lower(), json.loads(body)
+
+        for disabled in (False, True):
+            srv = Inletd(*(["--disable-http-compression"] if disabled else []))
+            try:
+                with smtplib.SMTP("127.0.0.1", srv.smtp_port, timeout=DEADLINE) as s:
+                    for i in range(8):  # a list of some KB
+                        s.sendmail("a@example.org", ["b@example.com"], message(f"gz {i}"))
+                wait_for(lambda: srv.messages()["total"] == 8, "eight stored")
+                head, listing = fetch(srv)
+                self.assertEqual(listing["total"], 8)  # curl decoded it
+                if disabled:
+                    self.assertNotIn("content-encoding", head)
+                else:
+                    self.assertIn("content-encoding: gzip", head)
+                    self.assertIn("accept-encoding", head.split("vary:", 1)[1].split("\n")[0])
+                # Without Accept-Encoding, plain JSON as before.
+                plain = subprocess.run([curl, "-s", "-D", "-", srv.url("/api/v1/messages")],
+                                       capture_output=True, text=True, timeout=DEADLINE).stdout
+                self.assertNotIn("content-encoding", plain.lower())
+            finally:
+                srv.stop()
+
     def test_mailpits_whole_command_line_starts_and_names_what_it_ignores(self):
         args = ["-d", "/tmp/m.db", "--disable-wal", "--disable-version-check", "--compression", "2",
                 "--label", "L", "--tenant-id", "t1", "-m", "100", "--max-age", "2d",
@@ -154,8 +317,7 @@ class MailpitOptions(unittest.TestCase):
                     break
             out = "".join(lines)
             self.assertIn("http listening", out)
-            for named in ("--database=/tmp/m.db", "--ignore-duplicate-ids", "--disable-wal",
-                          "--send-api-auth-accept-any", "--smtp-relay-all", "--enable-prometheus"):
+            for named in ("--database=/tmp/m.db", "--disable-wal", "--smtp-relay-all"):
                 self.assertTrue(any(named in l and "not supported" in l for l in lines),
                                 named + "\n" + out)
             self.assertIn("deprecated --disable-html-check", out)
