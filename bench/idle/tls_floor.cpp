@@ -13,6 +13,7 @@
 // methods on first use); only the second is counted.
 //
 // usage: inlet-tls-floor [--top N]
+#include <inlet/tls/self_signed.hpp>
 #include <malloc.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -68,29 +69,10 @@ void* hook_realloc(void* p, std::size_t n, const char* file, int line) {
 
 // A fresh self-signed P-256 key and certificate, as PEM files in `dir`.
 bool write_certificate(const std::filesystem::path& dir) {
-  EVP_PKEY* key = EVP_EC_gen("P-256");
-  X509* cert = X509_new();
-  bool ok = key != nullptr && cert != nullptr;
-  if (ok) {
-    ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
-    X509_gmtime_adj(X509_getm_notBefore(cert), 0);
-    X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
-    X509_set_pubkey(cert, key);
-    X509_NAME* name = X509_get_subject_name(cert);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                               reinterpret_cast<const unsigned char*>("inlet"), -1, -1, 0);
-    X509_set_issuer_name(cert, name);
-    ok = X509_sign(cert, key, EVP_sha256()) > 0;
-  }
-  FILE* c = ok ? std::fopen((dir / "cert.pem").c_str(), "w") : nullptr;
-  ok = c != nullptr && PEM_write_X509(c, cert) == 1;
-  if (c != nullptr) std::fclose(c);
-  FILE* k = ok ? std::fopen((dir / "key.pem").c_str(), "w") : nullptr;
-  ok = k != nullptr && PEM_write_PrivateKey(k, key, nullptr, nullptr, 0, nullptr, nullptr) == 1;
-  if (k != nullptr) std::fclose(k);
-  X509_free(cert);
-  EVP_PKEY_free(key);
-  return ok;
+  std::string error;
+  auto pem = inlet::tls::make_self_signed({"inlet"}, 1, error);
+  return pem && inlet::tls::write_pem_files(*pem, (dir / "cert.pem").string(),
+                                            (dir / "key.pem").string(), error);
 }
 
 using inlet::smtp::detail::tls_context;

@@ -5,6 +5,8 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <inlet/tls/self_signed.hpp>
+#include <openssl/pem.h>
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -84,22 +86,21 @@ struct tls_client {
 
 // A server context with a throwaway EC key and self-signed certificate.
 std::unique_ptr<smtp::detail::tls_context> test_tls_context() {
-  EVP_PKEY* key = EVP_EC_gen("P-256");
-  X509* x = X509_new();
-  ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
-  X509_gmtime_adj(X509_getm_notBefore(x), 0);
-  X509_gmtime_adj(X509_getm_notAfter(x), 3600);
-  X509_set_pubkey(x, key);
-  X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>("mx.test"), -1, -1, 0);
-  X509_set_issuer_name(x, X509_get_subject_name(x));
-  X509_sign(x, key, EVP_sha256());
+  std::string error;
+  auto pem = inlet::tls::make_self_signed({"mx.test"}, 1, error);
+  if (!pem) return nullptr;
+  BIO* cb = BIO_new_mem_buf(pem->certificate.data(), static_cast<int>(pem->certificate.size()));
+  BIO* kb = BIO_new_mem_buf(pem->private_key.data(), static_cast<int>(pem->private_key.size()));
+  X509* x = PEM_read_bio_X509(cb, nullptr, nullptr, nullptr);
+  EVP_PKEY* key = PEM_read_bio_PrivateKey(kb, nullptr, nullptr, nullptr);
   SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
   SSL_CTX_use_certificate(ctx, x);
   SSL_CTX_use_PrivateKey(ctx, key);
   SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
   X509_free(x);
   EVP_PKEY_free(key);
+  BIO_free(cb);
+  BIO_free(kb);
   return std::make_unique<smtp::detail::tls_context>(ctx);
 }
 

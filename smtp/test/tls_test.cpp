@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <inlet/smtp/server.hpp>
+#include <inlet/tls/self_signed.hpp>
 #include <mutex>
 
 namespace asio = boost::asio;
@@ -28,27 +29,10 @@ namespace {
 
 // Writes a throwaway key + self-signed certificate (PEM) into `dir`.
 bool make_cert(const std::filesystem::path& dir) {
-  EVP_PKEY* key = EVP_RSA_gen(2048);
-  X509* x = X509_new();
-  if (!key || !x) return false;
-  ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
-  X509_gmtime_adj(X509_getm_notBefore(x), 0);
-  X509_gmtime_adj(X509_getm_notAfter(x), 3600);
-  X509_set_pubkey(x, key);
-  X509_NAME* name = X509_get_subject_name(x);
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>("mx.test"), -1, -1, 0);
-  X509_set_issuer_name(x, name);
-  bool ok = X509_sign(x, key, EVP_sha256()) > 0;
-  FILE* f = std::fopen((dir / "cert.pem").c_str(), "w");
-  ok = ok && f && PEM_write_X509(f, x);
-  if (f) std::fclose(f);
-  f = std::fopen((dir / "key.pem").c_str(), "w");
-  ok = ok && f && PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr);
-  if (f) std::fclose(f);
-  X509_free(x);
-  EVP_PKEY_free(key);
-  return ok;
+  std::string error;
+  auto pem = inlet::tls::make_self_signed({"mx.test"}, 1, error);
+  return pem && inlet::tls::write_pem_files(*pem, (dir / "cert.pem").string(),
+                                            (dir / "key.pem").string(), error);
 }
 
 template <class Stream>
