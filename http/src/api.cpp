@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "api_internal.hpp"
+#include "catchers.hpp"
 #include "page_assets.hpp"
 
 namespace inlet::http {
@@ -245,13 +246,13 @@ response readyz(const ctx_t& c, const request& req) {
   return make_response(req, 503, "text/plain", "not ready: " + h.detail);
 }
 
-namespace {
-
 response not_allowed(const request& req, std::string_view allow) {
   auto r = error_response(req, 405, "method not allowed");
   r.set(bh::field::allow, allow);
   return r;
 }
+
+namespace {
 
 // Splits "a/b/c" into at most `n` segments; the last takes the rest.
 std::vector<std::string_view> segments(std::string_view s) {
@@ -326,6 +327,8 @@ awaitable<reply> route(const ctx_t& c, const request& req, const target& t, bool
   if (path.empty()) co_return error_response(req, 404, "not found");  // outside the webroot
   if (auto page = web::page_route(req, path, !c.cfg.disable_http_compression))
     co_return std::move(*page);
+  if (auto r = co_await mailhog_route(c, req, t)) co_return std::move(*r);
+  if (auto r = co_await maildev_route(c, req, t)) co_return std::move(*r);
   if (path == "/livez")
     co_return only(bh::verb::get) ? livez(c, req) : not_allowed(req, "GET, HEAD");
   if (path == "/readyz")

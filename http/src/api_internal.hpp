@@ -100,6 +100,8 @@ response json_response(const request& req, const json::value& v, unsigned status
 /// An error as Mailpit answers it: plain text, the message as the body; every 404 says
 /// "404 page not found" (Mailpit's words), whatever was not found.
 response error_response(const request& req, unsigned status, std::string_view message);
+/// 405 with the methods the path allows.
+response not_allowed(const request& req, std::string_view allow);
 /// The JSON error of POST /api/v1/send (Mailpit's JSONErrorResponse): {"Error": "..."}.
 response json_error_response(const request& req, unsigned status, std::string_view message);
 response ok_response(const request& req);  // 200 text/plain "ok", as Mailpit

@@ -516,7 +516,7 @@ TEST_F(ApiTest, WrongMethodIs405WithAllow) {
 }
 
 TEST_F(ApiTest, UnknownPathIs404PlainText) {
-  for (auto t : {"/nope", "/api/v1", "/api/v1/messages/x", "/api/v2/messages", "*", "/view/x",
+  for (auto t : {"/nope", "/api/v1", "/api/v1/messages/x", "/api/v3/messages", "*", "/view/x",
                  "/api/v1/tags/"}) {
     auto r = get(t);
     EXPECT_EQ(r.result_int(), 404u) << t;

@@ -323,6 +323,7 @@ void server_session::reset_transaction() {
   env_ = envelope{};
   env_.helo = std::move(helo);
   rcpt_rejected_ = 0;
+  rcpt_dropped_ = 0;
   body_size_ = 0;
   body_too_big_ = body_bad_ = body_long_ = bdat_last_ = bdat_failed_ = false;
   line_len_ = 0;
@@ -416,6 +417,9 @@ void server_session::dispatch(std::string_view line) {
   }
   if (v == verb4(cfg_->lmtp ? "lhlo" : "ehlo")) return cmd_helo(arg, true);
   if (!cfg_->lmtp && v == verb4("helo")) return cmd_helo(arg, false);
+  if (starttls_missing() && (v == verb4("mail") || v == verb4("rcpt") || v == verb4("data") ||
+                             v == verb4("rset") || v == verb4("auth")))
+    return error_reply(530, "5.7.0", "Must issue a STARTTLS command first");
   if (v == verb4("mail")) return cmd_mail(arg);
   if (v == verb4("rcpt")) return cmd_rcpt(arg);
   if (v == verb4("data")) return cmd_data(arg);
@@ -519,8 +523,22 @@ void server_session::cmd_mail(std::string_view arg) {
   e.remote_address = remote_address_;
   e.remote_port = remote_port_;
   rcpt_rejected_ = 0;
+  rcpt_dropped_ = 0;
   state_ = state::mail;
   reply(250, "2.1.0", "Ok");
+}
+
+bool server_session::starttls_missing() const noexcept {
+  return cfg_->require_starttls && cfg_->starttls && !cfg_->lmtp && !tls_;
+}
+
+// A transaction whose recipients were all dropped (ignore_rejected_recipients):
+// the body was read; answer as Mailpit does and deliver nothing.
+bool server_session::discard_recipientless() {
+  if (!env_.rcpt_to.empty()) return false;
+  reset_transaction();
+  reply(250, "2.0.0", "Ok: queued");
+  return true;
 }
 
 bool server_session::domain_accepted(std::string_view domain) const {
@@ -552,6 +570,15 @@ void server_session::cmd_rcpt(std::string_view arg) {
   if (policy_refused(policy_stage::rcpt, p.mailbox)) {
     ++rcpt_rejected_;
     return;
+  }
+  if (cfg_->recipient_allowed && !cfg_->recipient_allowed(p.mailbox)) {
+    if (!cfg_->ignore_rejected_recipients) {
+      ++rcpt_rejected_;
+      return error_reply(550, "5.1.0", "Requested action not taken: mailbox unavailable");
+    }
+    ++rcpt_dropped_;
+    state_ = state::rcpt;  // DATA goes on; the body is discarded if nobody is left
+    return reply(250, "2.1.5", "Ok");
   }
   env_.rcpt_to.emplace_back(p.mailbox);
   state_ = state::rcpt;
@@ -636,6 +663,7 @@ std::optional<step> server_session::consume_bdat(std::string_view in, std::size_
     reply(250, "2.0.0", std::to_string(body_size_) + " octets received");
     return std::nullopt;
   }
+  if (discard_recipientless()) return step{step_kind::message_aborted, 0, {}, {}};
   state_ = state::delivering;
   return step{step_kind::message_complete, 0, {}, {}};
 }
@@ -734,6 +762,7 @@ void server_session::finish_body() {
     reset_transaction();
     return error_reply(550, "5.6.0", "Error: bare <LF> in message data");
   }
+  if (discard_recipientless()) return;
   state_ = state::delivering;
 }
 

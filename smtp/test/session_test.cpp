@@ -883,3 +883,67 @@ TEST(session, data_scan_agrees_whole_split_and_byte_by_byte) {
   ASSERT_EQ(r.bodies.size(), 1u);
   EXPECT_EQ(r.bodies[0], original);
 }
+
+// Mailpit's --smtp-require-starttls: the transaction commands wait for TLS.
+TEST(session, require_starttls_refuses_transaction_in_clear_text) {
+  auto cfg = cfg_default();
+  cfg.starttls = true;
+  cfg.require_starttls = true;
+  auto r = run_all_splits(cfg, ehlo + "MAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nDATA\r\n" +
+                                   "RSET\r\nNOOP\r\n");
+  auto v = replies(r.output);
+  ASSERT_GE(v.size(), 7u);
+  const std::string refused = "530 5.7.0 Must issue a STARTTLS command first";
+  EXPECT_EQ(v[v.size() - 6], refused);
+  EXPECT_EQ(v[v.size() - 5], refused);
+  EXPECT_EQ(v[v.size() - 4], refused);
+  EXPECT_EQ(v[v.size() - 3], refused);
+  EXPECT_EQ(v[v.size() - 2], "250 2.0.0 Ok");
+  EXPECT_TRUE(r.envelopes.empty());
+  // after STARTTLS the same transaction is delivered
+  auto t = run(cfg, {ehlo + "STARTTLS\r\n", ehlo + envelope_cmds + "hi\r\n.\r\n"});
+  ASSERT_EQ(t.envelopes.size(), 1u);
+  EXPECT_TRUE(t.envelopes[0].tls);
+  EXPECT_EQ(t.bodies[0], "hi\r\n");
+  EXPECT_THAT(t.output, ::testing::Not(HasSubstr("530")));
+  // without a certificate the flag cannot apply: nothing is refused
+  cfg.starttls = false;
+  auto c = run_all_splits(cfg, ehlo + envelope_cmds + "hi\r\n.\r\n");
+  EXPECT_EQ(c.envelopes.size(), 1u);
+}
+
+// Mailpit's --smtp-allowed-recipients: a refused recipient gets 550 5.1.0.
+TEST(session, recipient_filter_refuses_with_mailpits_reply) {
+  auto cfg = cfg_default();
+  cfg.recipient_allowed = [](std::string_view a) { return a.ends_with("@ok.test"); };
+  auto r = run_all_splits(cfg, ehlo + "MAIL FROM:<a@x.test>\r\nRCPT TO:<b@no.test>\r\nDATA\r\n" +
+                                   "RCPT TO:<c@ok.test>\r\nDATA\r\nhi\r\n.\r\n");
+  auto v = replies(r.output);
+  EXPECT_THAT(r.output,
+              HasSubstr("550 5.1.0 Requested action not taken: mailbox unavailable\r\n"
+                        "554 5.5.1 Error: no valid recipients\r\n250 2.1.5 Ok\r\n354 "));
+  ASSERT_EQ(r.envelopes.size(), 1u);
+  EXPECT_EQ(r.envelopes[0].rcpt_to, (inlet::smtp::recipient_list{"c@ok.test"}));
+}
+
+// --smtp-ignore-rejected-recipients: 250 for the refused, who are dropped; a
+// message left with nobody is read, answered 250 and not delivered (DATA and BDAT).
+TEST(session, ignored_rejected_recipients_are_dropped) {
+  auto cfg = cfg_default();
+  cfg.recipient_allowed = [](std::string_view a) { return a.ends_with("@ok.test"); };
+  cfg.ignore_rejected_recipients = true;
+  auto r = run_all_splits(
+      cfg, ehlo + "MAIL FROM:<a@x.test>\r\nRCPT TO:<b@no.test>\r\nRCPT TO:<c@ok.test>\r\n" +
+               "DATA\r\none\r\n.\r\n" + "MAIL FROM:<a@x.test>\r\nRCPT TO:<d@no.test>\r\n" +
+               "DATA\r\ntwo\r\n.\r\n" + "MAIL FROM:<a@x.test>\r\nRCPT TO:<e@no.test>\r\n" +
+               "BDAT 5 LAST\r\nthree" + "NOOP\r\n");
+  ASSERT_EQ(r.envelopes.size(), 1u);
+  EXPECT_EQ(r.envelopes[0].rcpt_to, (inlet::smtp::recipient_list{"c@ok.test"}));
+  EXPECT_EQ(r.bodies, (std::vector<std::string>{"one\r\n"}));
+  EXPECT_EQ(r.aborted, 2);
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("550")));
+  auto v = replies(r.output);
+  ASSERT_GE(v.size(), 3u);
+  EXPECT_EQ(v[v.size() - 3], "250 2.0.0 Ok: queued");  // the BDAT message, dropped
+  EXPECT_EQ(v[v.size() - 2], "250 2.0.0 Ok");
+}

@@ -27,6 +27,7 @@
 #include "options.hpp"
 #include "outbound_service.hpp"
 #include "pg_options.hpp"
+#include "smtp_policy.hpp"
 #include "subcommands.hpp"
 #ifdef INLETD_IO_URING
 #include <linux/io_uring.h>
@@ -214,6 +215,10 @@ int main(int argc, char** argv) {
 
   inlet::smtp::server_config sc = smtp_config(opt);
   if (auto rc = configure_smtp_auth(opt, sc.session)) return *rc;
+  if (std::string err = inletd::apply_smtp_policy(opt, sc.session); !err.empty()) {
+    std::fprintf(stderr, "inletd: %s\n", err.c_str());
+    return 2;
+  }
   if (!inlet::smtp::parse_io_model(opt.io_model, sc.model)) {
     std::fprintf(stderr, "inletd: unknown --io-model '%s'\n", opt.io_model.c_str());
     return 2;
@@ -303,6 +308,7 @@ int main(int argc, char** argv) {
   hc.api.allowed_hosts = opt.allowed_hosts;
   hc.api.only_allowed_hosts = opt.only_allowed_hosts;
   hc.api.public_mode = opt.public_mode;
+  hc.api.mailhog_v1 = opt.mailhog_api;
   hc.api.rate_limit = opt.api_rate_limit >= 0 ? opt.api_rate_limit : opt.public_mode ? 10.0 : 0.0;
   hc.api.rate_burst = opt.api_rate_burst;
   hc.api.extra_metrics = [&pipe, &store_metrics, &outbound](std::string& out) {

@@ -1,5 +1,7 @@
 #include "options.hpp"
 
+#include "catcher_env.hpp"
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
@@ -166,21 +168,17 @@ constexpr mailpit_only mailpit_only_options[] = {
     {"--ui-tls-cert", "MP_UI_TLS_CERT", true},
     {"--ui-ssl-cert", "MP_UI_SSL_CERT", true},  // deprecated spelling of --ui-tls-cert
     {"--ui-ssl-key", "MP_UI_SSL_KEY", true},
-    {"--smtp-tls-required", "MP_SMTP_TLS_REQUIRED", false},  // of --smtp-require-starttls
     {"--enable-rspamd", "MP_ENABLE_RSPAMD", true},
     {"--enable-prometheus", "MP_ENABLE_PROMETHEUS", true},
     {"--send-api-auth-file", "MP_SEND_API_AUTH_FILE", true},
     {"--send-api-auth-accept-any", "MP_SEND_API_AUTH_ACCEPT_ANY", false},
     {"--smtp-forward-config", "MP_SMTP_FORWARD_CONFIG", true},
-    {"--smtp-ignore-rejected-recipients", "MP_SMTP_IGNORE_REJECTED_RECIPIENTS", false},
     {"--disable-auto-vacuum", "MP_DISABLE_AUTO_VACUUM", false},
     {"--disable-link-check-rate-limit", "MP_DISABLE_LINK_CHECK_RATE_LIMIT", false},
     {"--ui-tls-key", "MP_UI_TLS_KEY", true},
     {"--enable-spamassassin", "MP_ENABLE_SPAMASSASSIN", true},
-    {"--smtp-require-starttls", "MP_SMTP_REQUIRE_STARTTLS", false},
     {"--smtp-require-tls", "MP_SMTP_REQUIRE_TLS", false},
     {"--smtp-strict-rfc-headers", "MP_SMTP_STRICT_RFC_HEADERS", false},
-    {"--smtp-allowed-recipients", "MP_SMTP_ALLOWED_RECIPIENTS", true},
     {"--smtp-disable-rdns", "MP_SMTP_DISABLE_RDNS", false},
     {"--smtp-relay-all", "MP_SMTP_RELAY_ALL", false},
     {"--smtp-relay-matching", "MP_SMTP_RELAY_MATCHING", true},
@@ -267,6 +265,8 @@ void relay_from_environment(options::relay_options& r) {
 }
 
 std::optional<int> parse_options(int argc, char** argv, options& o) {
+  catcher_args catchers(argc, argv);  // MailHog's and MailDev's flags and variables
+  argc = catchers.argc(), argv = catchers.argv();
   CLI::App app{"inletd: takes mail for any address over SMTP, keeps it, serves it over HTTP"};
   app.set_version_flag("--version", "inletd 0.1.0");
   add_endpoint(app, "-s,--smtp", o.smtp, "SMTP listener (default 127.0.0.1:1025)");
@@ -587,6 +587,18 @@ std::optional<int> parse_options(int argc, char** argv, options& o) {
   app.add_option("--smtp-max-recipients", o.max_recipients, "Mailpit: same as --max-recipients")
       ->envname("MP_SMTP_MAX_RECIPIENTS")
       ->check(CLI::PositiveNumber);
+  app.add_flag("--smtp-require-starttls", o.smtp_require_starttls,
+               "Mailpit: MAIL, RCPT, DATA, RSET, AUTH get 530 before STARTTLS (needs --tls-cert)")
+      ->envname("MP_SMTP_REQUIRE_STARTTLS");
+  app.add_flag("--smtp-tls-required", o.smtp_require_starttls,
+               "Mailpit's deprecated spelling of --smtp-require-starttls")
+      ->envname("MP_SMTP_TLS_REQUIRED");
+  app.add_option("--smtp-allowed-recipients", o.smtp_allowed_recipients,
+                 "Mailpit: only recipients matching this regular expression (550 5.1.0 otherwise)")
+      ->envname("MP_SMTP_ALLOWED_RECIPIENTS");
+  app.add_flag("--smtp-ignore-rejected-recipients", o.smtp_ignore_rejected_recipients,
+               "Mailpit: recipients refused by --smtp-allowed-recipients get 250 and are dropped")
+      ->envname("MP_SMTP_IGNORE_REJECTED_RECIPIENTS");
   app.add_option("--smtp-tls-cert", o.tls_cert, "Mailpit: same as --tls-cert")
       ->envname("MP_SMTP_TLS_CERT")
       ->check(CLI::ExistingFile);
@@ -625,6 +637,9 @@ std::optional<int> parse_options(int argc, char** argv, options& o) {
   app.add_option("--tags-disable", o.tags_disable,
                  "Mailpit: x-tags and/or plus-addresses (comma-separated)")
       ->envname("MP_TAGS_DISABLE");
+  app.add_flag("--mailhog-api", o.mailhog_api,
+               "GET/DELETE /api/v1/messages answer as MailHog's API v1, not Mailpit's (set "
+               "by MailHog's MH_* variables and flags)");
   app.add_flag("--enable-chaos", o.enable_chaos,
                "Mailpit: allow SMTP failure triggers (/api/v1/chaos)")
       ->envname("MP_ENABLE_CHAOS");

@@ -67,6 +67,9 @@ struct options {
   unsigned timeout_seconds = 300;
   std::string tls_cert;
   std::string tls_key;
+  bool smtp_require_starttls = false;            ///< Mailpit: MAIL etc. refused before STARTTLS
+  std::string smtp_allowed_recipients;           ///< Mailpit: regular expression; empty = all
+  bool smtp_ignore_rejected_recipients = false;  ///< Mailpit: refused recipients get 250, dropped
   std::string filter_terms;
   std::string filter_action = "tag";
   double filter_threshold = 1.0;
@@ -102,6 +105,7 @@ struct options {
   std::string tags_config;           ///< --tags-config: YAML of match/tags filters
   bool tags_title_case = false;
   std::string tags_disable;    ///< "x-tags", "plus-addresses" (comma-separated)
+  bool mailhog_api = false;    ///< --mailhog-api: MailHog's /api/v1/messages (docs/api.md)
   bool enable_chaos = false;   ///< --enable-chaos, MP_ENABLE_CHAOS
   std::string chaos_triggers;  ///< --chaos-triggers, MP_CHAOS_TRIGGERS
   // SMTP AUTH (parsed here, for the SMTP server)

@@ -435,10 +435,26 @@ int dump(int argc, char** argv) {
       return 1;
     }
     auto page = boost::json::parse(body, ec);
-    if (ec || !page.is_object()) return 1;
-    const auto& msgs = page.as_object().at("messages").as_array();
+    const auto* obj = ec ? nullptr : page.if_object();
+    const auto* list = obj ? obj->if_contains("messages") : nullptr;
+    if (!list || !list->is_array()) {
+      std::fprintf(stderr, "dump: %s answered no message list\n", http.c_str());
+      return 1;
+    }
+    const auto& msgs = list->get_array();
     for (const auto& m : msgs) {
-      std::string id(m.as_object().at("ID").as_string());
+      const auto* o = m.if_object();
+      const auto* idv = o ? o->if_contains("ID") : nullptr;
+      if (!idv || !idv->is_string()) continue;
+      std::string id(idv->get_string());
+      // The ID names a file in DIR: nothing but letters, digits, '-' and '_' (a server
+      // cannot make dump write elsewhere).
+      if (id.empty() || id.size() > 64 ||
+          id.find_first_not_of("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_") !=
+              std::string::npos) {
+        std::fprintf(stderr, "dump: skipping a message with the ID \"%s\"\n", id.c_str());
+        continue;
+      }
       std::string raw;
       if (http_get(http + "/api/v1/message/" + id + "/raw", true, raw, 60) != 200) return 1;
       std::ofstream(fs::path(out_dir) / (id + ".eml"), std::ios::binary) << raw;

@@ -536,6 +536,9 @@ TEST(MailpitOptions, EveryServerFlagOfMailpitIsAccepted) {
   EXPECT_TRUE(o.disable_http_compression);
   EXPECT_TRUE(o.use_message_dates);
   EXPECT_TRUE(o.tags_username);
+  EXPECT_TRUE(o.smtp_require_starttls);
+  EXPECT_EQ(o.smtp_allowed_recipients, "@example\\.com$");
+  EXPECT_TRUE(o.smtp_ignore_rejected_recipients);
   EXPECT_EQ(o.log_file, "/tmp/mp.log");
   EXPECT_EQ(o.max_message_size, 5u << 20);
   EXPECT_EQ(o.webhook_url, "http://127.0.0.1:9/");  // webhooks are supported (outbound)

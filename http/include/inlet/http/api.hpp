@@ -159,6 +159,9 @@ struct api_config {
   /// and its parts by ID, the page); no global listing or search, no changes but the read
   /// flag a message gets when opened, no admin operations (docs/api.md, "Public mode").
   bool public_mode = false;
+  /// MailHog's flavour of the one path that collides: GET/DELETE /api/v1/messages answer
+  /// as MailHog (an array; delete all) instead of Mailpit (docs/api.md, "MailHog").
+  bool mailhog_v1 = false;
   /// API requests per second per client (client_info::key), with bursts of `rate_burst`;
   /// past it 429 with Retry-After. 0: no limit. The page's own files are not counted.
   double rate_limit = 0;

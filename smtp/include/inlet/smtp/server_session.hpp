@@ -105,6 +105,17 @@ struct session_config {
   std::size_t max_auth_failures = 3;
   /// Optional policy hook (see policy_hook); empty: none.
   policy_hook policy;
+
+  /// Mailpit's --smtp-require-starttls: before STARTTLS, MAIL, RCPT, DATA, RSET
+  /// and AUTH get 530 5.7.0 (needs `starttls`; SMTP only).
+  bool require_starttls = false;
+  /// Mailpit's --smtp-allowed-recipients: false refuses RCPT with 550 5.1.0.
+  /// Same threading rules as auth_verifier. Empty: every recipient.
+  std::function<bool(std::string_view address)> recipient_allowed;
+  /// Mailpit's --smtp-ignore-rejected-recipients: a recipient refused by
+  /// recipient_allowed gets 250 and is dropped; a message left without
+  /// recipients is read, answered 250 and discarded.
+  bool ignore_rejected_recipients = false;
 };
 
 enum class step_kind : std::uint8_t {
@@ -241,6 +252,8 @@ class server_session {
   void error_reply(int code, std::string_view enhanced, std::string_view text);
   void close_with(int code, std::string_view enhanced, std::string_view text, errc why);
   bool domain_accepted(std::string_view domain) const;
+  bool starttls_missing() const noexcept;
+  bool discard_recipientless();
 
   std::shared_ptr<const session_config> cfg_;
   std::string out_;
@@ -258,6 +271,7 @@ class server_session {
   bool bdat_failed_ = false;    // BDAT chunk consumed but transaction invalid
   state bdat_prev_ = state::init;
   std::size_t rcpt_rejected_ = 0;
+  std::size_t rcpt_dropped_ = 0;  // refused but answered 250 (ignore_rejected_recipients)
   std::size_t errors_ = 0;
   std::uint64_t bdat_left_ = 0;
   std::uint64_t body_size_ = 0;

@@ -1,0 +1,305 @@
+// MailHog's API v1 and v2 over inlet's store: each message as MailHog's data.Message
+// (ID, From, To, Content{Headers, Body, Size, MIME}, Created, MIME, Raw), built from the
+// stored envelope and raw bytes with the mail library's read view.
+#include <algorithm>
+#include <charconv>
+
+#include "catchers.hpp"
+
+namespace inlet::http::detail {
+
+namespace {
+
+
+// "user@domain" as MailHog's Path: {Relays, Mailbox, Domain, Params}.
+json::object path_json(std::string_view addr) {
+  auto at = addr.rfind('@');
+  json::object o;
+  o["Relays"] = nullptr;
+  o["Mailbox"] = js(at == std::string_view::npos ? addr : addr.substr(0, at));
+  o["Domain"] = js(at == std::string_view::npos ? std::string_view{} : addr.substr(at + 1));
+  o["Params"] = "";
+  return o;
+}
+
+std::string unfold(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (v[i] == '\r' || v[i] == '\n') continue;
+    out.push_back(v[i]);
+  }
+  auto b = out.find_first_not_of(" \t");
+  return b == std::string::npos ? std::string{} : sanitize_utf8(out.substr(b));
+}
+
+// One part of the tree as MailHog's Content: its headers, raw body and, for a
+// multipart, its children.
+json::object content_json(const mime::parsed_message& m, std::uint32_t p) {
+  const auto& part = m.parts()[p];
+  json::object headers;
+  std::string scratch;
+  for (std::uint32_t i = 0; i < part.header_count; ++i) {
+    const auto& h = m.headers()[part.first_header + i];
+    auto name = inlet::mail::canonical_header_name(m.view(h.name, scratch));
+    auto value = unfold(m.view(h.value, scratch));
+    auto it = headers.find(name);
+    if (it == headers.end()) it = headers.emplace(name, json::array()).first;
+    it->value().as_array().emplace_back(js(value));
+  }
+  std::string body = m.copy(part.body);
+  json::object o;
+  o["Headers"] = std::move(headers);
+  o["Size"] = body.size();
+  o["Body"] = js(sanitize_utf8(body));
+  if (part.kind == mime::part_kind::multipart) {
+    json::array parts;
+    for (auto ch = part.first_child; ch != mime::no_index; ch = m.parts()[ch].next_sibling)
+      parts.emplace_back(content_json(m, ch));
+    o["MIME"] = json::object{{"Parts", std::move(parts)}};
+  } else {
+    o["MIME"] = nullptr;
+  }
+  return o;
+}
+
+json::object message_json(const store::stored_message& msg) {
+  json::object o;
+  o["ID"] = js(msg.id.str());
+  o["From"] = path_json(msg.envelope.mail_from);
+  json::array to, raw_to;
+  for (const auto& r : msg.envelope.rcpt_to) {
+    to.emplace_back(path_json(r));
+    raw_to.emplace_back(js(r));
+  }
+  o["To"] = std::move(to);
+  inlet::mail::message_view view(msg.raw);
+  auto root = content_json(view.parsed(), 0);
+  json::value mime = root["MIME"];
+  root["Size"] = msg.raw.size();
+  // Content.Headers is the whole message's header map, as the read view gives it.
+  json::object headers;
+  for (auto& [name, values] : view.headers()) {
+    json::array a;
+    for (auto& v : values) a.emplace_back(js(unfold(v)));
+    headers[name] = std::move(a);
+  }
+  root["Headers"] = std::move(headers);
+  root["MIME"] = nullptr;
+  o["Content"] = std::move(root);
+  o["Created"] = js(format_rfc3339(msg.created));
+  o["MIME"] = std::move(mime);
+  json::object raw;
+  raw["From"] = js(msg.envelope.mail_from);
+  raw["To"] = std::move(raw_to);
+  raw["Data"] = js(sanitize_utf8(msg.raw));
+  raw["Helo"] = js(msg.envelope.helo);
+  o["Raw"] = std::move(raw);
+  return o;
+}
+
+bool read_index(std::string_view q, std::string_view key, std::size_t& out, std::size_t dflt) {
+  out = dflt;
+  std::string v;
+  auto r = query_param(q, key, v);
+  if (r == param::malformed) return false;
+  if (r == param::absent || v.empty()) return true;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  return ec == std::errc{} && p == v.data() + v.size();
+}
+
+// A search value as one quoted term of Mailpit's language (quotes inside dropped).
+std::string quoted(std::string_view v) {
+  std::string s = "\"";
+  for (char ch : v)
+    if (ch != '"') s.push_back(ch);
+  return s + "\"";
+}
+
+awaitable<reply> v2_list(const ctx_t& c, const request& req, const target& t, bool search) {
+  std::size_t start = 0, limit = 0;
+  if (!read_index(t.query, "start", start, 0) || !read_index(t.query, "limit", limit, 50))
+    co_return error_response(req, 400, "start and limit must be non-negative integers");
+  limit = std::min(limit, c.cfg.max_limit);
+  store::list_request lr(start, limit);
+  if (search) {
+    std::string kind, q;
+    if (query_param(t.query, "kind", kind) != param::found ||
+        query_param(t.query, "query", q) != param::found || blank(q))
+      co_return error_response(req, 400, "kind and query are required");
+    std::string text;
+    if (kind == "from")
+      text = "from:" + quoted(q);
+    else if (kind == "to")
+      text = "to:" + quoted(q);
+    else if (kind == "containing")
+      text = quoted(q);
+    else
+      co_return error_response(req, 400, "kind must be from, to or containing");
+    std::string why;
+    if (store::search::parse(text, "", lr.query, &why)) co_return error_response(req, 400, why);
+  }
+  auto [ec, p] = co_await catcher_list(c, std::move(lr));
+  if (ec) co_return store_error(req, ec);
+  json::array items;
+  for (const auto& m : p.messages) items.emplace_back(message_json(*m));
+  json::object o;
+  o["total"] = p.matched;
+  o["count"] = items.size();
+  o["start"] = p.start;
+  o["items"] = std::move(items);
+  co_return json_response(req, o);
+}
+
+awaitable<reply> v1_list(const ctx_t& c, const request& req) {
+  // MailHog v1 lists every message; bounded here by max_limit.
+  store::list_request lr(0, c.cfg.max_limit);
+  auto [ec, p] = co_await catcher_list(c, std::move(lr));
+  if (ec) co_return store_error(req, ec);
+  json::array items;
+  for (const auto& m : p.messages) items.emplace_back(message_json(*m));
+  co_return json_response(req, items);
+}
+
+awaitable<reply> delete_all(const ctx_t& c, const request& req) {
+  auto [ec, n] = co_await c.store.async_remove(store::selection::everything());
+  (void)n;
+  if (ec) co_return store_error(req, ec);
+  co_return make_response(req, 200, "text/plain", std::string{});
+}
+
+awaitable<reply> one_message(const ctx_t& c, const request& req, std::string_view rest) {
+  std::vector<std::string_view> seg;
+  for (std::size_t at = 0; at <= rest.size();) {
+    auto e = rest.find('/', at);
+    if (e == std::string_view::npos) e = rest.size();
+    seg.push_back(rest.substr(at, e - at));
+    at = e + 1;
+  }
+  std::string id(seg[0]);
+  const auto m = req.method();
+  if (seg.size() == 1) {
+    if (m == bh::verb::delete_) {
+      if (!is_id(id)) co_return error_response(req, 404, "not found");
+      auto [ec, n] = co_await c.store.async_remove(store::selection::of_ids(std::vector<std::string>(1, id)));
+      if (ec) co_return store_error(req, ec);
+      if (n == 0) co_return error_response(req, 404, "not found");
+      co_return make_response(req, 200, "text/plain", std::string{});
+    }
+    if (m != bh::verb::get) co_return not_allowed(req, "GET, HEAD, DELETE");
+    std::optional<response> fail;
+    auto msg = co_await fetch_message(c, req, std::move(id), fail);
+    if (!msg) co_return std::move(*fail);
+    co_return json_response(req, message_json(*msg));
+  }
+  if (seg.size() == 2 && seg[1] == "release") {
+    // MailHog relays to the server named in the body; inlet releases through its
+    // configured relay only (no open relay through the API).
+    if (m != bh::verb::post) co_return not_allowed(req, "POST");
+    co_return co_await release_message(c, req, std::move(id));
+  }
+  if (m != bh::verb::get) co_return not_allowed(req, "GET, HEAD");
+  std::optional<response> fail;
+  if (seg.size() == 2 && seg[1] == "download") {
+    auto msg = co_await fetch_message(c, req, std::move(id), fail);
+    if (!msg) co_return std::move(*fail);
+    auto res = make_response(req, 200, "message/rfc822", msg->raw);
+    res.set(bh::field::content_disposition, "attachment; filename=\"" + msg->id.str() + ".eml\"");
+    sandbox(res);
+    co_return res;
+  }
+  if (seg.size() == 5 && seg[1] == "mime" && seg[2] == "part" && seg[4] == "download") {
+    // MailHog numbers the top-level MIME parts from 0.
+    std::size_t index = 0;
+    auto [pe, pec] = std::from_chars(seg[3].data(), seg[3].data() + seg[3].size(), index);
+    if (pec != std::errc{} || pe != seg[3].data() + seg[3].size())
+      co_return error_response(req, 404, "not found");
+    auto msg = co_await fetch_message(c, req, std::move(id), fail);
+    if (!msg) co_return std::move(*fail);
+    auto got = catcher_part(msg->raw, std::to_string(index + 1));
+    if (!got) co_return error_response(req, 404, "not found");
+    auto res = make_response(req, 200, "application/octet-stream", std::move(got->second));
+    res.set(bh::field::content_disposition, "attachment; filename=\"" + msg->id.str() + "-part-" +
+                                                std::string(seg[3]) + "\"");
+    sandbox(res);
+    co_return res;
+  }
+  co_return error_response(req, 404, "not found");
+}
+
+}  // namespace
+
+awaitable<std::optional<reply>> mailhog_route(const ctx_t& c, const request& req,
+                                              const target& t) {
+  const std::string& path = t.path;
+  const auto m = req.method();
+  if (path == "/api/v2/messages") {
+    if (m == bh::verb::get) co_return co_await v2_list(c, req, t, false);
+    if (m == bh::verb::delete_) co_return co_await delete_all(c, req);
+    co_return not_allowed(req, "GET, HEAD, DELETE");
+  }
+  if (path == "/api/v2/search") {
+    if (m != bh::verb::get) co_return not_allowed(req, "GET, HEAD");
+    co_return co_await v2_list(c, req, t, true);
+  }
+  if (path == "/api/v2/jim") {
+    // Jim is mapped onto inlet's chaos (/api/v1/chaos); MailHog's own Jim API is not.
+    co_return error_response(req, 404, "not found");
+  }
+  if (path == "/api/v1/messages" && c.cfg.mailhog_v1) {
+    if (m == bh::verb::get) co_return co_await v1_list(c, req);
+    if (m == bh::verb::delete_) co_return co_await delete_all(c, req);
+    co_return not_allowed(req, "GET, HEAD, DELETE");
+  }
+  constexpr std::string_view one = "/api/v1/messages/";
+  if (path.starts_with(one) && path.size() > one.size())
+    co_return co_await one_message(c, req, std::string_view(path).substr(one.size()));
+  co_return std::nullopt;
+}
+
+// ---- the read model (one place to adapt when the model moves) ----
+
+std::vector<std::pair<std::string, std::vector<std::string>>> catcher_headers(
+    std::string_view raw) {
+  return inlet::mail::message_view(raw).headers();
+}
+
+std::pair<std::string, std::string> catcher_bodies(std::string_view raw) {
+  inlet::mail::message_view v(raw);
+  return {v.text(), v.html()};
+}
+
+std::vector<part_entry> catcher_parts(std::string_view raw) {
+  return inlet::mail::message_view(raw).parts(false);
+}
+
+std::optional<std::pair<part_entry, std::string>> catcher_part(std::string_view raw,
+                                                               std::string_view part_id) {
+  return inlet::mail::message_view(raw).part_content(part_id);
+}
+
+awaitable<std::pair<std::error_code, store::page>> catcher_list(const ctx_t& c,
+                                                                store::list_request lr) {
+  auto [ec, p] = co_await c.store.async_list(std::move(lr));
+  if (ec) co_return std::pair{ec, store::page{}};
+  // Listings may come without raw bytes: the catchers' views show bodies, so load them.
+  // Their answers hold each message in full (MailHog's about three times its raw size),
+  // so a page stops once its raw bytes pass a third of max_list_bytes (at least one).
+  std::size_t bytes = 0, kept = 0;
+  for (auto& m : p.messages) {
+    if (kept > 0 && bytes >= c.cfg.max_list_bytes / 3) break;
+    ++kept;
+    bytes += m->size;
+    if (m->has_raw) continue;
+    std::string id(m->id.str());
+    auto [gec, full] = co_await c.store.async_get(std::move(id));
+    if (gec == store::errc::not_found) continue;  // deleted meanwhile
+    if (gec) co_return std::pair{gec, store::page{}};
+    m = std::move(full);
+  }
+  p.messages.resize(kept);
+  std::erase_if(p.messages, [](const store::message_ptr& m) { return !m->has_raw; });
+  co_return std::pair{ec, std::move(p)};
+}
+
+}  // namespace inlet::http::detail
