@@ -1,0 +1,46 @@
+// The file store's tables, and opening a file: the checks that refuse a bad file before
+// anything is written to it, then creation of the tables in a new file.
+//
+// Tables (P = the tenant prefix, "" or "<tenant>_"):
+//   P inlet_meta      key/value: schema version
+//   P inlet_messages  one row per message: seq (arrival order), id, created (ns), size,
+//                     read, attachment and inline counts, tags (display, '\n'-joined),
+//                     tags_f ("\nfolded\n" runs), mailboxes ('\n'-joined, normalised),
+//                     meta (codec.hpp), the folded search fields f_* and search_text
+//   P inlet_raw       seq -> codec, raw bytes (apart, so a scan never reads them)
+//   P inlet_mailboxes (mailbox, seq): the per-recipient index
+//
+// Thread-safety: functions of one connection, called by one thread.
+#pragma once
+
+#include <string>
+
+#include "file/sqlite.hpp"
+#include "inlet/store/file_store.hpp"
+
+namespace inlet::store::file {
+
+inline constexpr int schema_version = 1;
+
+/// Table names of one tenant.
+struct table_names {
+  std::string meta, messages, raw, mailboxes;
+  std::string prefix;
+  explicit table_names(const std::string& tenant_id);
+};
+
+/// The prefix of a tenant's tables: its letters, digits and '_' lower-cased, then '_'
+/// ("" without a tenant). Throws std::invalid_argument when nothing is left of a
+/// non-empty tenant ID.
+std::string tenant_prefix(const std::string& tenant_id);
+
+/// Checks the file at cfg.path without writing to it (header, size, quick_check, what
+/// tables it holds), then opens it for writing and creates the tables when missing.
+/// Throws file_store_error. The returned connection is the writer's, set up
+/// (journal mode, synchronous=FULL, busy timeout).
+connection open_store_file(const file_store_config& cfg, const table_names& t);
+
+/// A connection for a reader thread (read-only, busy timeout).
+connection open_reader(const file_store_config& cfg);
+
+}  // namespace inlet::store::file
