@@ -165,7 +165,7 @@ int zstd_level(int compression) {
     case 2:
       return 3;
     default:
-      return 7;
+      return 11;
   }
 }
 

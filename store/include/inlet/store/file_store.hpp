@@ -43,7 +43,7 @@ struct file_store_config {
   /// WAL journal (default). Off: a rollback journal, for network filesystems where
   /// WAL's shared memory does not work (readers and the writer then wait for each other).
   bool wal = true;
-  /// Raw bytes: 0 stored as they are, 1-3 zstd (fastest, default, better), as Mailpit.
+  /// Raw bytes: 0 stored as they are, 1-3 zstd (fastest, default, best), as Mailpit.
   int compression = 1;
   /// Non-empty: this tenant's tables (name prefix) in a file several tenants share.
   std::string tenant_id;
