@@ -13,6 +13,7 @@
 #include <unordered_set>
 
 #include "file/codec.hpp"
+#include "file/mailpit.hpp"
 #include "file/query.hpp"
 #include "file/schema.hpp"
 #include "file/sqlite.hpp"
@@ -205,7 +206,21 @@ struct file_store::impl {
     if (cfg.compression < 0 || cfg.compression > 3)
       throw std::invalid_argument("compression must be 0-3, not " +
                                   std::to_string(cfg.compression));
-    wdb = open_store_file(cfg, t);
+    auto opened = open_store_file(cfg, t);
+    wdb = std::move(opened.writer);
+    if (opened.import_mailpit) {
+      try {
+        reload_tags();
+        import_mailpit();
+      } catch (const sqlite_error& e) {
+        try {
+          wdb.exec("ROLLBACK");
+        } catch (const sqlite_error&) {
+        }
+        throw file_store_error(code_of(e), cfg.path + ": importing the Mailpit database failed: " +
+                                               e.what() + " (nothing imported)");
+      }
+    }
     load_state();
     publish();
     if (cfg.max_age.count() > 0) next_sweep = std::chrono::steady_clock::now() + sweep_interval();
@@ -235,6 +250,57 @@ struct file_store::impl {
   std::chrono::seconds sweep_interval() const {
     return std::clamp<std::chrono::seconds>(cfg.max_age / 10, std::chrono::seconds(1),
                                             std::chrono::seconds(60));
+  }
+
+  // Copies every message of the Mailpit tables into ours, in one transaction with the
+  // marker that it was done.
+  void import_mailpit() {
+    wdb.exec("BEGIN IMMEDIATE");
+    std::int64_t n = 0;
+    read_mailpit(wdb, mailpit_prefix(cfg.tenant_id), [&](mailpit_message&& m) {
+      row_data r;
+      auto rec = std::make_shared<stored_message>();
+      const bool id_fits = !m.id.empty() && m.id.size() <= id_length &&
+                           std::all_of(m.id.begin(), m.id.end(), [](char c) {
+                             return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+                                    (c >= 'A' && c <= 'Z');
+                           });
+      // Mailpit's IDs since 1.13 are 22-character short UUIDs; older 36-character UUIDs
+      // do not fit an inlet ID and get a new one.
+      rec->id = id_fits ? message_id(m.id) : make_message_id();
+      rec->created = m.created;
+      rec->size = m.raw.size();
+      if (cfg.summarize) {
+        cfg.summarize(m.raw, rec->summary);
+      } else {
+        rec->summary = std::move(m.from_columns);
+        rec->summary.totals.attachments = m.attachments;
+      }
+      // Mailpit keeps no envelope: the header recipients stand for it (mailboxes).
+      const auto& sm = rec->summary;
+      for (auto list : {std::span<const address>(sm.to.data(), sm.to.size()),
+                        std::span<const address>(sm.cc), std::span<const address>(sm.bcc)})
+        for (const auto& a : list)
+          if (!a.address.empty()) rec->envelope.rcpt_to.push_back(a.address);
+      rec->envelope.mail_from = rec->summary.from.address;
+      rec->raw = std::move(m.raw);
+      r.search_text = cfg.build_search_text
+                          ? cfg.build_search_text(rec->summary, rec->raw)
+                          : search::build_search_text(rec->summary, search::fold_case(m.search_text), 8192);
+      r.read = m.read;
+      r.tags = std::move(m.tags);
+      if (!m.zstd_frame.empty() && cfg.compression > 0) {
+        r.codec = static_cast<int>(raw_codec::zstd);  // Mailpit's frame, stored as it is
+        r.compressed = std::move(m.zstd_frame);
+      }
+      r.rec = std::move(rec);
+      prepare(r, cfg.compression);
+      insert_row(r);
+      ++n;
+    });
+    wdb.exec("INSERT INTO " + t.meta + "(key, value) VALUES('mailpit_imported', '" +
+             std::to_string(n) + "')");
+    wdb.exec("COMMIT");
   }
 
   void load_state() {
@@ -591,60 +657,87 @@ struct file_store::impl {
         });
   }
 
-  struct put_job final : job {
+  // A message made ready for its row: the CPU work done before the writer sees it.
+  struct row_data {
     std::shared_ptr<stored_message> rec;
     std::vector<std::string> tags;
     std::vector<std::string> boxes;
     std::string meta, search_text, compressed;
     search::prepared_fields fields;
     int codec = 0;
+    bool read = false;
+  };
+
+  // Fills rec's derived columns; rec->raw, summary and envelope are set, and
+  // search_text holds the folded text.
+  static void prepare(row_data& r, int compression) {
+    r.fields = search::prepared_fields(*r.rec);
+    r.meta = encode_meta(r.rec->envelope, r.rec->summary);
+    r.boxes = mailboxes_of(r.rec->envelope.rcpt_to);
+    if (compression > 0 && r.codec == 0) {
+      r.compressed = compress(r.rec->raw, zstd_level(compression));
+      r.codec = static_cast<int>(raw_codec::zstd);
+    }
+  }
+
+  // Inserts one message (writer, in the transaction); sets rec->seq (and a new ID in the
+  // 2^-128 case of a clash, or when `keep_id` is false and the given one is taken).
+  void insert_row(row_data& r) {
+    r.tags = canonical(distinct_tags(std::move(r.tags)));
+    statement ins(wdb, "INSERT INTO " + t.messages +
+                           "(id, created, size, read, attachments, inline_parts, tags, tags_f,"
+                           " mailboxes, meta, f_to, f_from, f_cc, f_bcc, f_reply_to, f_subject,"
+                           " f_message_id, search_text) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    auto& rec = r.rec;
+    for (int attempt = 0;; ++attempt) {
+      ins.reset();
+      ins.bind_text(1, rec->id.view());
+      ins.bind(2, ns_of(rec->created));
+      ins.bind(3, static_cast<std::int64_t>(rec->size));
+      ins.bind(4, r.read ? 1 : 0);
+      ins.bind(5, static_cast<std::int64_t>(rec->summary.attachments.size()));
+      ins.bind(6, rec->summary.inline_parts);
+      ins.bind_text(7, join_lines(r.tags));
+      ins.bind_blob(8, folded_tags(r.tags));
+      ins.bind_text(9, join_lines(r.boxes));
+      ins.bind_blob(10, r.meta);
+      using search::field;
+      int i = 11;
+      for (auto f : {field::to, field::from, field::cc, field::bcc, field::reply_to,
+                     field::subject, field::message_id})
+        ins.bind_blob(i++, r.fields.get(f));
+      ins.bind_blob(18, r.search_text);
+      try {
+        ins.run();
+        break;
+      } catch (const sqlite_error& e) {
+        // An ID drawn twice (2^-128), or an imported one taken: draw again.
+        if (e.code() != SQLITE_CONSTRAINT_UNIQUE || attempt >= 3) throw;
+        rec->id = make_message_id();
+      }
+    }
+    rec->seq = static_cast<std::uint64_t>(sqlite3_last_insert_rowid(wdb.get()));
+    rec->init_read(r.read);
+    const auto seq = static_cast<std::int64_t>(rec->seq);
+    statement raw(wdb, "INSERT INTO " + t.raw + "(seq, codec, data) VALUES(?,?,?)");
+    raw.bind(1, seq).bind(2, r.codec).bind_blob(3, r.codec ? std::string_view(r.compressed)
+                                                           : std::string_view(rec->raw));
+    raw.run();
+    statement box(wdb, "INSERT OR IGNORE INTO " + t.mailboxes + "(mailbox, seq) VALUES(?,?)");
+    for (const auto& b : r.boxes) box.reset().bind_text(1, b).bind(2, seq).run();
+    count_tags(r.tags, true);
+    ++tx.messages;
+    if (!r.read) ++tx.unread;
+    tx.bytes += static_cast<std::int64_t>(rec->size);
+  }
+
+  struct put_job final : job {
+    row_data row;
     put_handler done;
     std::vector<std::string> evicted;
 
     void apply(impl& s) override {
-      tags = s.canonical(distinct_tags(std::move(tags)));
-      statement ins(s.wdb, "INSERT INTO " + s.t.messages +
-                               "(id, created, size, read, attachments, inline_parts, tags, tags_f,"
-                               " mailboxes, meta, f_to, f_from, f_cc, f_bcc, f_reply_to, f_subject,"
-                               " f_message_id, search_text) VALUES(?,?,?,0,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-      for (int attempt = 0;; ++attempt) {
-        ins.reset();
-        ins.bind_text(1, rec->id.view());
-        ins.bind(2, ns_of(rec->created));
-        ins.bind(3, static_cast<std::int64_t>(rec->size));
-        ins.bind(4, static_cast<std::int64_t>(rec->summary.attachments.size()));
-        ins.bind(5, rec->summary.inline_parts);
-        ins.bind_text(6, join_lines(tags));
-        ins.bind_blob(7, folded_tags(tags));
-        ins.bind_text(8, join_lines(boxes));
-        ins.bind_blob(9, meta);
-        using search::field;
-        int i = 10;
-        for (auto f : {field::to, field::from, field::cc, field::bcc, field::reply_to,
-                       field::subject, field::message_id})
-          ins.bind_blob(i++, fields.get(f));
-        ins.bind_blob(17, search_text);
-        try {
-          ins.run();
-          break;
-        } catch (const sqlite_error& e) {
-          // An ID drawn twice (2^-128): draw again.
-          if (e.code() != SQLITE_CONSTRAINT_UNIQUE || attempt >= 3) throw;
-          rec->id = make_message_id();
-        }
-      }
-      rec->seq = static_cast<std::uint64_t>(sqlite3_last_insert_rowid(s.wdb.get()));
-      const auto seq = static_cast<std::int64_t>(rec->seq);
-      statement raw(s.wdb, "INSERT INTO " + s.t.raw + "(seq, codec, data) VALUES(?,?,?)");
-      raw.bind(1, seq).bind(2, codec).bind_blob(3, codec ? std::string_view(compressed)
-                                                         : std::string_view(rec->raw));
-      raw.run();
-      statement box(s.wdb, "INSERT OR IGNORE INTO " + s.t.mailboxes + "(mailbox, seq) VALUES(?,?)");
-      for (const auto& b : boxes) box.reset().bind_text(1, b).bind(2, seq).run();
-      s.count_tags(tags, true);
-      ++s.tx.messages;
-      ++s.tx.unread;
-      s.tx.bytes += static_cast<std::int64_t>(rec->size);
+      s.insert_row(row);
       if (s.cfg.max_messages && s.tx.messages > static_cast<std::int64_t>(s.cfg.max_messages)) {
         auto victims = s.oldest(s.tx.messages - static_cast<std::int64_t>(s.cfg.max_messages));
         auto ids = s.delete_rows(victims);
@@ -652,8 +745,9 @@ struct file_store::impl {
       }
     }
     void committed(impl& s) override {
-      if (!tags.empty())
-        rec->set_tags(std::make_shared<const std::vector<std::string>>(std::move(tags)));
+      auto& rec = row.rec;
+      if (!row.tags.empty())
+        rec->set_tags(std::make_shared<const std::vector<std::string>>(std::move(row.tags)));
       s.stored_total.fetch_add(1, std::memory_order_relaxed);
       s.evicted_total.fetch_add(evicted.size(), std::memory_order_relaxed);
       if (s.has_observers()) {
@@ -820,6 +914,7 @@ void file_store::put(new_message msg, put_handler done) {
   // here, on the caller's thread, so the writer thread only writes.
   search::complete_search_text(msg);
   auto j = std::make_unique<impl::put_job>();
+  auto& row = j->row;
   auto rec = std::make_shared<stored_message>();
   rec->id = make_message_id();
   rec->created = msg.created.value_or(std::chrono::system_clock::now());
@@ -828,20 +923,13 @@ void file_store::put(new_message msg, put_handler done) {
   rec->size = msg.raw.size();
   rec->raw = std::move(msg.raw);
   rec->has_raw = true;
-  j->search_text = std::move(rec->summary.search_text);
+  row.search_text = std::move(rec->summary.search_text);
   rec->summary.search_text.clear();
-  j->fields = search::prepared_fields(*rec);
-  j->meta = encode_meta(rec->envelope, rec->summary);
-  j->boxes = mailboxes_of(rec->envelope.rcpt_to);
-  j->tags = std::move(msg.tags);
-  const int level = impl_->cfg.compression;
-  if (level > 0) {
-    j->compressed = compress(rec->raw, zstd_level(level));
-    j->codec = static_cast<int>(raw_codec::zstd);
-  }
-  j->bytes = (j->codec ? j->compressed.size() : rec->raw.size()) + j->meta.size() +
-             j->search_text.size();
-  j->rec = std::move(rec);
+  row.rec = std::move(rec);
+  row.tags = std::move(msg.tags);
+  impl::prepare(row, impl_->cfg.compression);
+  j->bytes = (row.codec ? row.compressed.size() : row.rec->raw.size()) + row.meta.size() +
+             row.search_text.size();
   j->done = std::move(done);
   impl_->enqueue(std::move(j));
 }

@@ -1,5 +1,7 @@
 #include "file/schema.hpp"
 
+#include "file/mailpit.hpp"
+
 #include <sys/stat.h>
 
 #include <array>
@@ -93,15 +95,10 @@ void create_tables(connection& c, const table_names& t) {
 }  // namespace
 
 std::string tenant_prefix(const std::string& tenant_id) {
-  if (tenant_id.empty()) return {};
-  std::string out;
-  for (char c : tenant_id) {
-    if (c >= 'A' && c <= 'Z') out += static_cast<char>(c - 'A' + 'a');
-    else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_') out += c;
-  }
-  if (out.empty())
-    throw std::invalid_argument("tenant ID '" + tenant_id + "' has no letter, digit or '_'");
-  return out + "_";
+  std::string out = mailpit_prefix(tenant_id);
+  for (auto& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
 }
 
 table_names::table_names(const std::string& tenant_id) : prefix(tenant_prefix(tenant_id)) {
@@ -111,7 +108,7 @@ table_names::table_names(const std::string& tenant_id) : prefix(tenant_prefix(te
   mailboxes = prefix + "inlet_mailboxes";
 }
 
-connection open_store_file(const file_store_config& cfg, const table_names& t) {
+opened_file open_store_file(const file_store_config& cfg, const table_names& t) {
   const std::string& path = cfg.path;
   if (path.empty()) refuse(errc::unavailable, "(none)", "no database file given");
   long long size = 0;
@@ -144,19 +141,31 @@ connection open_store_file(const file_store_config& cfg, const table_names& t) {
   } catch (const sqlite_error& e) {
     refuse(code_of(e), path, std::string("cannot be read as a database: ") + e.what());
   }
-  bool ours = false, any_inlet = false, mailpit = false;
+  bool ours = false, any_inlet = false, any_mailpit = false;
   std::string others;
-  for (const auto& name : tables) {
+  auto lower = [](std::string s) {
+    for (auto& c : s)
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return s;
+  };
+  auto ends_with = [](const std::string& s, std::string_view tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  for (const auto& raw_name : tables) {
+    const auto name = lower(raw_name);
     if (name == t.messages) ours = true;
-    if (name.size() >= 10 && name.compare(name.size() - 10, 10, "inlet_meta") == 0)
-      any_inlet = true;
-    if (name == t.prefix + "mailbox" || name == t.prefix + "mailbox_data") mailpit = true;
-    if (name.rfind("sqlite_", 0) != 0 && others.size() < 200) others += (others.empty() ? "" : ", ") + name;
+    if (ends_with(name, "inlet_meta")) any_inlet = true;
+    if (ends_with(name, "mailbox_data")) any_mailpit = true;  // Mailpit's, of some tenant
+    if (name.rfind("sqlite_", 0) != 0 && others.size() < 200)
+      others += (others.empty() ? "" : ", ") + raw_name;
   }
-  if (!ours && mailpit)
-    refuse(errc::foreign_file, path,
-           "a Mailpit database; inlet cannot read Mailpit's tables yet (left as it is)");
-  if (!ours && !any_inlet && !others.empty())
+  bool mailpit = false;
+  try {
+    mailpit = has_mailpit_tables(c, mailpit_prefix(cfg.tenant_id));
+  } catch (const sqlite_error& e) {
+    refuse(code_of(e), path, std::string("cannot be read as a database: ") + e.what());
+  }
+  if (!ours && !any_inlet && !any_mailpit && !others.empty())
     refuse(errc::foreign_file, path,
            "a SQLite database of another application (tables: " + others +
                "); left as it is");
@@ -182,7 +191,13 @@ connection open_store_file(const file_store_config& cfg, const table_names& t) {
   } catch (const sqlite_error& e) {
     refuse(code_of(e), path, std::string("cannot set up the store: ") + e.what());
   }
-  return c;
+  opened_file out;
+  if (mailpit) {
+    statement st(c, "SELECT 1 FROM " + t.meta + " WHERE key='mailpit_imported'");
+    out.import_mailpit = !st.step();
+  }
+  out.writer = std::move(c);
+  return out;
 }
 
 connection open_reader(const file_store_config& cfg) {

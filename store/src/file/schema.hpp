@@ -29,16 +29,21 @@ struct table_names {
   explicit table_names(const std::string& tenant_id);
 };
 
-/// The prefix of a tenant's tables: its letters, digits and '_' lower-cased, then '_'
-/// ("" without a tenant). Throws std::invalid_argument when nothing is left of a
-/// non-empty tenant ID.
+/// The prefix of a tenant's tables: Mailpit's prefix for the same tenant ID, lower-cased
+/// ("Team A" -> "team_a_"; "" without a tenant).
 std::string tenant_prefix(const std::string& tenant_id);
+
+struct opened_file {
+  connection writer;
+  /// Mailpit's tables of this tenant are in the file and were not imported yet.
+  bool import_mailpit = false;
+};
 
 /// Checks the file at cfg.path without writing to it (header, size, quick_check, what
 /// tables it holds), then opens it for writing and creates the tables when missing.
 /// Throws file_store_error. The returned connection is the writer's, set up
 /// (journal mode, synchronous=FULL, busy timeout).
-connection open_store_file(const file_store_config& cfg, const table_names& t);
+opened_file open_store_file(const file_store_config& cfg, const table_names& t);
 
 /// A connection for a reader thread (read-only, busy timeout).
 connection open_reader(const file_store_config& cfg);

@@ -29,6 +29,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -55,6 +56,16 @@ struct file_store_config {
   /// PRAGMA quick_check on open (reads the whole file once; off for huge files).
   bool check_on_open = true;
   unsigned reader_threads = 2;
+
+  // ---- importing a Mailpit database ----
+  /// A file holding Mailpit's tables (of this tenant) is imported once, at open, in one
+  /// transaction: IDs, received times, read flags and tags kept; Mailpit's tables stay.
+  /// This builds each imported message's summary from its raw bytes (inletd passes its
+  /// MIME analysis); without it the summary comes from Mailpit's columns (addresses,
+  /// subject, Message-ID, snippet; attachment names and the Date header unknown).
+  std::function<void(std::string_view raw, summary& out)> summarize;
+  /// And this its search text (without it: Mailpit's own search text, folded).
+  search_text_builder build_search_text = nullptr;
 
   // ---- group commit ----
   std::size_t max_batch_messages = 256;    ///< jobs per transaction
