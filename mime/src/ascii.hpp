@@ -6,16 +6,12 @@
 #include <string>
 #include <string_view>
 
+#include "inlet/util/ascii.hpp"
+
 namespace inlet::mime::detail {
 
-constexpr char to_lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? char(c + 32) : c; }
-
-constexpr bool iequals(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (to_lower(a[i]) != to_lower(b[i])) return false;
-  return true;
-}
+using util::ascii_lower;
+using util::iequals;
 
 constexpr bool is_hex(char c) noexcept {
   return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F') || (c >= 'a' && c <= 'f');

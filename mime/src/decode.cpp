@@ -411,7 +411,7 @@ std::string canonical_charset(std::string_view label) {
   if (detail::iequals(label, "utf-8") || detail::iequals(label, "us-ascii")) return {};
   std::string l;
   for (char c : detail::trim(label))
-    if (c != '"' && c != '\'') l.push_back(detail::to_lower(c));
+    if (c != '"' && c != '\'') l.push_back(detail::ascii_lower(c));
   if (auto star = l.find('*'); star != std::string::npos) l.resize(star);  // RFC 2231 language
   static constexpr std::pair<std::string_view, std::string_view> aliases[] = {
       {"", ""}, {"us-ascii", ""}, {"ascii", ""}, {"us_ascii", ""}, {"ansi_x3.4-1968", ""},

@@ -15,7 +15,7 @@ namespace {
 
 using detail::iequals;
 using detail::is_ws;
-using detail::to_lower;
+using detail::ascii_lower;
 
 std::string valid_utf8(std::string_view s) {
   // ASCII (most header text) is valid as it is: no converter to set up.
@@ -66,7 +66,7 @@ std::size_t encoded_word_length(std::string_view s, std::size_t i) noexcept {
   for (; q1 < n && s[q1] != '?'; ++q1)
     if (is_ws(s[q1])) return 0;
   if (q1 >= n || q1 == i + 2 || q1 + 2 >= n || s[q1 + 2] != '?') return 0;
-  const char enc = to_lower(s[q1 + 1]);
+  const char enc = ascii_lower(s[q1 + 1]);
   if (enc != 'b' && enc != 'q') return 0;
   constexpr std::size_t max_text = 2000;
   const std::size_t tb = q1 + 3;
@@ -85,7 +85,7 @@ std::size_t encoded_word(std::string_view s, std::size_t i, std::string& charset
   if (len == 0) return 0;
   const std::size_t q1 = s.find('?', i + 2);
   const std::size_t tb = q1 + 3, te = i + len - 2;
-  const char enc = to_lower(s[q1 + 1]);
+  const char enc = ascii_lower(s[q1 + 1]);
   std::string_view text = s.substr(tb, te - tb);
   charset.assign(s.substr(i + 2, q1 - i - 2));
   if (enc == 'b') {
@@ -1058,7 +1058,7 @@ void read_params(detail::lexer& lx, std::vector<mime_parameter>& out) {
   bool quoted = false;
   while (pr.next(name, value, quoted)) {
     std::string n;
-    for (char c : name) n.push_back(to_lower(c));
+    for (char c : name) n.push_back(ascii_lower(c));
     bool extended = !n.empty() && n.back() == '*';
     if (extended) n.pop_back();
     int index = -1;
@@ -1139,7 +1139,7 @@ bool detail::simple_charset_param(std::string_view raw, std::optional<std::strin
   for (char c : found)
     if (static_cast<unsigned char>(c) >= 0x80) return false;
   std::string v;
-  for (char c : detail::trim(found)) v.push_back(to_lower(c));
+  for (char c : detail::trim(found)) v.push_back(ascii_lower(c));
   out = std::move(v);
   return true;
 }
@@ -1156,9 +1156,9 @@ mime_field parse_content_type(std::string_view raw) {
     lx.skip_cfws();
     std::string_view sub = lx.token();
     if (!sub.empty()) {
-      for (char c : type) f.value.push_back(to_lower(c));
+      for (char c : type) f.value.push_back(ascii_lower(c));
       f.value.push_back('/');
-      for (char c : sub) f.value.push_back(to_lower(c));
+      for (char c : sub) f.value.push_back(ascii_lower(c));
     }
   }
   if (f.value.empty()) lx.skip_past(';');
@@ -1172,7 +1172,7 @@ mime_field parse_content_disposition(std::string_view raw) {
   mime_field f;
   detail::lexer lx{u};
   lx.skip_cfws();
-  for (char c : lx.token()) f.value.push_back(to_lower(c));
+  for (char c : lx.token()) f.value.push_back(ascii_lower(c));
   read_params(lx, f.params);
   return f;
 }

@@ -65,7 +65,7 @@ std::optional<std::string> charset(const parsed_message& m, std::uint32_t p) {
   const mime_parameter* cs = f->find("charset");
   if (!cs) return std::nullopt;
   std::string v;
-  for (char c : detail::trim(cs->value)) v.push_back(detail::to_lower(c));
+  for (char c : detail::trim(cs->value)) v.push_back(detail::ascii_lower(c));
   return v;
 }
 

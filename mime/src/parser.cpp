@@ -9,7 +9,7 @@ namespace inlet::mime {
 
 void part::set_content_type(std::string_view t) noexcept {
   type_len_ = static_cast<std::uint8_t>(std::min(t.size(), type_.size()));
-  for (std::size_t i = 0; i < type_len_; ++i) type_[i] = detail::to_lower(t[i]);
+  for (std::size_t i = 0; i < type_len_; ++i) type_[i] = detail::ascii_lower(t[i]);
 }
 
 const header_field* parsed_message::find(std::uint32_t p, std::string_view name) const {

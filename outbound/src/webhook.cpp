@@ -125,13 +125,15 @@ void webhook_sender::run() {
       dropped_.fetch_add(1, std::memory_order_relaxed);
       break;
     }
-    next = std::chrono::steady_clock::now() + interval;
     const std::string body = payload_(**m);
     err[0] = 0;
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, err);
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.c_str());
     curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
     CURLcode rc = curl_easy_perform(h);
+    // Spaced from the answer, not the start: the receiver then sees every request at
+    // least `interval` after the previous one, however late a request was sent.
+    next = std::chrono::steady_clock::now() + interval;
     long status = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     if (rc == CURLE_OK && status < 400) {

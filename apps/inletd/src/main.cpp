@@ -10,9 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
-#include <inlet/auth/password_file.hpp>
 #include <inlet/http/server.hpp>
-#include <inlet/smtp/chaos.hpp>
 #include <inlet/smtp/server.hpp>
 #include <inlet/store/memory_store.hpp>
 #include <memory>
@@ -21,13 +19,9 @@
 
 #include <inlet/mail/content_filter.hpp>
 #include <inlet/mail/ingest.hpp>
-#include <inlet/mail/search_text.hpp>
-#include <inlet/mail/streaming_parse.hpp>
 
-#include "options.hpp"
+#include "config.hpp"
 #include "outbound_service.hpp"
-#include "pg_options.hpp"
-#include "smtp_policy.hpp"
 #include "subcommands.hpp"
 #ifdef INLETD_IO_URING
 #include <linux/io_uring.h>
@@ -39,45 +33,6 @@
 #endif
 
 namespace {
-
-inlet::smtp::server_config smtp_config(const inletd::options& o) {
-  inlet::smtp::server_config c;
-  c.listen.clear();
-  c.listen.push_back({o.smtp.host, o.smtp.port, false});
-  if (o.lmtp) c.listen.push_back({o.lmtp->host, o.lmtp->port, true});
-  c.session.hostname = o.hostname;
-  // Mailpit shows its --label in the greeting; one line of printable text.
-  for (char ch : o.label)
-    if (static_cast<unsigned char>(ch) >= 0x20 && ch != 0x7f) c.session.label.push_back(ch);
-  c.session.max_message_size = o.max_message_size;
-  c.session.max_recipients = o.max_recipients;
-  c.session.max_command_line = o.max_command_line;
-  c.session.max_text_line = o.max_line_length;
-  c.shutdown_grace = std::chrono::seconds(o.shutdown_grace_seconds);
-  c.session.domains = o.domains;
-  c.threads = o.threads;
-  c.reads_per_event = o.reads_per_event;
-  c.accepts_per_event = o.accepts_per_event;
-  c.flat_receive_buffer = o.receive_buffer == "flat";
-  if (o.parse == "streaming") c.body_observer = inlet::mail::parse_observer::make;
-  c.max_connections = o.max_connections;
-  c.max_connections_per_ip = o.max_connections_per_ip;
-  c.max_connections_per_subnet = o.max_connections_per_subnet;
-  c.subnet_prefix_v4 = o.subnet_prefix_v4;
-  c.subnet_prefix_v6 = o.subnet_prefix_v6;
-  c.pressure_percent = o.pressure_at;
-  c.pressure_per_ip = o.pressure_per_ip;
-  c.pressure_per_subnet = o.pressure_per_subnet;
-  c.pressure_timeout = std::chrono::seconds(o.pressure_timeout_seconds);
-  c.min_data_rate = o.min_data_rate;
-  c.evict_when_full = !o.no_evict;
-  c.release_memory = !o.no_release_memory;
-  c.command_timeout = std::chrono::seconds(o.timeout_seconds);
-  c.greeting_timeout = std::chrono::seconds(o.timeout_seconds);
-  c.tls_cert = o.tls_cert;
-  c.tls_key = o.tls_key;
-  return c;
-}
 
 #ifdef INLETD_IO_URING
 // inletd-uring: Asio would fail deep inside io_context construction; say it plainly.
@@ -99,43 +54,6 @@ constexpr const char* reactor = "io_uring";
 constexpr const char* reactor = "epoll";
 #endif
 
-// SMTP AUTH as Mailpit configures it: a password file (or MP_SMTP_AUTH) makes AUTH
-// required; --smtp-auth-accept-any offers it and takes any credentials. Both need
-// STARTTLS (--smtp-tls-cert) unless --smtp-auth-allow-insecure. Returns an exit code
-// on a configuration Mailpit refuses too.
-std::optional<int> configure_smtp_auth(const inletd::options& o, inlet::smtp::session_config& s) {
-  const bool credentials = !o.smtp_auth_file.empty() || !o.smtp_auth.empty();
-  if (!credentials && !o.smtp_auth_accept_any) return std::nullopt;
-  if (credentials && o.smtp_auth_accept_any) {
-    std::fprintf(stderr,
-                 "inletd: SMTP authentication cannot use both credentials and "
-                 "--smtp-auth-accept-any\n");
-    return 2;
-  }
-  if (o.tls_cert.empty() && !o.smtp_auth_allow_insecure) {
-    std::fprintf(stderr,
-                 "inletd: SMTP authentication requires TLS (--smtp-tls-cert/--tls-cert); run with "
-                 "--smtp-auth-allow-insecure to allow it without\n");
-    return 2;
-  }
-  s.auth_allow_insecure = o.smtp_auth_allow_insecure;
-  if (o.smtp_auth_accept_any) {
-    s.auth = [](std::string_view, std::string_view) { return true; };
-    return std::nullopt;
-  }
-  std::string error;
-  auto users = inlet::auth::load_credentials(o.smtp_auth_file, o.smtp_auth, error);
-  if (!users) {
-    std::fprintf(stderr, "inletd: SMTP authentication: %s\n", error.c_str());
-    return 2;
-  }
-  s.auth = [users](std::string_view user, std::string_view password) {
-    return users->check(user, password);
-  };
-  s.auth_required = true;
-  return std::nullopt;
-}
-
 // Both hooks, `first` (chaos) answering before `then`.
 inlet::smtp::policy_hook chain_policies(inlet::smtp::policy_hook first,
                                         inlet::smtp::policy_hook then) {
@@ -156,18 +74,12 @@ std::string endpoint_text(const std::string& host, std::uint16_t port) {
 // The PostgreSQL store: connects and migrates in the background; inletd waits a few
 // seconds for its shards, then starts anyway (mail for a shard that is down gets 451
 // until it is back; the store's health says which).
-std::optional<int> start_pg_store(const inletd::options& opt,
+std::optional<int> start_pg_store(const inletd::config& cfg,
                                   std::unique_ptr<inlet::store::store>& out,
                                   std::function<void(std::string&)>& metrics) {
-  inlet::store::pg_store_config cfg;
-  std::string error;
-  if (!inletd::pg_store_config_from(opt, cfg, error)) {
-    std::fprintf(stderr, "inletd: %s\n", error.c_str());
-    return 2;
-  }
   std::unique_ptr<inlet::store::pg_store> pg;
   try {
-    pg = std::make_unique<inlet::store::pg_store>(cfg);
+    pg = std::make_unique<inlet::store::pg_store>(cfg.store.pg);
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "inletd: PostgreSQL store: %s\n", e.what());
     return 2;
@@ -187,13 +99,14 @@ std::optional<int> start_pg_store(const inletd::options& opt,
 
 }  // namespace
 
+
 int main(int argc, char** argv) {
   if (auto rc = inletd::run_subcommand(argc, argv)) return *rc;  // sendmail, readyz, ...
-  inletd::options opt;
-  if (auto rc = inletd::parse_options(argc, argv, opt)) return *rc;
-  if (!opt.log_file.empty()) {  // Mailpit's --log-file: the whole log goes there
-    if (!std::freopen(opt.log_file.c_str(), "a", stdout)) {
-      std::fprintf(stderr, "inletd: --log-file %s: %s\n", opt.log_file.c_str(),
+  inletd::config cfg;
+  if (auto rc = inletd::parse_config(argc, argv, cfg)) return *rc;
+  if (!cfg.log.file.empty()) {  // Mailpit's --log-file: the whole log goes there
+    if (!std::freopen(cfg.log.file.c_str(), "a", stdout)) {
+      std::fprintf(stderr, "inletd: --log-file %s: %s\n", cfg.log.file.c_str(),
                    std::strerror(errno));
       return 2;
     }
@@ -213,76 +126,39 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
-  inlet::smtp::server_config sc = smtp_config(opt);
-  if (auto rc = configure_smtp_auth(opt, sc.session)) return *rc;
-  if (std::string err = inletd::apply_smtp_policy(opt, sc.session); !err.empty()) {
-    std::fprintf(stderr, "inletd: %s\n", err.c_str());
-    return 2;
-  }
-  if (!inlet::smtp::parse_io_model(opt.io_model, sc.model)) {
-    std::fprintf(stderr, "inletd: unknown --io-model '%s'\n", opt.io_model.c_str());
-    return 2;
-  }
-
-  if (sc.model == inlet::smtp::io_model::process && opt.store != "sink") {
-    // The deliver hook runs in the forked child: a message stored there would
-    // vanish with the child. Only the sink (parse and discard) makes sense.
-    std::fprintf(stderr,
-                 "inletd: --io-model process needs --store sink: each connection runs in a forked "
-                 "child, which cannot add messages to the parent's --store %s\n",
-                 opt.store.c_str());
-    return 2;
-  }
-
+  const bool process_model = cfg.smtp.model == inlet::smtp::io_model::process;
   std::unique_ptr<inlet::store::memory_store> memory;
   std::unique_ptr<inlet::store::store> durable;  // the PostgreSQL store
   std::function<void(std::string&)> store_metrics;
-  if (opt.store == "memory") {
-    memory = std::make_unique<inlet::store::memory_store>(inlet::store::memory_store_config{
-        opt.max_messages, opt.max_store_bytes, std::chrono::seconds(opt.max_age_seconds)});
-  } else if (opt.store == "postgresql" || opt.store.starts_with("postgresql://") ||
-             opt.store.starts_with("postgres://")) {
-    if (auto rc = start_pg_store(opt, durable, store_metrics)) return *rc;
-  } else if (opt.store != "sink") {
-    std::fprintf(stderr, "inletd: unknown --store '%s' (memory, sink, postgresql://...)\n",
-                 opt.store.c_str());
-    return 2;
+  switch (cfg.store.kind) {
+    case inletd::store_kind::memory:
+      memory = std::make_unique<inlet::store::memory_store>(cfg.store.memory);
+      break;
+    case inletd::store_kind::postgresql:
+      if (auto rc = start_pg_store(cfg, durable, store_metrics)) return *rc;
+      break;
+    case inletd::store_kind::sink:
+      break;
   }
   inlet::store::store* backing =
       memory ? static_cast<inlet::store::store*>(memory.get()) : durable.get();
 
   std::unique_ptr<inlet::mail::content_filter> filter;
-  if (!opt.filter_terms.empty()) {
+  if (!cfg.filter.terms.empty()) {
     std::string error;
-    filter = inlet::mail::content_filter::create(opt.filter_terms, opt.filter_action == "reject",
-                                          opt.filter_threshold, error);
+    filter = inlet::mail::content_filter::create(
+        cfg.filter.terms, cfg.filter.action == inletd::filter_action::reject,
+        cfg.filter.threshold, error);
     if (!filter) {
       std::fprintf(stderr, "inletd: %s\n", error.c_str());
       return 2;
     }
   }
 
-  inlet::mail::ingest_options popts;
-  popts.tags.title_case = opt.tags_title_case;
-  popts.use_message_dates = opt.use_message_dates;
-  popts.tag_auth_user = opt.tags_username;
-  popts.log_stored = opt.verbose && !opt.quiet;
-  // A process-model connection is its own process, forked after the worker pool's
-  // threads were started (the child has none of them) and holding up no other
-  // connection: its heavy messages stay on its thread.
-  popts.heavy_bytes = sc.model == inlet::smtp::io_model::process ? 0 : opt.heavy_message_bytes;
-  popts.tags.x_tags = opt.tags_disable.find("x-tags") == std::string::npos;
-  popts.tags.plus_addresses = opt.tags_disable.find("plus-addresses") == std::string::npos;
-  {
-    std::string error;
-    if (!inlet::mail::tag_rules::parse(opt.tags, opt.tags_config, popts.rules, error)) {
-      std::fprintf(stderr, "inletd: %s\n", error.c_str());
-      return 2;
-    }
-  }
   // Webhooks (docs/outbound.md): handed each stored message, sent on a thread of their own.
-  inletd::outbound_service outbound(opt);
-  if (sc.model == inlet::smtp::io_model::process && !opt.webhook_url.empty())
+  inletd::outbound_service outbound(cfg.webhook);
+  inlet::mail::ingest_options popts = cfg.ingest;
+  if (process_model && !cfg.webhook.url.empty())
     std::fprintf(stderr, "inletd: --webhook-url: not with --io-model process; ignored\n");
   else
     popts.on_stored = [&outbound](const inlet::store::message_ptr& m) { outbound.on_stored(m); };
@@ -291,26 +167,7 @@ int main(int argc, char** argv) {
   // The HTTP API reads the store; with --store sink it serves an always-empty store.
   inlet::store::memory_store empty_store(inlet::store::memory_store_config{1, 1});
   inlet::store::store& readable = backing ? *backing : empty_store;
-  inlet::http::server_config hc;
-  hc.address = opt.http.host;
-  hc.port = opt.http.port;
-  hc.threads = 0;  // one per core: a client fetching large messages holds up no one else
-  // The send API takes messages up to the SMTP size limit (its JSON carries attachments
-  // as base64: a third more), at least the 1 MiB every other request may use.
-  {
-    constexpr std::uint64_t floor = 1u << 20, unlimited_cap = std::uint64_t{1} << 30;
-    const std::uint64_t m = opt.max_message_size == 0 ? unlimited_cap : opt.max_message_size;
-    hc.body_limit = static_cast<std::size_t>(std::max(floor, m / 3 * 4 + (64u << 10)));
-  }
-  hc.max_connections = opt.http_max_connections;
-  hc.max_event_streams = opt.http_max_event_streams;
-  hc.max_event_streams_per_client = opt.http_max_event_streams_per_client;
-  hc.api.allowed_hosts = opt.allowed_hosts;
-  hc.api.only_allowed_hosts = opt.only_allowed_hosts;
-  hc.api.public_mode = opt.public_mode;
-  hc.api.mailhog_v1 = opt.mailhog_api;
-  hc.api.rate_limit = opt.api_rate_limit >= 0 ? opt.api_rate_limit : opt.public_mode ? 10.0 : 0.0;
-  hc.api.rate_burst = opt.api_rate_burst;
+  inlet::http::server_config hc = cfg.http;
   hc.api.extra_metrics = [&pipe, &store_metrics, &outbound](std::string& out) {
     pipe.append_metrics(out);
     outbound.append_metrics(out);
@@ -332,68 +189,26 @@ int main(int argc, char** argv) {
   };
   hc.api.version = "inlet 0.1.0";
   // The PostgreSQL store's URIs may hold passwords: named, not shown.
-  hc.api.database = memory ? "memory" : durable ? "postgresql" : opt.store;
-  hc.api.label = opt.label;
-  hc.api.hide_delete_all_button = opt.hide_delete_all_button;
-  hc.api.disable_http_compression = opt.disable_http_compression;
-  hc.api.webroot = opt.webroot;
-  hc.api.cors_origin = opt.api_cors;
-  hc.api.block_remote_css_and_fonts = opt.block_remote_css_and_fonts;
-  hc.api.link_check.allow_untrusted_tls = opt.allow_untrusted_tls;
-  if (!opt.ui_auth_file.empty() || !opt.ui_auth.empty()) {
-    std::string error;
-    hc.api.ui_auth = inlet::auth::load_credentials(opt.ui_auth_file, opt.ui_auth, error);
-    if (!hc.api.ui_auth) {
-      std::fprintf(stderr, "inletd: web UI authentication: %s\n", error.c_str());
-      return 2;
-    }
-  }
-  if (opt.enable_chaos || !opt.chaos_triggers.empty()) {  // triggers alone enable chaos
-    inlet::smtp::chaos_triggers triggers;
-    std::string error;
-    if (!opt.chaos_triggers.empty() &&
-        !inlet::smtp::chaos_state::parse(opt.chaos_triggers, triggers, error)) {
-      std::fprintf(stderr, "inletd: --chaos-triggers: %s\n", error.c_str());
-      return 2;
-    }
-    auto chaos = std::make_shared<inlet::smtp::chaos_state>(triggers);
-    hc.api.chaos = chaos;
-    sc.session.policy = inlet::smtp::chaos_policy(chaos);
-  }
-  if (!opt.relay.host.empty()) {
-    inlet::http::relay_config r;
-    r.host = opt.relay.host;
-    r.port = opt.relay.port;
-    r.starttls = opt.relay.starttls;
-    r.tls = opt.relay.tls;
-    r.allow_insecure = opt.relay.allow_insecure;
-    r.auth = opt.relay.auth;
-    r.username = opt.relay.username;
-    r.password = opt.relay.password;
-    r.return_path = opt.relay.return_path;
-    r.allowed_recipients = opt.relay.allowed_recipients;
-    r.blocked_recipients = opt.relay.blocked_recipients;
-    r.preserve_message_ids = opt.relay.preserve_message_ids;
-    hc.api.relay = r;
-  }
-  for (const auto& ignored : opt.ignored)
+  hc.api.database = cfg.store.name;
+  for (const auto& ignored : cfg.ignored)
     std::fprintf(stderr, "inletd: Mailpit option %s is not supported by inletd yet; ignored\n",
                  ignored.c_str());
-  for (const auto& d : opt.deprecated)
+  for (const auto& d : cfg.deprecated)
     std::fprintf(stderr, "inletd: Mailpit's deprecated %s\n", d.c_str());
   inlet::http::server http(readable, hc);
-  if (!(sc.model == inlet::smtp::io_model::process))
+  if (!process_model)
     outbound.start([&http](const inlet::store::stored_message& m) {
       return http.api().summary_json(m);
     });
   if (auto ec = http.start()) {
-    std::fprintf(stderr, "inletd: http %s: %s\n",
-                 endpoint_text(opt.http.host, opt.http.port).c_str(), ec.message().c_str());
+    std::fprintf(stderr, "inletd: http %s: %s\n", endpoint_text(hc.address, hc.port).c_str(),
+                 ec.message().c_str());
     return 1;
   }
 
   // A sharded store: a recipient whose shard is down is refused alone at RCPT, so mail for
   // the others is taken (the memory store is never partly down: no hook).
+  inlet::smtp::server_config sc = cfg.smtp;
   if (durable) {
     inlet::smtp::policy_hook shard_check =
         [store = durable.get()](inlet::smtp::policy_stage stage,
@@ -411,8 +226,9 @@ int main(int argc, char** argv) {
         pipe.deliver(std::move(m), std::move(done));
       });
   if (auto ec = smtp.start()) {
-    std::fprintf(stderr, "inletd: smtp %s: %s\n",
-                 endpoint_text(opt.smtp.host, opt.smtp.port).c_str(), ec.message().c_str());
+    const auto& l = sc.listen.front();
+    std::fprintf(stderr, "inletd: smtp %s: %s\n", endpoint_text(l.address, l.port).c_str(),
+                 ec.message().c_str());
     http.stop();
     return 1;
   }
@@ -421,8 +237,9 @@ int main(int argc, char** argv) {
     std::printf("inletd: %s listening on %s\n", ep.lmtp ? "lmtp" : "smtp",
                 endpoint_text(ep.address, ep.port).c_str());
   std::printf("inletd: http listening on %s (store: %s, io model: %s, %s, parse: %s)\n",
-              endpoint_text(http.address(), http.port()).c_str(), opt.store.c_str(),
-              opt.io_model.c_str(), reactor, opt.parse.c_str());
+              endpoint_text(http.address(), http.port()).c_str(), cfg.store.name.c_str(),
+              std::string(inlet::smtp::to_string(sc.model)).c_str(), reactor,
+              sc.body_observer ? "streaming" : "after");
   std::fflush(stdout);
 
   for (;;) {

@@ -2,15 +2,8 @@
 
 namespace inletd {
 
-outbound_service::outbound_service(const options& opt) {
-  webhook_cfg_.url = opt.webhook_url;
-  webhook_cfg_.limit = opt.webhook_limit;
-  webhook_cfg_.delay = std::chrono::seconds(opt.webhook_delay);
-  webhook_cfg_.label = opt.label;
-  // Mailpit's --allow-internal-http-requests covers the link and HTML checks, not the
-  // webhook: its URL is the operator's own, often on the same host.
-  webhook_cfg_.allow_internal = true;
-}
+outbound_service::outbound_service(inlet::outbound::webhook_config webhook)
+    : webhook_cfg_(std::move(webhook)) {}
 
 outbound_service::~outbound_service() { stop(); }
 

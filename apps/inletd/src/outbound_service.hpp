@@ -1,4 +1,4 @@
-// inletd's outbound side (inlet::outbound): built from the options before the ingest
+// inletd's outbound side (inlet::outbound): built from the configuration before the ingest
 // pipeline (which hands it every stored message through ingest_options::on_stored) and
 // started once the HTTP API exists, whose MessageSummary JSON is the webhook's payload.
 #pragma once
@@ -8,13 +8,12 @@
 #include <string>
 
 #include "inlet/outbound/webhook.hpp"
-#include "options.hpp"
 
 namespace inletd {
 
 class outbound_service {
  public:
-  explicit outbound_service(const options& opt);
+  explicit outbound_service(inlet::outbound::webhook_config webhook);
   ~outbound_service();
 
   /// Starts sending; `summary` makes the payload. Call before any server starts.

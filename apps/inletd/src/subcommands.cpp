@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "options.hpp"
+#include "config.hpp"
 
 namespace inletd {
 
