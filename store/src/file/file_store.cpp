@@ -202,6 +202,49 @@ struct file_store::impl {
   bool readers_stop = false;
   std::vector<std::thread> readers;
 
+  // ---- WAL checkpoints, off the writer's path ----
+  // The writer's commits only append to the WAL; this thread copies the WAL back into the
+  // database (PASSIVE: it never blocks the writer or the readers), when the writer says
+  // the WAL has grown past checkpoint_pages. SQLite's own automatic checkpoint would run
+  // inside the writer's commit and hold up every put waiting on that batch.
+  static constexpr int checkpoint_pages = 4000;     // ~16 MB of 4 KiB pages
+  static constexpr int restart_pages = 64000;       // the WAL keeps growing: wait for readers
+  std::mutex ck_mutex;
+  std::condition_variable ck_cv;
+  int wal_pages = 0;  // last size the writer reported (under ck_mutex)
+  bool ck_stop = false;
+  std::thread checkpointer;
+  std::atomic<std::uint64_t> checkpoints{0};
+
+  static int on_wal_commit(void* self, sqlite3*, const char*, int pages) {
+    auto* s = static_cast<impl*>(self);
+    if (pages >= checkpoint_pages) {
+      {
+        std::lock_guard lk(s->ck_mutex);
+        s->wal_pages = pages;
+      }
+      s->ck_cv.notify_one();
+    }
+    return SQLITE_OK;
+  }
+
+  void checkpoint_loop(connection& c) {
+    std::unique_lock lk(ck_mutex);
+    for (;;) {
+      ck_cv.wait(lk, [&] { return ck_stop || wal_pages >= checkpoint_pages; });
+      if (ck_stop) return;
+      const int pages = wal_pages;
+      wal_pages = 0;
+      lk.unlock();
+      int log = 0, done = 0;
+      sqlite3_wal_checkpoint_v2(
+          c.get(), nullptr, pages >= restart_pages ? SQLITE_CHECKPOINT_RESTART : SQLITE_CHECKPOINT_PASSIVE,
+          &log, &done);
+      checkpoints.fetch_add(1, std::memory_order_relaxed);
+      lk.lock();
+    }
+  }
+
   explicit impl(file_store_config c) : cfg(std::move(c)), t(cfg.tenant_id) {
     if (cfg.compression < 0 || cfg.compression > 3)
       throw std::invalid_argument("compression must be 0-3, not " +
@@ -229,6 +272,13 @@ struct file_store::impl {
       auto c = std::make_shared<connection>(open_reader(cfg));
       readers.emplace_back([this, c] { reader_loop(*c); });
     }
+    if (cfg.wal) {
+      auto c = std::make_shared<connection>(cfg.path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX);
+      sqlite3_busy_timeout(c->get(), 10'000);
+      c->exec("PRAGMA synchronous=FULL");
+      sqlite3_wal_hook(wdb.get(), &impl::on_wal_commit, this);  // replaces the automatic one
+      checkpointer = std::thread([this, c] { checkpoint_loop(*c); });
+    }
     writer = std::thread([this] { writer_loop(); });
   }
 
@@ -245,6 +295,12 @@ struct file_store::impl {
     }
     rq_cv.notify_all();
     for (auto& r : readers) r.join();
+    {
+      std::lock_guard lk(ck_mutex);
+      ck_stop = true;
+    }
+    ck_cv.notify_all();
+    if (checkpointer.joinable()) checkpointer.join();
   }
 
   std::chrono::seconds sweep_interval() const {
@@ -808,8 +864,11 @@ struct file_store::impl {
     const std::string from =
         t.messages + " m" +
         (box.empty() ? std::string() : " JOIN " + t.mailboxes + " b ON b.seq=m.seq AND b.mailbox=?1");
+    // Counting the whole store reads the (read, seq) index, not the table's wide rows.
+    const std::string count_from =
+        box.empty() ? t.messages + " m INDEXED BY " + t.prefix + "inlet_messages_read" : from;
     {
-      statement st(c, "SELECT count(*), coalesce(sum(m.read=0), 0) FROM " + from);
+      statement st(c, "SELECT count(*), coalesce(sum(m.read=0), 0) FROM " + count_from);
       if (!box.empty()) st.bind_text(1, box);
       st.step();
       p.total = static_cast<std::size_t>(st.int64(0));
@@ -838,7 +897,7 @@ struct file_store::impl {
         p.matched = p.total;
         p.matched_unread = p.unread;
       } else {
-        statement st(c, "SELECT count(*), coalesce(sum(m.read=0), 0) FROM " + from + where);
+        statement st(c, "SELECT count(*), coalesce(sum(m.read=0), 0) FROM " + count_from + where);
         bind_all(st);
         st.step();
         p.matched = static_cast<std::size_t>(st.int64(0));
@@ -1072,7 +1131,7 @@ void file_store::do_rename_tag(std::string from, std::string to,
         if (!s.tags.contains(from_key)) return;
         // The new spelling wins everywhere, also on messages that carried `to` already.
         auto rows = s.resolve(selection::everything(),
-                              "(instr(m.tags_f, ?)>0 OR instr(m.tags_f, ?)>0)",
+                              "(inlet_contains(m.tags_f, ?) OR inlet_contains(m.tags_f, ?))",
                               {"\n" + from_key + "\n", "\n" + to_key + "\n"});
         if (auto it = s.tags.find(to_key); it != s.tags.end()) it->second.name = to;
         statement up(s.wdb, "UPDATE " + s.t.messages + " SET tags=?, tags_f=? WHERE seq=?");
@@ -1110,7 +1169,7 @@ void file_store::do_delete_tag(std::string tag, handler<void(std::error_code, st
       [n, tag = std::move(tag)](impl& s) {
         const auto key = search::fold_case(tag);
         if (!s.tags.contains(key)) return;
-        auto rows = s.resolve(selection::everything(), "instr(m.tags_f, ?)>0", {"\n" + key + "\n"});
+        auto rows = s.resolve(selection::everything(), "inlet_contains(m.tags_f, ?)", {"\n" + key + "\n"});
         statement up(s.wdb, "UPDATE " + s.t.messages + " SET tags=?, tags_f=? WHERE seq=?");
         for (const auto& r : rows) {
           std::vector<std::string> next;

@@ -82,9 +82,9 @@ void term_sql(const search::term& t, sql_condition& out) {
     for (auto f : {field::from, field::to, field::cc, field::bcc, field::reply_to}) {
       if (!first) out.sql += " OR ";
       first = false;
-      out.sql += "instr(";
+      out.sql += "inlet_contains(";
       out.sql += column_of(f);
-      out.sql += ",?)>0";
+      out.sql += ",?)";
       out.values.emplace_back(t.value);
     }
     out.sql += ")";
@@ -95,9 +95,9 @@ void term_sql(const search::term& t, sql_condition& out) {
     out.values.emplace_back(t.value);
     return;
   }
-  out.sql += "instr(";
+  out.sql += "inlet_contains(";
   out.sql += column_of(t.where);
-  out.sql += ",?)>0";
+  out.sql += ",?)";
   if (t.where == field::tag) {
     std::string v;  // appended, not operator+: g++ 12 warns falsely (-Wrestrict) on that
     v.reserve(t.value.size() + 2);

@@ -1,7 +1,7 @@
 // Compiles a search::query into a SQL condition over the file store's columns (see
 // schema.hpp), with the values to bind. Each term means what search::matches says:
 // header fields and the search text are stored folded (BLOB columns, compared byte-wise
-// with instr), address lists as "name <address>" entries joined by '\n' (a query value
+// with inlet_contains, schema.hpp), address lists as "name <address>" entries joined by '\n' (a query value
 // never holds a '\n', so a substring of the joined text is a substring of one entry),
 // tags as "\nfolded\n" runs (a whole-tag test is a substring test of "\nvalue\n").
 //

@@ -45,7 +45,12 @@ struct opened_file {
 /// (journal mode, synchronous=FULL, busy timeout).
 opened_file open_store_file(const file_store_config& cfg, const table_names& t);
 
-/// A connection for a reader thread (read-only, busy timeout).
+/// A connection for a reader thread (read-only, busy timeout, memory-mapped, the
+/// functions below).
 connection open_reader(const file_store_config& cfg);
+
+/// Registers inlet_contains(haystack, needle): 1 when the bytes of needle occur in those
+/// of haystack (a substring test by memmem; query.hpp compiles searches to it).
+void add_functions(connection& c);
 
 }  // namespace inlet::store::file
