@@ -5,6 +5,9 @@
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <condition_variable>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -164,6 +167,7 @@ struct file_store::impl {
   file_store_config cfg;
   table_names t;
   connection wdb;  // the writer's (writer thread only, after construction)
+  statement ins_message, ins_raw, ins_box;  // the writer's, prepared on first use
 
   // ---- writer-thread state ----
   counts tx;                                          // as of the open transaction
@@ -273,6 +277,13 @@ struct file_store::impl {
       readers.emplace_back([this, c] { reader_loop(*c); });
     }
     if (cfg.wal) {
+      // The WAL exists from the first commit (the tables'); it is removed only when the
+      // last connection closes, so this descriptor names it as long as the store is open.
+      wal_fd = ::open((cfg.path + "-wal").c_str(), O_RDWR | O_CLOEXEC);
+      if (wal_fd >= 0) {
+        wdb.exec("PRAGMA synchronous=NORMAL");  // the syncer fsyncs (see sync_loop)
+        syncer = std::thread([this] { sync_loop(); });
+      }
       auto c = std::make_shared<connection>(cfg.path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX);
       sqlite3_busy_timeout(c->get(), 10'000);
       c->exec("PRAGMA synchronous=FULL");
@@ -289,6 +300,13 @@ struct file_store::impl {
     }
     wq_cv.notify_all();
     if (writer.joinable()) writer.join();
+    {
+      std::lock_guard lk(sq_mutex);
+      sq_stop = true;
+    }
+    sq_cv.notify_all();
+    if (syncer.joinable()) syncer.join();
+    if (wal_fd >= 0) ::close(wal_fd);
     {
       std::lock_guard lk(rq_mutex);
       readers_stop = true;
@@ -662,11 +680,73 @@ struct file_store::impl {
     auto prev = max_jobs.load(std::memory_order_relaxed);
     while (prev < batch.size() && !max_jobs.compare_exchange_weak(prev, batch.size())) {
     }
+    if (wal_fd >= 0) {
+      // Committed, not yet on disk: the syncer makes it durable, then tells the callers;
+      // the writer goes on with the next batch meanwhile.
+      {
+        std::lock_guard lk(sq_mutex);
+        sq.push_back({std::move(batch), std::move(outcome)});
+      }
+      sq_cv.notify_one();
+      batch.clear();
+      return;
+    }
+    finish(batch, outcome);
+  }
+
+  static void finish_jobs(impl& s, std::vector<std::unique_ptr<job>>& batch,
+                          const std::vector<std::error_code>& outcome) {
     for (std::size_t i = 0; i < batch.size(); ++i) {
       if (outcome[i])
         batch[i]->failed(outcome[i]);
       else
-        batch[i]->committed(*this);
+        batch[i]->committed(s);
+    }
+  }
+  void finish(std::vector<std::unique_ptr<job>>& batch, const std::vector<std::error_code>& outcome) {
+    finish_jobs(*this, batch, outcome);
+  }
+
+  // ---------------------------------------------------------------- syncer
+  // WAL mode: commits run with synchronous=NORMAL (no fsync inside COMMIT); this thread
+  // fsyncs the WAL once for every batch committed since its last fsync, then completes
+  // them in commit order. An fsync covers every write issued before it, commit records
+  // included, so a batch is acknowledged only once all of it is on disk, as with FULL;
+  // and the writer fills the next batch while the disk syncs the last one.
+  struct synced_batch {
+    std::vector<std::unique_ptr<job>> jobs;
+    std::vector<std::error_code> outcome;
+  };
+  int wal_fd = -1;
+  std::mutex sq_mutex;
+  std::condition_variable sq_cv;
+  std::deque<synced_batch> sq;
+  bool sq_stop = false;
+  std::thread syncer;
+
+  void sync_loop() {
+    std::deque<synced_batch> todo;
+    for (;;) {
+      {
+        std::unique_lock lk(sq_mutex);
+        sq_cv.wait(lk, [&] { return sq_stop || !sq.empty(); });
+        if (sq.empty()) return;  // stopping, and everything was told
+        todo.swap(sq);
+      }
+      const bool ok = ::fsync(wal_fd) == 0;
+      if (!ok) {
+        {
+          std::lock_guard lk(pub_mutex);
+          broken_detail = std::string("fsync of the WAL failed: ") + std::strerror(errno);
+        }
+        broken.store(true);
+      }
+      for (auto& b : todo) {
+        if (!ok)
+          for (auto& o : b.outcome) o = make_error_code(errc::unavailable);
+        finish_jobs(*this, b.jobs, b.outcome);
+      }
+      todo.clear();
     }
   }
 
@@ -740,10 +820,17 @@ struct file_store::impl {
   // 2^-128 case of a clash, or when `keep_id` is false and the given one is taken).
   void insert_row(row_data& r) {
     r.tags = canonical(distinct_tags(std::move(r.tags)));
-    statement ins(wdb, "INSERT INTO " + t.messages +
-                           "(id, created, size, read, attachments, inline_parts, tags, tags_f,"
-                           " mailboxes, meta, f_to, f_from, f_cc, f_bcc, f_reply_to, f_subject,"
-                           " f_message_id, search_text) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    // Prepared once: the writer inserts thousands of rows a second.
+    if (!ins_message)
+      ins_message = statement(
+          wdb, "INSERT INTO " + t.messages +
+                   "(id, created, size, read, attachments, inline_parts, tags, tags_f,"
+                   " mailboxes, meta, f_to, f_from, f_cc, f_bcc, f_reply_to, f_subject,"
+                   " f_message_id, search_text) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    if (!ins_raw) ins_raw = statement(wdb, "INSERT INTO " + t.raw + "(seq, codec, data) VALUES(?,?,?)");
+    if (!ins_box)
+      ins_box = statement(wdb, "INSERT OR IGNORE INTO " + t.mailboxes + "(mailbox, seq) VALUES(?,?)");
+    auto& ins = ins_message;
     auto& rec = r.rec;
     for (int attempt = 0;; ++attempt) {
       ins.reset();
@@ -775,12 +862,10 @@ struct file_store::impl {
     rec->seq = static_cast<std::uint64_t>(sqlite3_last_insert_rowid(wdb.get()));
     rec->init_read(r.read);
     const auto seq = static_cast<std::int64_t>(rec->seq);
-    statement raw(wdb, "INSERT INTO " + t.raw + "(seq, codec, data) VALUES(?,?,?)");
-    raw.bind(1, seq).bind(2, r.codec).bind_blob(3, r.codec ? std::string_view(r.compressed)
-                                                           : std::string_view(rec->raw));
-    raw.run();
-    statement box(wdb, "INSERT OR IGNORE INTO " + t.mailboxes + "(mailbox, seq) VALUES(?,?)");
-    for (const auto& b : r.boxes) box.reset().bind_text(1, b).bind(2, seq).run();
+    ins_raw.reset().bind(1, seq).bind(2, r.codec).bind_blob(3, r.codec ? std::string_view(r.compressed)
+                                                                    : std::string_view(rec->raw));
+    ins_raw.run();
+    for (const auto& b : r.boxes) ins_box.reset().bind_text(1, b).bind(2, seq).run();
     count_tags(r.tags, true);
     ++tx.messages;
     if (!r.read) ++tx.unread;
