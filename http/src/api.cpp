@@ -564,6 +564,11 @@ bool api::authorized(const request& req) const {
 std::optional<response> api::screen(const request& req, const client_info& client) const {
   namespace bh = boost::beast::http;
   const context& c = *ctx_;
+  if (c.cfg.metrics_only) {  // a Prometheus listener: /metrics, open, and nothing else
+    const detail::target mt(req.target(), c.root);
+    if (mt.path == "/metrics" && req.method() == bh::verb::get) return std::nullopt;
+    return detail::error_response(req, 404, "not found");
+  }
   if (!detail::host_allowed(c.cfg, req[bh::field::host]))
     return detail::error_response(req, 403, "this server does not answer to that Host name");
   const detail::target t(req.target(), c.root);
@@ -579,7 +584,13 @@ std::optional<response> api::screen(const request& req, const client_info& clien
   if (c.cfg.public_mode && !detail::public_allowed(req, t))
     return detail::error_response(req, 403, "not available on this public server");
   const bool preflight = req.method() == bh::verb::options && t.path.starts_with("/api/");
-  if (!preflight && !authorized(req) && t.path != "/livez" && t.path != "/readyz") {
+  // The send API may have credentials of its own, or none (Mailpit's send-api-auth flags).
+  const bool send = req.method() == bh::verb::post && t.path == "/api/v1/send";
+  const bool allowed =
+      send && c.cfg.send_auth_accept_any ? true
+      : send && c.cfg.send_auth ? c.cfg.send_auth->check_basic(req[bh::field::authorization])
+                                : authorized(req);
+  if (!preflight && !allowed && t.path != "/livez" && t.path != "/readyz") {
     auto res = detail::error_response(req, 401, "authentication required");
     res.set(bh::field::www_authenticate, "Basic realm=\"Login\"");
     return res;
@@ -710,6 +721,29 @@ std::string api::metrics_text() const {
     out.append(std::to_string(c.requests[i].load(std::memory_order_relaxed))).append("\n");
   }
   if (c.cfg.extra_metrics) c.cfg.extra_metrics(out);
+  if (c.cfg.mailpit_metrics) {  // Mailpit's names, for its users' dashboards
+    const app_counters app = c.cfg.app_counters ? c.cfg.app_counters() : app_counters{};
+    const auto up = std::chrono::duration_cast<std::chrono::seconds>(
+        std::chrono::steady_clock::now() - c.started);
+    metric("mailpit_database_size_bytes", "gauge", "Size of the database in bytes", st.bytes);
+    metric("mailpit_memory_usage_bytes", "gauge", "Memory usage in bytes",
+           detail::resident_bytes());
+    metric("mailpit_messages", "gauge", "Total number of messages in the database", st.messages);
+    metric("mailpit_messages_deleted_total", "counter", "Total number of messages deleted",
+           st.deleted_total);
+    metric("mailpit_messages_unread", "gauge", "Number of unread messages in the database",
+           st.unread);
+    metric("mailpit_smtp_accepted_size_bytes_total", "counter",
+           "Total size of accepted SMTP messages in bytes", app.smtp_accepted_bytes);
+    metric("mailpit_smtp_accepted_total", "counter", "Total number of SMTP messages accepted",
+           app.smtp_accepted);
+    metric("mailpit_smtp_ignored_total", "counter",
+           "Total number of SMTP messages ignored (duplicates)", app.smtp_ignored);
+    metric("mailpit_smtp_rejected_total", "counter", "Total number of SMTP messages rejected",
+           app.smtp_rejected);
+    metric("mailpit_uptime_seconds", "gauge", "Uptime of Mailpit in seconds",
+           static_cast<std::uint64_t>(up.count()));
+  }
   return out;
 }
 

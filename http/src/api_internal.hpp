@@ -67,6 +67,9 @@ struct target {
   target(std::string_view t, std::string_view root);
 };
 
+/// The process's resident memory (/proc/self/statm), for info and metrics.
+std::uint64_t resident_bytes();
+
 // ---- JSON ----
 json::string js(std::string_view s);
 json::object address_json(const store::address& a);

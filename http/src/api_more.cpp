@@ -55,16 +55,12 @@ awaitable<response> delete_tag(const ctx_t& c, const request& req, std::string t
 
 // ---- info, web UI ----
 
-namespace {
-
 std::uint64_t resident_bytes() {
   std::ifstream f("/proc/self/statm");
   std::uint64_t size = 0, resident = 0;
   f >> size >> resident;
   return resident * 4096;
 }
-
-}  // namespace
 
 awaitable<response> app_info(const ctx_t& c, const request& req) {
   auto [ec, tags] = co_await c.store.async_list_tags();
@@ -216,7 +212,7 @@ awaitable<response> send_message(const ctx_t& c, const request& req) {
   sub.envelope.mail_from = msg.mail_from;
   sub.envelope.rcpt_to.assign(msg.rcpt_to.begin(), msg.rcpt_to.end());
   sub.envelope.protocol = "HTTP";
-  if (c.cfg.ui_auth) sub.envelope.auth_user = basic_user(req);
+  if (c.cfg.ui_auth || c.cfg.send_auth) sub.envelope.auth_user = basic_user(req);
   sub.raw = std::move(msg.raw);
   sub.tags = store::clean_tags(msg.tags);
   auto token = asio::as_tuple(asio::use_awaitable);

@@ -9,6 +9,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -30,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "http_stream.hpp"
 #include "pressure.hpp"
 
 namespace inlet::http {
@@ -43,7 +45,7 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 namespace {
 
 
-using websocket_stream = beast::websocket::stream<beast::tcp_stream>;
+using websocket_stream = beast::websocket::stream<detail::http_stream>;
 using steady = std::chrono::steady_clock;
 
 std::int64_t now_ns() {
@@ -54,9 +56,9 @@ std::int64_t now_ns() {
 // One connection. Touched only on its strand, except `events` (its own mutex) and
 // `waiting_since` (atomic: the acceptor reads it to choose a connection to close).
 struct session {
-  session(tcp::socket&& s, client_info c)
-      : stream(std::move(s)), wake(stream.get_executor()), client(std::move(c)) {}
-  beast::tcp_stream stream;
+  session(tcp::socket&& s, client_info c, asio::ssl::context* tls)
+      : stream(std::move(s), tls), wake(stream.get_executor()), client(std::move(c)) {}
+  detail::http_stream stream;  // plain, or TLS on an HTTPS server
   std::optional<websocket_stream> ws;  // the stream moves here when upgraded
   asio::steady_timer wake;             // event streams sleep on it; cancel() wakes them
   client_info client;
@@ -118,6 +120,7 @@ struct server::impl : std::enable_shared_from_this<impl> {
   store::store& store;
   server_config cfg;
   http::api handler;
+  std::optional<asio::ssl::context> tls;  // HTTPS: cfg.tls_cert and cfg.tls_key
   asio::io_context* io = nullptr;
   std::optional<tcp::acceptor> acceptor;
   tcp::endpoint bound;
@@ -290,7 +293,7 @@ void server::impl::admit(const std::shared_ptr<impl>& self, tcp::socket sock) {
     return;
   }
   auto info = client_of(sock);
-  auto s = std::make_shared<session>(std::move(sock), std::move(info));
+  auto s = std::make_shared<session>(std::move(sock), std::move(info), tls ? &*tls : nullptr);
   auto ex = s->stream.get_executor();
   asio::co_spawn(ex, run_session(self, std::move(s)), asio::detached);
 }
@@ -417,6 +420,15 @@ awaitable<void> server::impl::run_session(std::shared_ptr<impl> self, std::share
     live.store(sessions.size(), std::memory_order_relaxed);
   }
   registration reg{this, id};
+  if (s->stream.is_secure()) {  // HTTPS: the handshake within the first request's time
+    s->stream.expires_after(timeout(cfg.read_timeout));
+    auto [hec] = co_await s->stream.async_handshake(use_tuple);
+    if (hec) {
+      beast::error_code ignored;
+      s->stream.socket().close(ignored);
+      co_return;
+    }
+  }
   beast::flat_buffer buffer;
   for (std::size_t served = 0; !s->stopped; ++served) {
     bh::request_parser<bh::string_body> parser;
@@ -673,6 +685,15 @@ std::error_code server::start() {
     im.io = im.own_io.get();
   }
   beast::error_code ec;
+  if (!im.cfg.tls_cert.empty()) {  // HTTPS: TLS 1.2 and later, the chain and its key
+    asio::ssl::context ctx(asio::ssl::context::tls_server);
+    ctx.set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                    asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                    asio::ssl::context::no_tlsv1_1 | asio::ssl::context::single_dh_use);
+    if (ctx.use_certificate_chain_file(im.cfg.tls_cert, ec); ec) return ec;
+    if (ctx.use_private_key_file(im.cfg.tls_key, asio::ssl::context::pem, ec); ec) return ec;
+    im.tls.emplace(std::move(ctx));
+  }
   auto addr = asio::ip::make_address(im.cfg.address, ec);
   if (ec) return ec;
   tcp::endpoint ep(addr, im.cfg.port);

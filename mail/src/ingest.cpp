@@ -1,5 +1,6 @@
 #include "inlet/mail/ingest.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <inlet/store/tags.hpp>
 #include <inlet/mime/segment.hpp>
@@ -128,6 +129,31 @@ ingest::verdict ingest::judge(st::new_message& msg, std::optional<inlet::filter:
   return verdict::keep;
 }
 
+namespace {
+
+// Where the root part's header block ends, as parsed.
+std::size_t header_end(const inlet::mime::parsed_message& parse) {
+  return parse.parts().empty() ? 0 : parse.parts()[0].header.end;
+}
+
+// A CR CR LF in the first `end` bytes of `raw` (its header block): a short scan.
+bool cr_cr_lf_in_header(std::string_view raw, std::size_t end) {
+  return raw.substr(0, std::min(end, raw.size())).find("\r\r\n") != std::string_view::npos;
+}
+
+// Every CR CR LF of `raw` as CR LF.
+void drop_cr_before_crlf(std::string& raw) {
+  std::size_t out = 0;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] == '\r' && i + 2 < raw.size() && raw[i + 1] == '\r' && raw[i + 2] == '\n')
+      continue;
+    raw[out++] = raw[i];
+  }
+  raw.resize(out);
+}
+
+}  // namespace
+
 void ingest::deliver(sm::received_message&& m, sm::delivery_callback done) {
   // A large message is parsed (or, streamed, analyzed) off the I/O thread; its reply
   // waits for the worker. A streamed parse goes with the message: it views the body's
@@ -157,15 +183,32 @@ void ingest::deliver_now(sm::received_message&& m, sm::delivery_callback done) {
   const inlet::mime::parsed_message* streamed = streamed_parse(m);
   if (store_) {
     to_store_envelope(m.envelope, msg.envelope);  // m's is not read again
+    bool bare_cr = false;
     if (streamed) {
       summarize(*streamed, msg, scan_ptr);
+      const std::size_t headers = header_end(*streamed);
       m.observer.reset();  // the parser back to the pool before its pieces go
       msg.raw = flatten(m.body);
       m.body.clear();  // give the connection's fragments back now
+      bare_cr = cr_cr_lf_in_header(msg.raw, headers);
     } else {
       msg.raw = flatten(m.body);
       m.body.clear();  // give the connection's fragments back now
-      summarize(thread_parser().parse(msg.raw), msg, scan_ptr);
+      const auto& parse = thread_parser().parse(msg.raw);
+      bare_cr = cr_cr_lf_in_header(msg.raw, header_end(parse));
+      if (!bare_cr) summarize(parse, msg, scan_ptr);
+    }
+    if (bare_cr) {  // rare: Mailpit's strict refusal, or its normalisation and a new parse
+      if (opts_.strict_rfc_headers) {
+        counters_.store_errors.fetch_add(1, std::memory_order_relaxed);
+        done({sm::delivery_status::rejected(451, "4.3.5", "Unable to process mail"), {}});
+        return;
+      }
+      drop_cr_before_crlf(msg.raw);
+      msg.summary = {};
+      msg.tags.clear();
+      if (filter_) scan.emplace(filter_->registry().make_scan());
+      summarize(thread_parser().parse(msg.raw), msg, scan ? &*scan : nullptr);
     }
   } else {
     // sink: parse the received fragments in place (or take the streamed parse), never

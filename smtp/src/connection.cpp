@@ -28,11 +28,15 @@ conn_policy conn_policy::from(const server_config& cfg, const std::atomic<bool>*
 
 void conn_policy::use(const tls_context* ctx, const server_config& cfg) {
   tls = ctx;
-  for (bool lmtp : {false, true}) {
+  for (listener_kind k : {listener_kind::smtp, listener_kind::lmtp, listener_kind::smtps}) {
     session_config s = cfg.session;
-    s.lmtp = lmtp;
-    s.starttls = ctx != nullptr;
-    (lmtp ? lmtp_session : smtp_session) = std::make_shared<const session_config>(std::move(s));
+    s.lmtp = k == listener_kind::lmtp;
+    s.implicit_tls = k == listener_kind::smtps && ctx != nullptr;
+    s.starttls = ctx != nullptr && !s.implicit_tls;
+    auto& slot = k == listener_kind::lmtp ? lmtp_session
+                 : k == listener_kind::smtps ? smtps_session
+                                             : smtp_session;
+    slot = std::make_shared<const session_config>(std::move(s));
   }
 }
 
@@ -242,9 +246,15 @@ action connection::close(errc why) {
 
 action connection::start(clock::time_point now) {
   if (p_.stopping != nullptr && p_.stopping->load(std::memory_order_relaxed)) on_stop(now);
-  session_.start();
   cmd_since_ = now;
   greeting_phase_ = true;
+  if (session_.config().implicit_tls && p_.tls != nullptr) {
+    // SMTPS: the handshake first, within the greeting timeout; the greeting after it.
+    tls_ = std::make_unique<tls_engine>(*p_.tls);
+    handshaking_ = true;
+    return handshake(now);
+  }
+  session_.start();
   return advance(now);
 }
 
@@ -411,7 +421,8 @@ action connection::handshake(clock::time_point now) {
   if (st == tls_engine::status::failed) return close(errc::tls_failed);
   if (st == tls_engine::status::ok) {
     handshaking_ = false;
-    session_.tls_started();
+    session_.start();        // SMTPS: the greeting, now that it can be sent encrypted
+    session_.tls_started();  // STARTTLS: a fresh session on the secured channel
     cmd_since_ = now;
     greeting_phase_ = false;
   }

@@ -72,6 +72,12 @@ struct action {
 };
 
 /// The server-wide settings a connection follows (one per server, shared).
+/// What a listener speaks: SMTP, LMTP, or SMTP inside TLS from the first byte.
+enum class listener_kind : std::uint8_t { smtp, lmtp, smtps };
+inline listener_kind kind_of(const listen_endpoint& l) noexcept {
+  return l.lmtp ? listener_kind::lmtp : l.implicit_tls ? listener_kind::smtps : listener_kind::smtp;
+}
+
 struct conn_policy {
   clock::duration greeting_timeout{std::chrono::minutes(5)};
   clock::duration command_timeout{std::chrono::minutes(5)};
@@ -92,8 +98,8 @@ struct conn_policy {
   bool flat_receive_buffer = false;
   const body_observer_factory* observer = nullptr;  ///< null or empty: none
   const tls_context* tls = nullptr;                 ///< null: no STARTTLS
-  /// The session configs of SMTP and LMTP listeners, shared by every connection.
-  std::shared_ptr<const session_config> smtp_session, lmtp_session;
+  /// The session configs of SMTP, LMTP and SMTPS listeners, shared by every connection.
+  std::shared_ptr<const session_config> smtp_session, lmtp_session, smtps_session;
   /// The server's stop flag, polled between steps (a connection accepted as
   /// the stop begins may miss on_stop()). Null: never stops by itself.
   const std::atomic<bool>* stopping = nullptr;
@@ -103,8 +109,10 @@ struct conn_policy {
   static conn_policy from(const server_config& cfg, const std::atomic<bool>* stopping);
   /// Sets `tls` and the shared session configs (STARTTLS offered with a context).
   void use(const tls_context* ctx, const server_config& cfg);
-  const std::shared_ptr<const session_config>& session(bool lmtp) const {
-    return lmtp ? lmtp_session : smtp_session;
+  const std::shared_ptr<const session_config>& session(listener_kind k) const {
+    return k == listener_kind::lmtp ? lmtp_session
+           : k == listener_kind::smtps ? smtps_session
+                                       : smtp_session;
   }
 };
 

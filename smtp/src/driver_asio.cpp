@@ -31,7 +31,8 @@ std::error_code open_listeners(const server_config& cfg, MakeExecutor make_execu
     if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
     if (ec) return std::error_code(ec.value(), std::system_category());
     auto local = acc->local_endpoint(ec);
-    bound.push_back(listen_endpoint{local.address().to_string(), local.port(), l.lmtp});
+    bound.push_back(
+        listen_endpoint{local.address().to_string(), local.port(), l.lmtp, l.implicit_tls});
     out.push_back(std::move(acc));
   }
   return {};
@@ -220,12 +221,12 @@ void asio_server::accept_next(std::size_t i) {
       if (stopping_.load() || ec == asio::error::operation_aborted || !a.is_open()) return;
       return accept_next(i);  // EMFILE and friends: keep serving the others
     }
-    take(std::move(s), bound_[i].lmtp);
+    take(std::move(s), kind_of(bound_[i]));
     for (unsigned k = 1; k < cfg_.accepts_per_event && !stopping_.load(); ++k) {
       tcp::socket more(asio::make_strand(next_ctx()));
       a.accept(more, ec);
       if (ec) break;  // would_block: the listen queue is empty
-      take(std::move(more), bound_[i].lmtp);
+      take(std::move(more), kind_of(bound_[i]));
     }
     accept_next(i);
   };
@@ -235,7 +236,7 @@ void asio_server::accept_next(std::size_t i) {
 
 // A freshly accepted connection: limits (which may evict the slowest
 // connection to make room), then its dispatcher.
-void asio_server::take(tcp::socket s, bool lmtp) {
+void asio_server::take(tcp::socket s, listener_kind kind) {
   cnt_.accepted.fetch_add(1, std::memory_order_relaxed);
   error_code ig;
   auto peer = s.remote_endpoint(ig);
@@ -245,7 +246,7 @@ void asio_server::take(tcp::socket s, bool lmtp) {
     refuse(s, cfg_, true);
     return;
   }
-  auto c = std::make_shared<asio_conn>(std::move(s), policy_, policy_.session(lmtp));
+  auto c = std::make_shared<asio_conn>(std::move(s), policy_, policy_.session(kind));
   if (!admitted(adm_.admit(*c, ip))) {
     cnt_.refused.fetch_add(1, std::memory_order_relaxed);
     refuse(c->sock, cfg_, false);

@@ -154,7 +154,7 @@ class asio_server : public model_driver {
 
  private:
   void accept_next(std::size_t i);
-  void take(tcp::socket s, bool lmtp);
+  void take(tcp::socket s, listener_kind kind);
   asio::io_context& next_ctx();
   clock::duration reap_period() const;
   void tick();

@@ -167,8 +167,8 @@ std::error_code blocking_listeners::bind_one(const listen_endpoint& l) {
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
   std::uint16_t port = 0;
   std::string ip = ip_text(ss, port);
-  listeners_.push_back({fd, l.lmtp});
-  bound_.push_back({ip, port, l.lmtp});
+  listeners_.push_back({fd, kind_of(l)});
+  bound_.push_back({ip, port, l.lmtp, l.implicit_tls});
   return {};
 }
 
@@ -204,7 +204,7 @@ void blocking_listeners::run(const std::function<void()>& on_tick,
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
           break;  // EAGAIN: drained
         }
-        accepted a{fd, {}, 0, listeners_[i].lmtp};
+        accepted a{fd, {}, 0, listeners_[i].kind};
         a.ip = ip_text(peer, a.port);
         take(std::move(a));
       }
@@ -238,7 +238,7 @@ std::error_code blocking_server::prepare() {
 void blocking_server::serve(const blocking_listeners::accepted& a, const std::atomic<bool>& stop,
                             driver_counters& cnt, slot* s) {
   {
-    connection conn(policy_, policy_.session(a.lmtp));
+    connection conn(policy_, policy_.session(a.kind));
     conn.set_remote(a.ip, a.port);
     conn.set_slot(s);
     run_blocking(a.fd, conn, stop, [this, &cnt](received_message&& m) {

@@ -40,7 +40,7 @@ class blocking_listeners {
     int fd;
     std::string ip;
     std::uint16_t port;
-    bool lmtp;
+    listener_kind kind;
   };
   /// Until stop(): polls the listeners (50 ms ticks, `on_tick` each round),
   /// accepts bursts of up to 64 and passes each socket to `take`, which owns
@@ -52,7 +52,7 @@ class blocking_listeners {
  private:
   struct listener {
     int fd;
-    bool lmtp;
+    listener_kind kind;
   };
   std::error_code bind_one(const listen_endpoint& l);
   std::vector<listener> listeners_;

@@ -225,6 +225,7 @@ void server_session::set_remote(std::string address, std::uint16_t port) {
 void server_session::start() {
   if (state_ != state::fresh) return;
   state_ = state::init;
+  tls_ = cfg_->implicit_tls;  // SMTPS: secured before the first byte
   if (shutdown_) {
     close_with(421, "4.3.2", cfg_->hostname + " Service shutting down", errc::shutting_down);
     return;

@@ -144,6 +144,71 @@ TEST_P(tls, starttls_discards_pipelined_commands_and_delivers) {
   EXPECT_EQ(got[0].envelope.mail_from, "a@x.test");
 }
 
+// SMTPS (RFC 8314): the handshake before the greeting, STARTTLS not offered, the message
+// marked as received over TLS; a client speaking clear text gets no greeting.
+TEST_P(tls, implicit_tls_greets_after_the_handshake) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("inlet-smtps-" + std::to_string(::getpid()) + "-" +
+              std::string(smtp::to_string(GetParam())));
+  std::filesystem::create_directories(dir);
+  ASSERT_TRUE(make_cert(dir));
+  smtp::server_config cfg;
+  cfg.session.hostname = "mx.test";
+  cfg.threads = 2;
+  cfg.model = GetParam();
+  cfg.listen = {smtp::listen_endpoint{"127.0.0.1", 0, false, true}};
+  cfg.tls_cert = (dir / "cert.pem").string();
+  cfg.tls_key = (dir / "key.pem").string();
+  cfg.greeting_timeout = std::chrono::seconds(2);
+  std::mutex mu;
+  std::vector<smtp::received_message> got;
+  smtp::server srv(cfg, [&](smtp::received_message&& m, smtp::delivery_callback cb) {
+    std::lock_guard lk(mu);
+    got.push_back(std::move(m));
+    cb({smtp::delivery_status::accepted("TLS2"), {}});
+  });
+  ASSERT_FALSE(srv.start());
+  std::filesystem::remove_all(dir);
+  const auto port = srv.local_endpoints()[0].port;
+  EXPECT_TRUE(srv.local_endpoints()[0].implicit_tls);
+
+  asio::io_context io;
+  {  // clear text: the server waits for a ClientHello, says nothing, and closes at the timeout
+    asio::ip::tcp::socket plain(io);
+    plain.connect({asio::ip::make_address("127.0.0.1"), port});
+    asio::write(plain, asio::buffer(std::string("EHLO c\r\n")));
+    asio::streambuf pb;
+    std::string r = read_reply(plain, pb);
+    EXPECT_THAT(r, ::testing::Not(HasSubstr("220")));
+  }
+  asio::ip::tcp::socket sock(io);
+  sock.connect({asio::ip::make_address("127.0.0.1"), port});
+  asio::ssl::context ctx(asio::ssl::context::tls_client);
+  ctx.set_verify_mode(asio::ssl::verify_none);  // self-signed, test only
+  asio::ssl::stream<asio::ip::tcp::socket&> tls(sock, ctx);
+  boost::system::error_code ec;
+  tls.handshake(asio::ssl::stream_base::client, ec);
+  ASSERT_FALSE(ec) << ec.message();
+  asio::streambuf b;
+  EXPECT_THAT(read_reply(tls, b), HasSubstr("220 mx.test ESMTP"));
+  asio::write(tls, asio::buffer(std::string("EHLO c\r\n")));
+  EXPECT_THAT(read_reply(tls, b), ::testing::Not(HasSubstr("STARTTLS")));
+  asio::write(tls, asio::buffer(std::string(
+                       "MAIL FROM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nDATA\r\n")));
+  EXPECT_EQ(read_reply(tls, b), "250 2.1.0 Ok\r\n");
+  EXPECT_EQ(read_reply(tls, b), "250 2.1.5 Ok\r\n");
+  EXPECT_THAT(read_reply(tls, b), HasSubstr("354 "));
+  asio::write(tls, asio::buffer(std::string("over smtps\r\n.\r\nQUIT\r\n")));
+  EXPECT_EQ(read_reply(tls, b), "250 2.0.0 Ok: queued as TLS2\r\n");
+  EXPECT_EQ(read_reply(tls, b), "221 2.0.0 Bye\r\n");
+  srv.stop();
+  srv.wait();
+  if (GetParam() == smtp::io_model::process) return;  // the hook ran in the child
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].body.to_string(), "over smtps\r\n");
+  EXPECT_TRUE(got[0].envelope.tls);
+}
+
 INSTANTIATE_TEST_SUITE_P(models, tls,
                          ::testing::Values(smtp::io_model::coro, smtp::io_model::async_1n,
                                            smtp::io_model::async_nn, smtp::io_model::async_n2n,

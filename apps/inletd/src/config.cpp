@@ -19,6 +19,7 @@
 
 #include "catcher_env.hpp"
 #include "flag_table.hpp"
+#include "self_signed.hpp"
 
 namespace inletd {
 
@@ -346,8 +347,17 @@ std::string finish(config& c) {
   // TLS and the SMTP rules that need it.
   if (c.smtp.tls_cert.empty() != c.smtp.tls_key.empty())
     return "--tls-cert and --tls-key go together";
+  if (std::string e = resolve_sans(c.smtp.tls_cert, c.smtp.tls_key); !e.empty())
+    return "--tls-cert: " + e;
   if (c.smtp.session.require_starttls && c.smtp.tls_cert.empty())
     return "--smtp-require-starttls needs --tls-cert and --tls-key";
+  if (c.smtp.listen.front().implicit_tls) {
+    if (c.smtp.tls_cert.empty()) return "--smtp-require-tls needs --tls-cert and --tls-key";
+    if (c.smtp.session.require_starttls)
+      return "--smtp-require-tls and --smtp-require-starttls cannot be used together";
+    if (c.smtp.session.auth_allow_insecure)
+      return "--smtp-require-tls cannot be used with --smtp-auth-allow-insecure";
+  }
 
   // SMTP AUTH as Mailpit configures it: credentials make AUTH required; accept-any offers
   // it and takes any. Both need STARTTLS unless --smtp-auth-allow-insecure.
@@ -373,6 +383,12 @@ std::string finish(config& c) {
     }
   }
 
+  // HTTPS for the page and the API.
+  if (c.http.tls_cert.empty() != c.http.tls_key.empty())
+    return "--ui-tls-cert and --ui-tls-key go together";
+  if (std::string e = resolve_sans(c.http.tls_cert, c.http.tls_key); !e.empty())
+    return "--ui-tls-cert: " + e;
+
   // The page's and API's basic authentication.
   if (const char* a = std::getenv("MP_UI_AUTH"); a && c.ui_auth.users.empty())
     c.ui_auth.users = a;
@@ -380,6 +396,19 @@ std::string finish(config& c) {
     std::string error;
     c.http.api.ui_auth = inlet::auth::load_credentials(c.ui_auth.file, c.ui_auth.users, error);
     if (!c.http.api.ui_auth) return "web UI authentication: " + error;
+  }
+
+  // The send API's own credentials, or none at all (Mailpit's send-api-auth flags).
+  if (const char* a = std::getenv("MP_SEND_API_AUTH"); a && c.send_auth.users.empty())
+    c.send_auth.users = a;
+  if (!c.send_auth.file.empty() || !c.send_auth.users.empty()) {
+    if (c.http.api.send_auth_accept_any)
+      return "send API authentication cannot use both credentials and "
+             "--send-api-auth-accept-any";
+    std::string error;
+    c.http.api.send_auth =
+        inlet::auth::load_credentials(c.send_auth.file, c.send_auth.users, error);
+    if (!c.http.api.send_auth) return "send API authentication: " + error;
   }
 
   // Message release: the file, else the flags, else MP_SMTP_RELAY_*.

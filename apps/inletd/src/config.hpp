@@ -55,7 +55,13 @@ struct config {
     std::string file;   ///< --ui-auth-file
     std::string users;  ///< MP_UI_AUTH
   } ui_auth;
+  struct send_auth_settings {
+    std::string file;   ///< --send-api-auth-file
+    std::string users;  ///< MP_SEND_API_AUTH
+  } send_auth;
   double api_rate_limit = -1;  ///< <0: 10 with --public, else 0 (finish)
+  /// Mailpit's --enable-prometheus ADDR: a listener of its own for /metrics.
+  std::optional<host_port> prometheus_listen;
   /// Message release's relay (--smtp-relay-config, MP_SMTP_RELAY_*, --relay-*); used when
   /// its host is set.
   inlet::http::relay_config relay;

@@ -1,4 +1,5 @@
 // The flag table (flag_table.hpp): every flag of inletd, once.
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -9,6 +10,8 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+
+#include <unistd.h>
 
 #include "flag_table.hpp"
 
@@ -67,6 +70,18 @@ binding file(Get get) {
   binding b = text(get, "FILE");
   b.existing_file = true;
   return b;
+}
+
+// A PEM file, or Mailpit's `sans:NAME,...` (a certificate generated at start).
+template <class Get>
+binding cert_file(Get get) {
+  return {"FILE|sans:NAMES", false, false, false,
+          [get](config& c, const std::string& v) {
+            if (v.rfind("sans:", 0) != 0 && ::access(v.c_str(), R_OK) != 0)
+              bad("file does not exist or cannot be read: " + v);
+            get(c) = v;
+          },
+          [](config&) { return std::string(); }};
 }
 
 template <class Get>
@@ -140,6 +155,12 @@ binding choice(std::function<void(config&, E)> put, std::vector<std::pair<std::s
             bad("expected one of " + all + ", got '" + v + "'");
           },
           [shown](config&) { return shown; }};
+}
+
+// A Mailpit switch whose effect is inletd's behaviour already: accepted, nothing to set.
+binding already() {
+  return {"", true, false, false, [](config&, const std::string&) {},
+          [](config&) { return std::string("off"); }};
 }
 
 // Mailpit's flags inletd has no equivalent of: the value is kept to be named at start.
@@ -443,11 +464,20 @@ std::vector<flag> make_table() {
         "keeps the RFC's defaults: 3 minutes per read (and `--min-data-rate`), 10 minutes for "
         "the whole body. A command trickled in byte by byte does not extend its deadline."));
   add(f(limits, "--tls-cert,--smtp-tls-cert", "MP_SMTP_TLS_CERT",
-        "PEM certificate chain: offers STARTTLS",
-        file([](config& c) -> std::string& { return c.smtp.tls_cert; }),
-        "PEM certificate chain: offers STARTTLS (RFC 3207); needs `--tls-key`.", "off"));
+        "PEM certificate chain (or sans:NAME,... for a generated one): offers STARTTLS",
+        cert_file([](config& c) -> std::string& { return c.smtp.tls_cert; }),
+        "PEM certificate chain: offers STARTTLS (RFC 3207); needs `--tls-key`. `sans:NAME,...` "
+        "(Mailpit's): a self-signed certificate for those names (DNS names or IP addresses), "
+        "made at start and removed at exit; give the same `sans:` value to `--tls-key`.",
+        "off"));
   add(f(limits, "--tls-key,--smtp-tls-key", "MP_SMTP_TLS_KEY", "PEM private key for --tls-cert",
-        file([](config& c) -> std::string& { return c.smtp.tls_key; }), "", "off"));
+        cert_file([](config& c) -> std::string& { return c.smtp.tls_key; }), "", "off"));
+  add(f(limits, "--smtp-require-tls", "MP_SMTP_REQUIRE_TLS",
+        "Mailpit: TLS from the first byte on the SMTP port (SMTPS, RFC 8314)",
+        on([](config& c) -> bool& { return c.smtp.listen.front().implicit_tls; }),
+        "The SMTP listener speaks TLS from the first byte (SMTPS, RFC 8314: the client's "
+        "handshake, then the greeting); needs `--tls-cert`; not with "
+        "`--smtp-require-starttls` or `--smtp-auth-allow-insecure`, as in Mailpit."));
   add(f(limits, "--smtp-require-starttls", "MP_SMTP_REQUIRE_STARTTLS",
         "Mailpit: MAIL, RCPT, DATA, RSET, AUTH get 530 before STARTTLS (needs --tls-cert)",
         on([](config& c) -> bool& { return c.smtp.session.require_starttls; }),
@@ -475,6 +505,15 @@ std::vector<flag> make_table() {
         "Only recipients matching this regular expression (anywhere in the address, "
         "case-sensitive) are accepted; others get `550 5.1.0 Invalid recipient`.",
         "every recipient"));
+  add(f(limits, "--smtp-strict-rfc-headers", "MP_SMTP_STRICT_RFC_HEADERS",
+        "Mailpit: a header block with CR CR LF is refused (451 4.3.5); else it becomes CR LF",
+        on([](config& c) -> bool& { return c.ingest.strict_rfc_headers; }),
+        "A message whose header block has a bare CR before a line end (CR CR LF, written by some "
+        "mailers) is refused with `451 4.3.5 Unable to process mail`, Mailpit's reply. Without "
+        "it, every CR CR LF of such a message is stored as CR LF, as Mailpit stores it."));
+  add(f(limits, "--smtp-disable-rdns", "MP_SMTP_DISABLE_RDNS",
+        "Mailpit: no reverse DNS lookup of SMTP clients (inletd never makes one)", already(),
+        "Accepted: inletd never looks up a client's name (no DNS on the receive path)."));
   add(f(limits, "--smtp-ignore-rejected-recipients", "MP_SMTP_IGNORE_REJECTED_RECIPIENTS",
         "Mailpit: recipients refused by --smtp-allowed-recipients get 250 and are dropped",
         on([](config& c) -> bool& { return c.smtp.session.ignore_rejected_recipients; }),
@@ -729,6 +768,27 @@ std::vector<flag> make_table() {
         "hashed as bcrypt, SHA-256/512 crypt, MD5 crypt, APR1, `{SHA}` or `{SSHA}`. "
         "`MP_UI_AUTH` (`user:password` pairs separated by spaces) gives the same inline.",
         "off"));
+  add(f(http, "--send-api-auth-file", "MP_SEND_API_AUTH_FILE",
+        "Mailpit: password file for POST /api/v1/send (instead of --ui-auth-file's)",
+        file([](config& c) -> std::string& { return c.send_auth.file; }),
+        "`POST /api/v1/send` takes these credentials (the format of `--ui-auth-file`), and "
+        "only these; the rest of the API keeps `--ui-auth-file`'s. `MP_SEND_API_AUTH` "
+        "(`user:password` pairs separated by spaces) gives the same inline.",
+        "off"));
+  add(f(http, "--send-api-auth-accept-any", "MP_SEND_API_AUTH_ACCEPT_ANY",
+        "Mailpit: POST /api/v1/send needs no credentials, even with --ui-auth-file",
+        on([](config& c) -> bool& { return c.http.api.send_auth_accept_any; }),
+        "`POST /api/v1/send` takes any credentials, or none, even when `--ui-auth-file` guards "
+        "the rest; not with `--send-api-auth-file` (exit code 2), as in Mailpit."));
+  add(f(http, "--ui-tls-cert", "MP_UI_TLS_CERT",
+        "Mailpit: HTTPS for the page and the API: PEM certificate chain (or sans:NAME,...)",
+        cert_file([](config& c) -> std::string& { return c.http.tls_cert; }),
+        "The page, the API, the event stream and `/metrics` over HTTPS (TLS 1.2 and later) "
+        "with this certificate chain; needs `--ui-tls-key`. `sans:NAME,...` (Mailpit's): a "
+        "self-signed certificate for those names, made at start.",
+        "off"));
+  add(f(http, "--ui-tls-key", "MP_UI_TLS_KEY", "Mailpit: the private key for --ui-tls-cert",
+        cert_file([](config& c) -> std::string& { return c.http.tls_key; }), "", "off"));
   add(f(http, "--api-cors", "MP_API_CORS", "Mailpit: Access-Control-Allow-Origin for the API (CORS)",
         text([](config& c) -> std::string& { return c.http.api.cors_origin; }, "ORIGIN"),
         "`Access-Control-Allow-Origin` on API answers (a comma-separated list: the request's "
@@ -816,10 +876,40 @@ std::vector<flag> make_table() {
         on([](config& c) -> bool& { return c.http.api.link_check.allow_untrusted_tls; })));
   add(f(http, "--allow-internal-http-requests", "MP_ALLOW_INTERNAL_HTTP_REQUESTS",
         "Mailpit: the link check may reach internal addresses (inletd's always may)",
-        {"", true, false, false, [](config&, const std::string&) {},
-         [](config&) { return std::string("off"); }},
+        already(),
         "Accepted: inletd's link check always reaches internal addresses (Mailpit blocks them "
         "unless this flag is given; a difference to know of when inletd is exposed)."));
+  add(f(http, "--disable-link-check-rate-limit", "MP_DISABLE_LINK_CHECK_RATE_LIMIT",
+        "Mailpit: no rate limit on the link check (inletd's has none but --api-rate-limit)",
+        already(),
+        "Accepted: inletd's link check has no limit of its own; `--api-rate-limit` applies to "
+        "it as to every API request, and each check is bounded (100 links, 8 at once, 5 s "
+        "each)."));
+  add(f(http, "--disable-version-check", "MP_DISABLE_VERSION_CHECK",
+        "Mailpit: no check for a newer release (inletd never makes one)", already(),
+        "Accepted: inletd never contacts anything to look for a newer release."));
+  add(f(http, "--enable-prometheus", "MP_ENABLE_PROMETHEUS",
+        "Mailpit: true (Mailpit's metric names on /metrics), false, or HOST:PORT (a listener "
+        "of its own)",
+        {"true|false|HOST:PORT", false, false, false,
+         [](config& c, const std::string& v) {
+           std::string mode = v;
+           for (auto& ch : mode) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+           c.prometheus_listen.reset();
+           c.http.api.mailpit_metrics = false;
+           if (mode == "false" || mode.empty()) return;
+           c.http.api.mailpit_metrics = true;
+           if (mode == "true") return;
+           host_port hp;
+           if (!parse_host_port(v, hp)) bad("expected true, false or HOST:PORT, got '" + v + "'");
+           c.prometheus_listen = hp;
+         },
+         [](config&) { return std::string("false"); }},
+        "`/metrics` (Prometheus text, always served with inlet's own `inlet_*` metrics) also "
+        "carries Mailpit's metric names (`mailpit_messages`, `mailpit_messages_unread`, "
+        "`mailpit_smtp_accepted_total`, ...; not yet `mailpit_tag_messages`), so its dashboards "
+        "keep working. `HOST:PORT`: besides, a listener of its own that answers `GET /metrics` "
+        "without authentication and nothing else, as Mailpit's separate Prometheus server."));
   add(f(http, "--hide-delete-all-button", "MP_HIDE_DELETE_ALL_BUTTON",
         "Mailpit: the page offers no \"Delete all\" (/api/v1/webui says so)",
         on([](config& c) -> bool& { return c.http.api.hide_delete_all_button; })));
@@ -894,9 +984,13 @@ std::vector<flag> make_table() {
   add(deprecated("--db-file", "MP_DATA_FILE", "--database",
                  text([](config& c) -> std::string& { return c.store.file.path; }, "FILE")));
   add(deprecated("--smtp-ssl-cert", "MP_SMTP_SSL_CERT", "--smtp-tls-cert",
-                 file([](config& c) -> std::string& { return c.smtp.tls_cert; })));
+                 cert_file([](config& c) -> std::string& { return c.smtp.tls_cert; })));
   add(deprecated("--smtp-ssl-key", "MP_SMTP_SSL_KEY", "--smtp-tls-key",
-                 file([](config& c) -> std::string& { return c.smtp.tls_key; })));
+                 cert_file([](config& c) -> std::string& { return c.smtp.tls_key; })));
+  add(deprecated("--ui-ssl-cert", "MP_UI_SSL_CERT", "--ui-tls-cert",
+                 cert_file([](config& c) -> std::string& { return c.http.tls_cert; })));
+  add(deprecated("--ui-ssl-key", "MP_UI_SSL_KEY", "--ui-tls-key",
+                 cert_file([](config& c) -> std::string& { return c.http.tls_key; })));
   add(deprecated("--smtp-tls-required", "MP_SMTP_TLS_REQUIRED", "--smtp-require-starttls",
                  on([](config& c) -> bool& { return c.smtp.session.require_starttls; })));
   {
@@ -910,27 +1004,15 @@ std::vector<flag> make_table() {
 
   // ---- Mailpit's options without an equivalent yet ----
   add(not_yet("--ignore-duplicate-ids", "MP_IGNORE_DUPLICATE_IDS", false));
-  add(not_yet("--ui-tls-cert", "MP_UI_TLS_CERT", true));
-  add(not_yet("--ui-tls-key", "MP_UI_TLS_KEY", true));
-  add(not_yet("--ui-ssl-cert", "MP_UI_SSL_CERT", true));
-  add(not_yet("--ui-ssl-key", "MP_UI_SSL_KEY", true));
   add(not_yet("--enable-rspamd", "MP_ENABLE_RSPAMD", true));
   add(not_yet("--enable-spamassassin", "MP_ENABLE_SPAMASSASSIN", true));
-  add(not_yet("--enable-prometheus", "MP_ENABLE_PROMETHEUS", true));
-  add(not_yet("--send-api-auth-file", "MP_SEND_API_AUTH_FILE", true));
-  add(not_yet("--send-api-auth-accept-any", "MP_SEND_API_AUTH_ACCEPT_ANY", false));
   add(not_yet("--smtp-forward-config", "MP_SMTP_FORWARD_CONFIG", true));
-  add(not_yet("--disable-link-check-rate-limit", "MP_DISABLE_LINK_CHECK_RATE_LIMIT", false));
-  add(not_yet("--smtp-require-tls", "MP_SMTP_REQUIRE_TLS", false));
-  add(not_yet("--smtp-strict-rfc-headers", "MP_SMTP_STRICT_RFC_HEADERS", false));
-  add(not_yet("--smtp-disable-rdns", "MP_SMTP_DISABLE_RDNS", false));
   add(not_yet("--smtp-relay-all", "MP_SMTP_RELAY_ALL", false));
   add(not_yet("--smtp-relay-matching", "MP_SMTP_RELAY_MATCHING", true));
   add(not_yet("--pop3", "MP_POP3_BIND_ADDR", true));
   add(not_yet("--pop3-auth-file", "MP_POP3_AUTH_FILE", true));
   add(not_yet("--pop3-tls-cert", "MP_POP3_TLS_CERT", true));
   add(not_yet("--pop3-tls-key", "MP_POP3_TLS_KEY", true));
-  add(not_yet("--disable-version-check", "MP_DISABLE_VERSION_CHECK", false));
   return t;
 }
 

@@ -235,6 +235,23 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  // Mailpit's separate Prometheus listener: the same metrics, alone, on their own port.
+  std::unique_ptr<inlet::http::server> metrics_http;
+  if (cfg.prometheus_listen) {
+    inlet::http::server_config mc = hc;
+    mc.address = cfg.prometheus_listen->host;
+    mc.port = cfg.prometheus_listen->port;
+    mc.threads = 1;
+    mc.api.metrics_only = true;
+    metrics_http = std::make_unique<inlet::http::server>(readable, mc);
+    if (auto ec = metrics_http->start()) {
+      std::fprintf(stderr, "inletd: prometheus %s: %s\n",
+                   endpoint_text(mc.address, mc.port).c_str(), ec.message().c_str());
+      http.stop();
+      return 1;
+    }
+  }
+
   // A sharded store: a recipient whose shard is down is refused alone at RCPT, so mail for
   // the others is taken (the memory store is never partly down: no hook).
   inlet::smtp::server_config sc = cfg.smtp;
@@ -265,6 +282,9 @@ int main(int argc, char** argv) {
   for (const auto& ep : smtp.local_endpoints())
     std::printf("inletd: %s listening on %s\n", ep.lmtp ? "lmtp" : "smtp",
                 endpoint_text(ep.address, ep.port).c_str());
+  if (metrics_http)
+    std::printf("inletd: prometheus listening on %s\n",
+                endpoint_text(metrics_http->address(), metrics_http->port()).c_str());
   std::printf("inletd: http listening on %s (store: %s, io model: %s, %s, parse: %s)\n",
               endpoint_text(http.address(), http.port()).c_str(), cfg.store.name.c_str(),
               std::string(inlet::smtp::to_string(sc.model)).c_str(), reactor,
@@ -289,6 +309,7 @@ int main(int argc, char** argv) {
   smtp.stop();
   smtp.wait();
   outbound.stop();
+  if (metrics_http) metrics_http->stop();
   http.stop();
   std::printf("inletd: stopped\n");
   return 0;

@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -398,13 +399,14 @@ TEST(MailpitOptions, Webhook) {
 
 TEST(MailpitOptions, OptionsWithoutEquivalentAreAcceptedAndNoted) {
   inletd::config o;
-  ASSERT_FALSE(parse({"--ui-tls-cert", "/tmp/c.pem", "--verbose", "--smtp-disable-rdns",
-                      "--ui-tls-key", "/tmp/k.pem"},
+  ASSERT_FALSE(parse({"--enable-rspamd", "http://127.0.0.1:11333", "--verbose",
+                      "--smtp-disable-rdns", "--smtp-forward-config", "/tmp/f.yaml"},
                      o)
                    .has_value());
   std::sort(o.ignored.begin(), o.ignored.end());
-  EXPECT_EQ(o.ignored, (std::vector<std::string>{"--smtp-disable-rdns", "--ui-tls-cert=/tmp/c.pem",
-                                                 "--ui-tls-key=/tmp/k.pem"}));
+  // --smtp-disable-rdns is inletd's behaviour already (it never looks names up): not named.
+  EXPECT_EQ(o.ignored, (std::vector<std::string>{"--enable-rspamd=http://127.0.0.1:11333",
+                                                 "--smtp-forward-config=/tmp/f.yaml"}));
   EXPECT_TRUE(o.log.verbose);  // supported now: a line per message stored
   inletd::config bad;
   auto rc = parse({"--no-such-mailpit-flag"}, bad);
@@ -552,22 +554,22 @@ TEST(MailpitOptions, EveryServerFlagOfMailpitIsAccepted) {
                    "--tenant-id", "t1", "-m", "100", "--max-age", "2d", "--max-message-size", "5",
                    "--use-message-dates", "--ignore-duplicate-ids", "--log-file", "/tmp/mp.log",
                    "-q", "-v", "-l", "127.0.0.1:8025", "--allowed-hosts", "mailpit,localhost",
-                   "--webroot", "mail", "--ui-tls-cert", "/tmp/c.pem", "--ui-tls-key",
-                   "/tmp/k.pem", "--api-cors", "a.com,b.com", "--block-remote-css-and-fonts",
+                   "--webroot", "mail", "--ui-tls-cert", cert, "--ui-tls-key",
+                   cert, "--api-cors", "a.com,b.com", "--block-remote-css-and-fonts",
                    "--allow-internal-http-requests", "--disable-link-check-rate-limit",
                    "--enable-spamassassin", "127.0.0.1:783", "--enable-rspamd",
                    "http://127.0.0.1:11333", "--allow-untrusted-tls", "--disable-http-compression",
                    "--hide-delete-all-button", "--send-api-auth-accept-any", "-s",
                    "127.0.0.1:1025", "--smtp-auth-accept-any", "--smtp-require-starttls",
-                   "--smtp-require-tls", "--smtp-auth-allow-insecure", "--smtp-strict-rfc-headers",
+                   "--smtp-auth-allow-insecure", "--smtp-strict-rfc-headers",
                    "--smtp-max-recipients", "10", "--smtp-allowed-recipients", "@example\\.com$",
                    "--smtp-ignore-rejected-recipients", "--smtp-disable-rdns", "--smtp-relay-all",
                    "--smtp-relay-matching", "x", "--enable-chaos", "--chaos-triggers",
                    "Sender:451:1", "--pop3", "127.0.0.1:1110", "--tag", "a=b", "--tags-title-case",
                    "--tags-disable", "x-tags", "--tags-username", "--enable-prometheus", "false",
                    "--webhook-url", "http://127.0.0.1:9/", "--webhook-limit", "2",
-                   "--webhook-delay", "1", "--db-file", "/tmp/m.db", "--ui-ssl-cert", "/tmp/c.pem",
-                   "--ui-ssl-key", "/tmp/k.pem", "--smtp-tls-required", "--disable-html-check"},
+                   "--webhook-delay", "1", "--db-file", "/tmp/m.db", "--ui-ssl-cert", cert,
+                   "--ui-ssl-key", cert, "--smtp-tls-required", "--disable-html-check"},
                   o);
   ::unlink(cert);
   EXPECT_FALSE(rc.has_value());
@@ -595,8 +597,8 @@ TEST(MailpitOptions, EveryServerFlagOfMailpitIsAccepted) {
   EXPECT_EQ(o.store.file.max_messages, 100u);
   EXPECT_EQ(o.store.file.max_age, std::chrono::seconds(2u * 86400));
   // What inletd does not do yet is named, never dropped silently.
-  for (const char* named : {"--enable-prometheus=false", "--pop3=127.0.0.1:1110",
-                            "--smtp-relay-matching=x", "--ui-ssl-cert=/tmp/c.pem"}) {
+  EXPECT_FALSE(o.http.api.mailpit_metrics);  // --enable-prometheus false
+  for (const char* named : {"--pop3=127.0.0.1:1110", "--smtp-relay-matching=x"}) {
     bool found = false;
     for (const auto& i : o.ignored) found |= i == named;
     EXPECT_TRUE(found) << named;
@@ -704,4 +706,42 @@ TEST(Config, FinishRefusesWhatCannotRun) {
   EXPECT_FALSE(allowed.smtp.session.recipient_allowed("a@example.org"));
   inletd::config bad_re;
   EXPECT_EQ(parse({"--smtp-allowed-recipients", "(["}, bad_re).value_or(0), 105);  // CLI11: a validation error
+}
+
+// Mailpit's SMTPS: --smtp-require-tls needs a certificate (a `sans:` one is made at start)
+// and goes with neither required STARTTLS nor AUTH without TLS, as in Mailpit.
+TEST(MailpitOptions, RequireTlsAndSansCertificates) {
+  inletd::config c;
+  ASSERT_FALSE(parse({"--smtp-require-tls", "--smtp-tls-cert", "sans:mx.example, 127.0.0.1",
+                      "--smtp-tls-key", "sans:mx.example,127.0.0.1"},
+                     c)
+                   .has_value());
+  EXPECT_TRUE(c.smtp.listen.front().implicit_tls);
+  ASSERT_FALSE(c.smtp.tls_cert.empty());
+  EXPECT_NE(c.smtp.tls_cert, c.smtp.tls_key);  // one pair: the certificate and its key
+  EXPECT_EQ(::access(c.smtp.tls_cert.c_str(), R_OK), 0);
+  EXPECT_EQ(::access(c.smtp.tls_key.c_str(), R_OK), 0);
+  struct stat st {};
+  ASSERT_EQ(::stat(c.smtp.tls_key.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);  // the private key is the owner's alone
+  inletd::config same;  // the same names: the same pair
+  ASSERT_FALSE(parse({"--tls-cert", "sans:127.0.0.1,mx.example", "--tls-key",
+                      "sans:mx.example,127.0.0.1"},
+                     same)
+                   .has_value());
+  EXPECT_EQ(same.smtp.tls_cert, c.smtp.tls_cert);
+  for (std::vector<std::string> bad :
+       {std::vector<std::string>{"--smtp-require-tls"},
+        {"--smtp-require-tls", "--tls-cert", "sans:x", "--tls-key", "sans:x",
+         "--smtp-require-starttls"},
+        {"--smtp-require-tls", "--tls-cert", "sans:x", "--tls-key", "sans:x",
+         "--smtp-auth-allow-insecure"},
+        {"--tls-cert", "sans:", "--tls-key", "sans:"}}) {
+    inletd::config b;
+    EXPECT_EQ(parse(bad, b).value_or(0), 2) << bad.back();
+  }
+  inletd::config missing;
+  EXPECT_NE(parse({"--tls-cert", "/nonexistent.pem", "--tls-key", "/nonexistent.pem"}, missing)
+                .value_or(0),
+            0);
 }

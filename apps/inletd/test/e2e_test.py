@@ -51,7 +51,7 @@ HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 class Inletd:
     """A running inletd process bound to loopback ports chosen by the kernel."""
 
-    def __init__(self, *extra):
+    def __init__(self, *extra, env=None):
         args = [INLETD, "--smtp", "127.0.0.1:0", "--listen", "127.0.0.1:0",
                 "--hostname", "mx.test.example"] + list(extra)
         # inletd registers a socket state per allowed connection as it starts (10,000 by
@@ -59,7 +59,8 @@ class Inletd:
         if "--max-connections" not in extra:
             args += ["--max-connections", "1000"]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, bufsize=1)
+                                     text=True, bufsize=1,
+                                     env=dict(os.environ, **env) if env else None)
         self.smtp_port = None
         self.http_port = None
         self.log = []

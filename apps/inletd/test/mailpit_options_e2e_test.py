@@ -98,6 +98,147 @@ class MailpitOptions(unittest.TestCase):
             proc.wait(timeout=DEADLINE)
             os.unlink(log)
 
+    def test_cr_cr_lf_headers_normalised_or_refused_when_strict(self):
+        bare = (b"From: a@example.org\r\r\nTo: b@example.com\r\nSubject: bare cr\r\r\n"
+                b"\r\nline\r\r\nend\r\n")
+        srv = Inletd()
+        try:
+            with smtplib.SMTP("127.0.0.1", srv.smtp_port, timeout=DEADLINE) as s:
+                s.sendmail("a@example.org", ["b@example.com"], bare)
+            m = wait_for(lambda: srv.find("bare cr"), "the message listed")
+            raw = srv.raw(m["ID"])
+            self.assertNotIn(b"\r\r\n", raw)  # stored as Mailpit stores it
+            self.assertIn(b"Subject: bare cr\r\n", raw)
+            self.assertIn(b"line\r\nend", raw)
+            self.assertEqual(m["From"]["Address"], "a@example.org")
+        finally:
+            srv.stop()
+        srv = Inletd("--smtp-strict-rfc-headers")
+        try:
+            with smtplib.SMTP("127.0.0.1", srv.smtp_port, timeout=DEADLINE) as s:
+                with self.assertRaises(smtplib.SMTPDataError) as e:
+                    s.sendmail("a@example.org", ["b@example.com"], bare)
+                self.assertEqual(e.exception.smtp_code, 451)
+                # A well-formed message on the same connection is taken.
+                s.sendmail("a@example.org", ["b@example.com"], message("well formed"))
+            wait_for(lambda: srv.find("well formed"), "the well-formed message listed")
+            self.assertIsNone(srv.find("bare cr"))
+        finally:
+            srv.stop()
+
+    def test_send_api_credentials_of_its_own_or_none(self):
+        send = {"From": {"Email": "a@example.org"}, "To": [{"Email": "b@example.com"}],
+                "Subject": "sent with its own credentials", "Text": "t"}
+        curl = e2e_test.real_client(self, "curl")
+
+        def call(srv, path, user=None, body=None):
+            cmd = [curl, "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                   srv.url(path)]
+            if user:
+                cmd += ["-u", user]
+            if body is not None:
+                cmd += ["-H", "Content-Type: application/json", "--data-binary", json.dumps(body)]
+            return int(subprocess.run(cmd, capture_output=True, text=True,
+                                      timeout=DEADLINE).stdout)
+
+        with tempfile.NamedTemporaryFile("w", suffix=".htpasswd") as f:
+            f.write("sender:sendpw\n")
+            f.flush()
+            env = {"MP_UI_AUTH": "reader:readpw"}
+            srv = Inletd("--send-api-auth-file", f.name, env=env)
+            try:
+                self.assertEqual(call(srv, "/api/v1/send", "sender:sendpw", send), 200)
+                self.assertEqual(call(srv, "/api/v1/send", "reader:readpw", send), 401)
+                self.assertEqual(call(srv, "/api/v1/send", None, send), 401)
+                self.assertEqual(call(srv, "/api/v1/messages", "reader:readpw"), 200)
+                self.assertEqual(call(srv, "/api/v1/messages", "sender:sendpw"), 401)
+            finally:
+                srv.stop()
+        srv = Inletd("--send-api-auth-accept-any", env={"MP_UI_AUTH": "reader:readpw"})
+        try:
+            self.assertEqual(call(srv, "/api/v1/send", None, send), 200)
+            self.assertEqual(call(srv, "/api/v1/messages"), 401)
+        finally:
+            srv.stop()
+
+    def test_prometheus_names_and_a_listener_of_its_own(self):
+        curl = e2e_test.real_client(self, "curl")
+
+        def fetch(url, user=None):
+            cmd = [curl, "-s", "-w", "\n%{http_code}", url] + (["-u", user] if user else [])
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=DEADLINE).stdout
+            body, _, code = out.rpartition("\n")
+            return int(code), body
+
+        srv = Inletd("--enable-prometheus", "127.0.0.1:0", env={"MP_UI_AUTH": "u:p"})
+        try:
+            line = next(l for l in srv.log if "prometheus listening on" in l)
+            port = int(line.rsplit(":", 1)[1])
+            with smtplib.SMTP("127.0.0.1", srv.smtp_port, timeout=DEADLINE) as s:
+                s.sendmail("a@example.org", ["b@example.com"], message("counted"))
+            code, body = fetch(f"http://127.0.0.1:{port}/metrics")  # no credentials needed
+            self.assertEqual(code, 200)
+            self.assertIn("# TYPE mailpit_messages gauge", body)
+            self.assertRegex(body, r"(?m)^mailpit_smtp_accepted_total 1$")
+            self.assertIn("inlet_store_messages", body)
+            self.assertEqual(fetch(f"http://127.0.0.1:{port}/api/v1/messages")[0], 404)
+            self.assertEqual(fetch(srv.url("/metrics"))[0], 401)  # the UI's keeps its auth
+            code, body = fetch(srv.url("/metrics"), "u:p")
+            self.assertEqual(code, 200)
+            self.assertIn("mailpit_uptime_seconds", body)
+        finally:
+            srv.stop()
+        srv = Inletd()
+        try:  # without the flag: inlet's own names only, as before
+            code, body = fetch(srv.url("/metrics"))
+            self.assertEqual(code, 200)
+            self.assertNotIn("mailpit_", body)
+        finally:
+            srv.stop()
+
+    def test_ui_over_https_with_a_sans_certificate(self):
+        import ssl
+        import urllib.request
+        curl = e2e_test.real_client(self, "curl")
+        srv = Inletd("--ui-tls-cert", "sans:inlet.test,127.0.0.1",
+                     "--ui-tls-key", "sans:inlet.test,127.0.0.1")
+        try:
+            base = f"https://127.0.0.1:{srv.http_port}"
+            with smtplib.SMTP("127.0.0.1", srv.smtp_port, timeout=DEADLINE) as s:
+                s.sendmail("a@example.org", ["b@example.com"], message("over https"))
+            out = subprocess.run([curl, "-sk", base + "/api/v1/messages"], capture_output=True,
+                                 text=True, timeout=DEADLINE).stdout
+            self.assertEqual(json.loads(out)["messages"][0]["Subject"], "over https")
+            # Plain HTTP on the HTTPS port gets no answer.
+            r = subprocess.run([curl, "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                                f"http://127.0.0.1:{srv.http_port}/livez"],
+                               capture_output=True, text=True, timeout=DEADLINE)
+            self.assertEqual(r.stdout, "000")
+            # The event stream over TLS: a new message arrives as an event.
+            ctx = ssl.create_default_context()
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            req = urllib.request.Request(base + "/api/events",
+                                         headers={"Accept": "text/event-stream"})
+            with urllib.request.urlopen(req, context=ctx, timeout=DEADLINE) as resp:
+                self.assertEqual(resp.status, 200)
+                self.assertTrue(resp.readline().startswith(b"retry:"))
+                with smtplib.SMTP("127.0.0.1", srv.smtp_port, timeout=DEADLINE) as s:
+                    s.sendmail("a@example.org", ["b@example.com"], message("live over tls"))
+                lines = [resp.readline() for _ in range(6)]
+                self.assertTrue(any(b"live over tls" in l for l in lines), lines)
+            # The certificate names what was asked for.
+            cert = ssl.get_server_certificate(("127.0.0.1", srv.http_port))
+            text = subprocess.run(["openssl", "x509", "-noout", "-text"], input=cert,
+                                  capture_output=True, text=True, timeout=DEADLINE).stdout
+            self.assertIn("DNS:inlet.test", text)
+            # Mailpit's readyz subcommand as its image's HEALTHCHECK calls it.
+            rc = subprocess.run([e2e_test.INLETD, "readyz", "--https", "-l",
+                                 f"127.0.0.1:{srv.http_port}"], timeout=DEADLINE).returncode
+            self.assertEqual(rc, 0)
+        finally:
+            srv.stop()
+
     def test_mailpits_whole_command_line_starts_and_names_what_it_ignores(self):
         tmp = tempfile.mkdtemp(prefix="inlet-mailpit-options-")
         database = os.path.join(tmp, "m.db")
@@ -109,7 +250,8 @@ class MailpitOptions(unittest.TestCase):
                 "--disable-link-check-rate-limit", "--allow-untrusted-tls",
                 "--disable-http-compression", "--hide-delete-all-button",
                 "--send-api-auth-accept-any", "--smtp-auth-accept-any", "--smtp-auth-allow-insecure",
-                "--smtp-max-recipients", "10", "--smtp-disable-rdns", "--enable-chaos",
+                "--smtp-max-recipients", "10", "--smtp-disable-rdns", "--smtp-strict-rfc-headers",
+                "--enable-chaos",
                 "--tag", "a=b", "--tags-title-case", "--tags-disable", "x-tags", "--tags-username",
                 "--webhook-limit", "2", "--webhook-delay", "1", "--disable-html-check"]
         env = dict(os.environ, MP_SMTP_RELAY_ALL="true", MP_ENABLE_PROMETHEUS="false")
@@ -128,8 +270,7 @@ class MailpitOptions(unittest.TestCase):
                     break
             out = "".join(lines)
             self.assertIn("http listening", out)
-            for named in ("--ignore-duplicate-ids", "--send-api-auth-accept-any", "--smtp-relay-all",
-                          "--enable-prometheus"):
+            for named in ("--ignore-duplicate-ids", "--smtp-relay-all"):
                 self.assertTrue(any(named in l and "not supported" in l for l in lines),
                                 named + "\n" + out)
             self.assertIn("deprecated --disable-html-check", out)

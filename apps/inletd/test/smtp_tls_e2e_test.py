@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""End-to-end tests of Mailpit's SMTP rules with real clients (smtplib, swaks):
+"""End-to-end tests of Mailpit's SMTP rules with real clients (smtplib, swaks, openssl):
+--smtp-require-tls with a `sans:` certificate (SMTPS: TLS from the first byte),
 --smtp-require-starttls (530 5.7.0 in clear text, accepted after STARTTLS),
 --smtp-allowed-recipients (550 5.1.0) and --smtp-ignore-rejected-recipients (250, dropped).
 
@@ -75,6 +76,49 @@ class RequireStarttlsTest(Server):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         wait_for(lambda: self.srv.find("swaks tls"), "swaks tls")
         self.assertIsNone(self.srv.find("swaks clear"))
+
+
+class ImplicitTlsTest(Server):
+    # Mailpit's SMTPS with a certificate made at start for the names given.
+    args = ("--smtp-require-tls", "--smtp-tls-cert", "sans:mx.test.example,127.0.0.1",
+            "--smtp-tls-key", "sans:mx.test.example,127.0.0.1")
+
+    def test_smtplib_over_tls_and_the_generated_certificate(self):
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        with smtplib.SMTP_SSL("127.0.0.1", self.srv.smtp_port, context=ctx,
+                              timeout=DEADLINE) as c:
+            c.ehlo("client.example")
+            self.assertFalse(c.has_extn("starttls"))  # already secured
+            c.sendmail("a@sender.example", ["b@inbox.test.example"],
+                       make_message("over smtps", "x\r\n").encode())
+            cert = c.sock.getpeercert(binary_form=True)
+        wait_for(lambda: self.srv.find("over smtps"), "over smtps")
+        # The certificate names what was asked for (openssl reads it).
+        text = subprocess.run(["openssl", "x509", "-inform", "DER", "-noout", "-text"],
+                              input=cert, capture_output=True, timeout=DEADLINE).stdout.decode()
+        self.assertIn("DNS:mx.test.example", text)
+        self.assertIn("IP Address:127.0.0.1", text)
+
+    def test_clear_text_gets_no_greeting(self):
+        with self.assertRaises((smtplib.SMTPServerDisconnected, OSError)):
+            with smtplib.SMTP("127.0.0.1", self.srv.smtp_port, timeout=5) as c:
+                c.ehlo("client.example")
+
+    def test_swaks_tls_on_connect_and_openssl_s_client(self):
+        swaks = real_client(self, "swaks")
+        r = subprocess.run([swaks, "--server", f"127.0.0.1:{self.srv.smtp_port}",
+                            "--tls-on-connect", "--to", "someone@inbox.test.example",
+                            "--from", "swaks@sender.example", "--header", "Subject: swaks smtps"],
+                           capture_output=True, text=True, timeout=DEADLINE)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        wait_for(lambda: self.srv.find("swaks smtps"), "swaks smtps")
+        r = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{self.srv.smtp_port}",
+                            "-quiet"], input="QUIT\r\n", capture_output=True, text=True,
+                           timeout=DEADLINE)
+        self.assertIn("220 ", r.stdout)
+        self.assertIn("221 ", r.stdout)
 
 
 class AllowedRecipientsTest(Server):

@@ -140,11 +140,22 @@ struct api_config {
   std::string webroot = "/";        ///< Mailpit's --webroot: every path lives under it
   std::string cors_origin;          ///< Mailpit's --api-cors; empty: no CORS headers
   std::shared_ptr<const inlet::auth::password_file> ui_auth;  ///< basic auth for API and page; null: open
+  /// Mailpit's --send-api-auth-file: POST /api/v1/send takes these credentials only (and
+  /// not ui_auth's). Null: the send API is guarded as the rest is.
+  std::shared_ptr<const inlet::auth::password_file> send_auth;
+  /// Mailpit's --send-api-auth-accept-any: POST /api/v1/send needs no credentials.
+  bool send_auth_accept_any = false;
   std::shared_ptr<inlet::smtp::chaos_state> chaos;            ///< null: chaos disabled (400 on /api/v1/chaos)
   std::optional<relay_config> relay;
   link_check_config link_check;
   thumbnail_config thumbnails;
   bool block_remote_css_and_fonts = false;
+  /// Mailpit's --enable-prometheus: /metrics carries Mailpit's metric names (mailpit_*)
+  /// beside inlet's, so its dashboards and alerts keep working.
+  bool mailpit_metrics = false;
+  /// A server that answers /metrics alone, without authentication (Mailpit's separate
+  /// Prometheus listener, --enable-prometheus ADDR); every other path is 404.
+  bool metrics_only = false;
   bool hide_delete_all_button = false;    ///< Mailpit's: told to the page in /api/v1/webui
   bool disable_http_compression = false;  ///< Mailpit's: no gzip
   std::size_t workers = 2;  ///< threads for blocking work (thumbnails, link check, relay)

@@ -64,6 +64,10 @@ struct server_config {
   /// Freed memory is given back to the system (malloc_trim) once this many connections
   /// have closed and at most a quarter of the slots are in use. 0: never.
   std::size_t trim_after_closed = 256;
+  /// HTTPS (Mailpit's --ui-tls-cert / --ui-tls-key): PEM certificate chain and key files;
+  /// empty: plain HTTP.
+  std::string tls_cert;
+  std::string tls_key;
   api_config api;
 };
 

@@ -59,6 +59,10 @@ struct ingest_options {
   bool tag_auth_user = false;
   /// Mailpit's --verbose: a line on stdout for every message stored.
   bool log_stored = false;
+  /// Mailpit's --smtp-strict-rfc-headers: a header block with a bare CR before its CRLF
+  /// (CR CR LF, as some mailers write it) is refused with 451 4.3.5. Otherwise every CR CR
+  /// LF of the message becomes CR LF before it is stored, as Mailpit stores it.
+  bool strict_rfc_headers = false;
   /// Called once per message the store accepted (SMTP and submit), after the reply was
   /// handed back, on the thread that completed the put: must only hand over (outbound).
   std::function<void(const inlet::store::message_ptr&)> on_stored;

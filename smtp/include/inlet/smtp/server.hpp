@@ -41,6 +41,9 @@ struct listen_endpoint {
   std::string address = "127.0.0.1";
   std::uint16_t port = 0;  ///< 0 = pick a free port; see server::local_endpoints()
   bool lmtp = false;       ///< speak LMTP (RFC 2033) on this listener
+  /// TLS from the first byte (SMTPS, RFC 8314), before the greeting; needs tls_cert.
+  /// SMTP listeners only.
+  bool implicit_tls = false;
 };
 
 struct server_config {

@@ -83,6 +83,9 @@ struct session_config {
   bool chunking = true;                     ///< offer CHUNKING/BDAT (RFC 3030)
   bool smtputf8 = true;                     ///< offer SMTPUTF8 (RFC 6531)
   bool starttls = false;                    ///< offer STARTTLS (driver has a TLS context)
+  /// The connection is TLS from its first byte (SMTPS): the session starts secured, and
+  /// the driver runs the handshake before start().
+  bool implicit_tls = false;
   bool reject_bare_lf_in_body = false;      ///< see docs/smtp.md, "hostile input"
   /// Longest text line of a message body, octets incl. CRLF (RFC 5321
   /// 4.5.3.1.6); counted on the message content (after dot-unstuffing, so DATA
