@@ -550,9 +550,18 @@ response api::error(unsigned status, std::string_view message, unsigned version,
   return detail::error_response(fake, status, message);
 }
 
-bool api::is_events_request(const request& req) const {
-  if (req.method() != boost::beast::http::verb::get) return false;
-  return detail::target(req.target(), ctx_->root).path == "/api/events";
+api::feed api::events_feed(const request& req) const {
+  if (req.method() != boost::beast::http::verb::get) return feed::none;
+  const auto path = detail::target(req.target(), ctx_->root).path;
+  if (path == "/api/events") return feed::mailpit;
+  if (path == "/api/v1/events" || path == "/api/v1/events/" || path == "/api/v2/websocket")
+    return feed::mailhog;
+  return feed::none;
+}
+
+std::string api::mailhog_event(const store::stored_message& m) const {
+  if (m.raw.empty()) return {};
+  return detail::mailhog_message_text(m);
 }
 
 bool api::authorized(const request& req) const {

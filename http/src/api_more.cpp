@@ -111,7 +111,7 @@ response webui_config(const ctx_t& c, const request& req) {
   json::object o{
       {"Label", js(c.cfg.label)},   {"MessageRelay", std::move(relay)},
       {"SpamAssassin", false},      {"ChaosEnabled", c.cfg.chaos != nullptr},
-      {"DuplicatesIgnored", false}, {"HideDeleteAllButton", c.cfg.hide_delete_all_button},
+      {"DuplicatesIgnored", c.cfg.duplicates_ignored}, {"HideDeleteAllButton", c.cfg.hide_delete_all_button},
   };
   return json_response(req, o);
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <inlet/store/search.hpp>
 #include <inlet/store/tags.hpp>
 #include <inlet/mime/segment.hpp>
 #include <optional>
@@ -227,6 +228,29 @@ void ingest::deliver_now(sm::received_message&& m, sm::delivery_callback done) {
     done({sm::delivery_status::accepted(st::make_message_id()), {}});
     return;
   }
+  if (opts_.ignore_duplicate_ids && !msg.summary.message_id.empty() &&
+      msg.summary.message_id.find('"') == std::string::npos) {
+    // Mailpit's --ignore-duplicate-ids: a Message-ID the store holds is answered and dropped.
+    st::list_request lr(0, 0);
+    if (!st::search::parse("message-id:\"" + msg.summary.message_id + "\"", {}, lr.query)) {
+      store_->async_list(std::move(lr), [this, msg = std::move(msg), done = std::move(done)](
+                                            std::error_code ec, st::page p) mutable {
+        if (!ec && p.matched > 0) {
+          counters_.duplicates_ignored.fetch_add(1, std::memory_order_relaxed);
+          auto ok = sm::delivery_status::accepted({});
+          ok.text = "Ok: queued";
+          done({ok, {}});
+          return;
+        }
+        store_message(std::move(msg), std::move(done));
+      });
+      return;
+    }
+  }
+  store_message(std::move(msg), std::move(done));
+}
+
+void ingest::store_message(st::new_message&& msg, sm::delivery_callback done) {
   put_slot* slot = put_slots.take();
   slot->self = this;
   slot->done = std::move(done);
@@ -316,6 +340,9 @@ void ingest::append_metrics(std::string& out) const {
        get(c.filter_tagged));
   line("inlet_filter_rejected_total", "counter", "Messages rejected by the filter.",
        get(c.filter_rejected));
+  line("inlet_messages_duplicate_ignored_total", "counter",
+       "Messages answered and dropped for a Message-ID the store holds.",
+       get(c.duplicates_ignored));
   if (f) {
     auto s = f->registry().stats().load();
     line("inlet_filter_messages_scanned_total", "counter", "Messages scanned.",

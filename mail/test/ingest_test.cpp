@@ -211,3 +211,32 @@ TEST(ingest, metrics_name_every_counter) {
 }
 
 }  // namespace
+
+// Mailpit's --ignore-duplicate-ids: a Message-ID the store holds is answered and dropped;
+// other IDs and messages without one are stored; without the option every copy is.
+TEST(ingest, duplicate_message_ids_are_answered_and_dropped_when_asked) {
+  const std::string a = "Message-ID: <same@example.com>\r\nSubject: one\r\n\r\nx\r\n";
+  const std::string b = "Message-ID: <Same@Example.com>\r\nSubject: two\r\n\r\ny\r\n";
+  const std::string c = "Message-ID: <other@example.com>\r\nSubject: three\r\n\r\nz\r\n";
+  const std::string none = "Subject: no id\r\n\r\nw\r\n";
+  st::memory_store store;
+  mail::ingest_options o;
+  o.ignore_duplicate_ids = true;
+  mail::ingest in(&store, nullptr, std::move(o));
+  EXPECT_EQ(deliver(in, a).status.code, 250);
+  auto dup = deliver(in, b);  // the same ID (compared as Mailpit's search does)
+  EXPECT_EQ(dup.status.code, 250);
+  EXPECT_EQ(dup.status.text, "Ok: queued");
+  EXPECT_EQ(deliver(in, c).status.code, 250);
+  EXPECT_EQ(deliver(in, none).status.code, 250);
+  EXPECT_EQ(deliver(in, none).status.code, 250);
+  EXPECT_EQ(store.stats().messages, 4u);
+  EXPECT_EQ(in.counters().duplicates_ignored.load(), 1u);
+  EXPECT_EQ(in.counters().stored.load(), 4u);
+
+  st::memory_store all;
+  mail::ingest keep(&all, nullptr, {});
+  deliver(keep, a);
+  deliver(keep, a);
+  EXPECT_EQ(all.stats().messages, 2u);
+}

@@ -716,6 +716,13 @@ std::vector<flag> make_table() {
          },
          [](config&) { return std::string(); }},
         "`x-tags` and/or `plus-addresses`: turn those automatic tags off.", "none"));
+  add(f(store, "--ignore-duplicate-ids", "MP_IGNORE_DUPLICATE_IDS",
+        "Mailpit: a message whose Message-ID the store holds is answered 250 and dropped",
+        on([](config& c) -> bool& { return c.ingest.ignore_duplicate_ids; }),
+        "An SMTP message whose Message-ID the store already holds is answered `250 2.0.0 Ok: "
+        "queued` and not stored (counted as `SMTPIgnored` / `mailpit_smtp_ignored_total`), as "
+        "Mailpit does; costs one search of the store per message. Not atomic: two copies "
+        "arriving at the same instant may both be stored."));
   add(f(tags, "--use-message-dates", "MP_USE_MESSAGE_DATES",
         "Mailpit: a message's Date header as its received time (when it has one)",
         on([](config& c) -> bool& { return c.ingest.use_message_dates; }),
@@ -1003,7 +1010,6 @@ std::vector<flag> make_table() {
   }
 
   // ---- Mailpit's options without an equivalent yet ----
-  add(not_yet("--ignore-duplicate-ids", "MP_IGNORE_DUPLICATE_IDS", false));
   add(not_yet("--enable-rspamd", "MP_ENABLE_RSPAMD", true));
   add(not_yet("--enable-spamassassin", "MP_ENABLE_SPAMASSASSIN", true));
   add(not_yet("--smtp-forward-config", "MP_SMTP_FORWARD_CONFIG", true));

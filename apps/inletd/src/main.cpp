@@ -214,6 +214,7 @@ int main(int argc, char** argv) {
     a.smtp_accepted_bytes = c.bytes.load(std::memory_order_relaxed);
     a.smtp_rejected = c.filter_rejected.load(std::memory_order_relaxed) +
                       c.store_errors.load(std::memory_order_relaxed);
+    a.smtp_ignored = c.duplicates_ignored.load(std::memory_order_relaxed);
     return a;
   };
   hc.api.version = "inlet 0.1.0";

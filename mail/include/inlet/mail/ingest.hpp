@@ -44,6 +44,7 @@ struct ingest_counters {
   std::atomic<std::uint64_t> filter_tagged{0};
   std::atomic<std::uint64_t> filter_rejected{0};
   std::atomic<std::uint64_t> bytes{0};
+  std::atomic<std::uint64_t> duplicates_ignored{0};  ///< --ignore-duplicate-ids
 };
 
 struct ingest_options {
@@ -63,6 +64,9 @@ struct ingest_options {
   /// (CR CR LF, as some mailers write it) is refused with 451 4.3.5. Otherwise every CR CR
   /// LF of the message becomes CR LF before it is stored, as Mailpit stores it.
   bool strict_rfc_headers = false;
+  /// Mailpit's --ignore-duplicate-ids: an SMTP message whose Message-ID the store already
+  /// holds is answered 250 and not stored (one search of the store per message).
+  bool ignore_duplicate_ids = false;
   /// Called once per message the store accepted (SMTP and submit), after the reply was
   /// handed back, on the thread that completed the put: must only hand over (outbound).
   std::function<void(const inlet::store::message_ptr&)> on_stored;
@@ -96,6 +100,7 @@ class ingest {
   // Once msg.raw is set: the filter's verdict, then the tag rules.
   verdict judge(inlet::store::new_message& msg, std::optional<inlet::filter::scan>& scan);
   void deliver_now(inlet::smtp::received_message&& m, inlet::smtp::delivery_callback done);
+  void store_message(inlet::store::new_message&& msg, inlet::smtp::delivery_callback done);
   void log_stored(const inlet::store::stored_message& m) const;
 
   inlet::store::store* store_;
