@@ -625,6 +625,15 @@ boost::asio::awaitable<response> api::handle(request req, client_info client) co
   co_return std::move(r.res);
 }
 
+namespace {
+
+// Text answers worth compressing (JSON, HTML, plain text, the metrics).
+bool compressible(std::string_view type) {
+  return type.starts_with("application/json") || type.starts_with("text/");
+}
+
+}  // namespace
+
 boost::asio::awaitable<reply> api::handle_streamed(request req, client_info client) const {
   namespace bh = boost::beast::http;
   const context& c = *ctx_;
@@ -687,6 +696,21 @@ boost::asio::awaitable<reply> api::handle_streamed(request req, client_info clie
         !allow.empty())
       res.set("Access-Control-Allow-Origin", allow);
     res.set(bh::field::vary, "Origin");
+  }
+  // Mailpit's answers are gzip'd for clients that take it (--disable-http-compression:
+  // never); bodies under 1 KiB gain nothing, streamed bodies (raw, parts) go as they are.
+  if (!c.cfg.disable_http_compression && !rep.body && res.body().size() >= 1024 &&
+      res[bh::field::content_encoding].empty() && compressible(res[bh::field::content_type]) &&
+      detail::accepts_gzip(req[bh::field::accept_encoding])) {
+    std::string packed;
+    if (detail::gzip(res.body(), packed) && packed.size() < res.body().size()) {
+      res.body() = std::move(packed);
+      res.set(bh::field::content_encoding, "gzip");
+      const auto vary = res[bh::field::vary];
+      res.set(bh::field::vary,
+              vary.empty() ? std::string("Accept-Encoding") : std::string(vary) + ", Accept-Encoding");
+      res.prepare_payload();
+    }
   }
   if (head && !streamed_head) {
     const auto length = res.body().size();

@@ -400,13 +400,13 @@ TEST(MailpitOptions, Webhook) {
 TEST(MailpitOptions, OptionsWithoutEquivalentAreAcceptedAndNoted) {
   inletd::config o;
   ASSERT_FALSE(parse({"--enable-rspamd", "http://127.0.0.1:11333", "--verbose",
-                      "--smtp-disable-rdns", "--smtp-forward-config", "/tmp/f.yaml"},
+                      "--smtp-disable-rdns", "--enable-spamassassin", "127.0.0.1:783"},
                      o)
                    .has_value());
   std::sort(o.ignored.begin(), o.ignored.end());
   // --smtp-disable-rdns is inletd's behaviour already (it never looks names up): not named.
   EXPECT_EQ(o.ignored, (std::vector<std::string>{"--enable-rspamd=http://127.0.0.1:11333",
-                                                 "--smtp-forward-config=/tmp/f.yaml"}));
+                                                 "--enable-spamassassin=127.0.0.1:783"}));
   EXPECT_TRUE(o.log.verbose);  // supported now: a line per message stored
   inletd::config bad;
   auto rc = parse({"--no-such-mailpit-flag"}, bad);
@@ -563,7 +563,7 @@ TEST(MailpitOptions, EveryServerFlagOfMailpitIsAccepted) {
                    "127.0.0.1:1025", "--smtp-auth-accept-any", "--smtp-require-starttls",
                    "--smtp-auth-allow-insecure", "--smtp-strict-rfc-headers",
                    "--smtp-max-recipients", "10", "--smtp-allowed-recipients", "@example\\.com$",
-                   "--smtp-ignore-rejected-recipients", "--smtp-disable-rdns", "--smtp-relay-all",
+                   "--smtp-ignore-rejected-recipients", "--smtp-disable-rdns", "--relay", "127.0.0.1:2525", "--smtp-relay-all",
                    "--smtp-relay-matching", "x", "--enable-chaos", "--chaos-triggers",
                    "Sender:451:1", "--pop3", "127.0.0.1:1110", "--tag", "a=b", "--tags-title-case",
                    "--tags-disable", "x-tags", "--tags-username", "--enable-prometheus", "false",
@@ -598,7 +598,8 @@ TEST(MailpitOptions, EveryServerFlagOfMailpitIsAccepted) {
   EXPECT_EQ(o.store.file.max_age, std::chrono::seconds(2u * 86400));
   // What inletd does not do yet is named, never dropped silently.
   EXPECT_FALSE(o.http.api.mailpit_metrics);  // --enable-prometheus false
-  for (const char* named : {"--pop3=127.0.0.1:1110", "--smtp-relay-matching=x"}) {
+  EXPECT_TRUE(o.auto_relay.all);  // through the relay given
+  for (const char* named : {"--pop3=127.0.0.1:1110"}) {
     bool found = false;
     for (const auto& i : o.ignored) found |= i == named;
     EXPECT_TRUE(found) << named;
