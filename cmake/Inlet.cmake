@@ -58,8 +58,10 @@ set(INLET_EXTERNAL_curl "CURL::libcurl")
 set(INLET_EXTERNAL_graphicsmagick "PkgConfig::GRAPHICSMAGICK")
 set(INLET_EXTERNAL_yaml_cpp "yaml-cpp")
 set(INLET_EXTERNAL_zlib "ZLIB::ZLIB")
+set(INLET_EXTERNAL_sqlite3 "PkgConfig::SQLITE3")
+set(INLET_EXTERNAL_zstd "PkgConfig::ZSTD")
 set(INLET_EXTERNAL_NAMES boost boost_context boost_json threads openssl libpq libhs liburing date
-    curl graphicsmagick yaml_cpp zlib)
+    curl graphicsmagick yaml_cpp zlib sqlite3 zstd)
 
 include(GNUInstallDirs)
 

@@ -18,6 +18,8 @@ PKGS=(
   libhowardhinnant-date-dev tzdata
   # the HTTP API: thumbnails (GraphicsMagick), link check and message release (libcurl)
   libgraphicsmagick1-dev libcurl4-openssl-dev
+  # the file store (--database): SQLite, zstd for --compression, the sqlite3 CLI for fixtures
+  libsqlite3-dev libzstd-dev sqlite3
   # test peers and tools
   postgresql-15 swaks libnet-ssleay-perl curl postfix python3 openssl valgrind
   # a POP3 retriever for the POP3 end-to-end test

@@ -22,6 +22,10 @@ class category final : public std::error_category {
         return "invalid argument";
       case errc::timeout:
         return "the store did not answer in time";
+      case errc::corrupt:
+        return "the store's file is damaged";
+      case errc::foreign_file:
+        return "the file is not a message store";
     }
     return "unknown inlet.store error";
   }

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -374,6 +375,15 @@ std::string finish(config& c) {
   // Store: the shard list, and --max-age for every store.
   c.store.memory.max_age = c.store.max_age;
   if (!c.store.pg.retention && c.store.max_age.count() > 0) c.store.pg.retention = c.store.max_age;
+  if (!c.store.file.path.empty()) {
+    if (c.store.kind != store_kind::memory)
+      return "--database keeps mail in a file: it does not go with --store " + c.store.name;
+    c.store.kind = store_kind::file;
+    c.store.name = c.store.file.path;  // /api/v1/info's Database, as Mailpit shows it
+    const auto cap = c.store.memory.max_messages;
+    c.store.file.max_messages = cap == std::numeric_limits<std::size_t>::max() ? 0 : cap;
+    c.store.file.max_age = c.store.max_age;
+  }
   if (c.store.kind == store_kind::postgresql) {
     c.store.pg.shards.clear();
     if (!c.store.first_shard.empty()) c.store.pg.shards.push_back(c.store.first_shard);

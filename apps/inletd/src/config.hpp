@@ -20,6 +20,7 @@
 #include <inlet/pop3/server.hpp>
 #include <inlet/smtp/chaos.hpp>
 #include <inlet/smtp/server.hpp>
+#include <inlet/store/file_store.hpp>
 #include <inlet/store/memory_store.hpp>
 #include <inlet/store/pg_store.hpp>
 #include <memory>
@@ -35,7 +36,7 @@ struct host_port {
   std::uint16_t port = 0;
 };
 
-enum class store_kind : std::uint8_t { memory, sink, postgresql };
+enum class store_kind : std::uint8_t { memory, sink, postgresql, file };
 enum class filter_action : std::uint8_t { tag, reject };
 
 struct config {
@@ -83,6 +84,9 @@ struct config {
     std::string name = "memory";  ///< as given (a URI is never printed: it may hold a password)
     inlet::store::memory_store_config memory;
     inlet::store::pg_store_config pg;  ///< shards resolved by finish
+    /// The file store (--database); its path set means kind `file` (finish), its count
+    /// and age bounds are --max's and --max-age's.
+    inlet::store::file_store_config file;
     std::string first_shard;           ///< --store's URI
     std::vector<std::string> shards;   ///< --shard
     std::string shards_file;

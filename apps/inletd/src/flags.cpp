@@ -209,6 +209,7 @@ flag not_yet(std::string names, std::string env, bool takes_value) {
 // Groups, in documentation order.
 const std::string listeners = "Listeners";
 const std::string store = "Store";
+const std::string file_store = "File store";
 const std::string pg = "PostgreSQL store";
 const std::string limits = "SMTP limits and policy";
 const std::string admission = "SMTP connections";
@@ -288,10 +289,10 @@ std::vector<flag> make_table() {
         "0 (docs/store-pg.md); `postgresql`: the same with every shard from "
         "`--shard`/`--shards-file`. `inletd-uring` refuses the PostgreSQL store (use "
         "`inletd`)."));
-  add(f(store, "--max-messages", "", "memory store: messages kept (oldest evicted)",
+  add(f(store, "--max-messages", "", "memory and file stores: messages kept (oldest evicted)",
         number<std::size_t>([](config& c) -> std::size_t& { return c.store.memory.max_messages; },
                             1, std::numeric_limits<std::size_t>::max()),
-        "Memory store: messages kept."));
+        "Memory and file stores: messages kept (the oldest go first)."));
   add(f(store, "-m,--max", "MP_MAX_MESSAGES",
         "Mailpit: messages kept, 0 = no count bound (same as --max-messages)",
         {"N", false, false, false,
@@ -300,7 +301,8 @@ std::vector<flag> make_table() {
            c.store.memory.max_messages = n == 0 ? std::numeric_limits<std::size_t>::max() : n;
          },
          [](config&) { return std::string(); }},
-        "Mailpit's spelling of `--max-messages`; `0`: no count bound (the byte bound stays).",
+        "Mailpit's spelling of `--max-messages`; `0`: no count bound (the memory store's byte "
+        "bound stays).",
         "10000"));
   add(f(store, "--max-store-bytes", "", "memory store: raw bytes kept (oldest evicted)",
         number<std::size_t>([](config& c) -> std::size_t& { return c.store.memory.max_bytes; }, 1,
@@ -313,9 +315,42 @@ std::vector<flag> make_table() {
         duration([](config& c, std::chrono::seconds s) { c.store.max_age = s; }),
         "Messages older than this (by received time) are deleted (`12h`, `7d`; also `90m`, "
         "`3600s`). Memory store: a sweep every DURATION/10 (1 s to 1 min), so a message lives "
-        "at most that much longer. PostgreSQL store: the same as `--retention DURATION` when "
-        "`--retention` is not given.",
+        "at most that much longer; the file store likewise. PostgreSQL store: the same as "
+        "`--retention DURATION` when `--retention` is not given.",
         "keep"));
+
+  // ---- File store ----
+  add(f(file_store, "-d,--database", "MP_DATABASE",
+        "Mailpit: keep mail in this SQLite file (the file store; created when missing)",
+        text([](config& c) -> std::string& { return c.store.file.path; }, "FILE"),
+        "The file store: every message, tag and read flag in this SQLite file, kept across "
+        "restarts; each message is acknowledged after its commit reached the disk. A file "
+        "Mailpit wrote is imported once on start. A file that is not SQLite, truncated, "
+        "damaged or another application's stops inletd (exit 2) and is left as it is "
+        "(docs/store-file.md).",
+        "off (memory store)"));
+  add(f(file_store, "--compression", "MP_COMPRESSION",
+        "Mailpit: file store: compress raw messages, 0 (none) to 3 (zstd, best)",
+        number<int>([](config& c) -> int& { return c.store.file.compression; }, 0, 3),
+        "File store: raw messages stored as they are (`0`) or compressed with zstd, as "
+        "Mailpit's levels: `1` fastest, `2` default, `3` best."));
+  add(f(file_store, "--disable-wal", "MP_DISABLE_WAL",
+        "Mailpit: file store: a rollback journal instead of WAL (network filesystems)",
+        on([](config& c) -> bool& { return c.store.file.wal; }, false),
+        "File store: a rollback journal instead of SQLite's WAL, for a file on a network "
+        "filesystem (NFS) where WAL's shared memory does not work; readers then wait for "
+        "the writer."));
+  add(f(file_store, "--tenant-id", "MP_TENANT_ID",
+        "Mailpit: file store: keep this tenant's mail apart in a shared file",
+        text([](config& c) -> std::string& { return c.store.file.tenant_id; }, "ID"),
+        "File store: this tenant's tables (named with Mailpit's prefix for the ID) in a file "
+        "several instances share.",
+        "none"));
+  add(f(file_store, "--disable-auto-vacuum", "MP_DISABLE_AUTO_VACUUM",
+        "Mailpit: file store: keep freed pages in the file",
+        on([](config& c) -> bool& { return c.store.file.auto_vacuum; }, false),
+        "File store: keep the pages deleted messages free in the file instead of giving them "
+        "back (incremental vacuum). Takes effect on a file created with it."));
 
   // ---- PostgreSQL store ----
   add(f(pg, "--shard", "", "PostgreSQL store: another shard's URI, in shard order (repeatable)",
@@ -1023,6 +1058,8 @@ std::vector<flag> make_table() {
         "instead of Mailpit's implicit TLS."));
 
   // ---- Mailpit's deprecated spellings ----
+  add(deprecated("--db-file", "MP_DATA_FILE", "--database",
+                 text([](config& c) -> std::string& { return c.store.file.path; }, "FILE")));
   add(deprecated("--smtp-ssl-cert", "MP_SMTP_SSL_CERT", "--smtp-tls-cert",
                  cert_file([](config& c) -> std::string& { return c.smtp.tls_cert; })));
   add(deprecated("--smtp-ssl-key", "MP_SMTP_SSL_KEY", "--smtp-tls-key",
@@ -1043,14 +1080,8 @@ std::vector<flag> make_table() {
   }
 
   // ---- Mailpit's options without an equivalent yet ----
-  add(not_yet("-d,--database", "MP_DATABASE", true));
-  add(not_yet("--db-file", "MP_DATA_FILE", true));
-  add(not_yet("--tenant-id", "MP_TENANT_ID", true));
   add(not_yet("--enable-rspamd", "MP_ENABLE_RSPAMD", true));
   add(not_yet("--enable-spamassassin", "MP_ENABLE_SPAMASSASSIN", true));
-  add(not_yet("--disable-auto-vacuum", "MP_DISABLE_AUTO_VACUUM", false));
-  add(not_yet("--disable-wal", "MP_DISABLE_WAL", false));
-  add(not_yet("--compression", "MP_COMPRESSION", true));
   return t;
 }
 

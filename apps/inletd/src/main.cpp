@@ -13,6 +13,7 @@
 #include <inlet/http/server.hpp>
 #include <inlet/pop3/server.hpp>
 #include <inlet/smtp/server.hpp>
+#include <inlet/store/file_store.hpp>
 #include <inlet/store/memory_store.hpp>
 #include <memory>
 #include <optional>
@@ -20,6 +21,8 @@
 
 #include <inlet/mail/content_filter.hpp>
 #include <inlet/mail/ingest.hpp>
+#include <inlet/mail/search_text.hpp>
+#include <inlet/mail/summary.hpp>
 
 #include "config.hpp"
 #include "outbound_service.hpp"
@@ -98,6 +101,29 @@ std::optional<int> start_pg_store(const inletd::config& cfg,
   return std::nullopt;
 }
 
+// The file store (--database): opened, checked and (a Mailpit database) imported before
+// inletd listens; a file it refuses stops inletd with the reason.
+std::optional<int> start_file_store(const inletd::config& cfg,
+                                    std::unique_ptr<inlet::store::store>& out) {
+  auto fc = cfg.store.file;
+  // A Mailpit database's messages get the summary and search text inletd's own pipeline
+  // gives a message it receives.
+  fc.summarize = [](std::string_view raw, inlet::store::summary& s) {
+    inlet::mail::analyze(inlet::mail::thread_parser().parse(raw), {}, s, nullptr);
+  };
+  fc.build_search_text = &inlet::mail::search_text_of;
+  try {
+    out = std::make_unique<inlet::store::file_store>(std::move(fc));
+  } catch (const inlet::store::file_store_error& e) {
+    std::fprintf(stderr, "inletd: --database: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "inletd: --database %s: %s\n", cfg.store.file.path.c_str(), e.what());
+    return 2;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 
@@ -129,7 +155,7 @@ int main(int argc, char** argv) {
 
   const bool process_model = cfg.smtp.model == inlet::smtp::io_model::process;
   std::unique_ptr<inlet::store::memory_store> memory;
-  std::unique_ptr<inlet::store::store> durable;  // the PostgreSQL store
+  std::unique_ptr<inlet::store::store> durable;  // the PostgreSQL or the file store
   std::function<void(std::string&)> store_metrics;
   switch (cfg.store.kind) {
     case inletd::store_kind::memory:
@@ -137,6 +163,9 @@ int main(int argc, char** argv) {
       break;
     case inletd::store_kind::postgresql:
       if (auto rc = start_pg_store(cfg, durable, store_metrics)) return *rc;
+      break;
+    case inletd::store_kind::file:
+      if (auto rc = start_file_store(cfg, durable)) return *rc;
       break;
     case inletd::store_kind::sink:
       break;

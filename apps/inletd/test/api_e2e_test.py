@@ -677,7 +677,7 @@ class ReleaseAndMailpitFlagsTest(unittest.TestCase):
             f.write("user:$apr1$abcdefgh$h9FWgUz3n9YxylKLlR5SQ/\n")  # secret
             path = f.name
         try:
-            srv = Inletd("--ui-auth-file", path, "--webroot", "mail", "--database", "/nonexistent/mailpit.db")
+            srv = Inletd("--ui-auth-file", path, "--webroot", "mail", "--enable-spamassassin", "127.0.0.1:783")
             try:
                 with self.assertRaises(urllib.error.HTTPError) as e:
                     HTTP.open(srv.url("/mail/api/v1/messages"), timeout=DEADLINE)
@@ -690,7 +690,7 @@ class ReleaseAndMailpitFlagsTest(unittest.TestCase):
                 s, head, _, _ = ws_connect(srv.http_port, "/mail/api/events")
                 s.close()
                 self.assertTrue(head.startswith("HTTP/1.1 401"), head)
-                self.assertTrue(any("--database" in l and "ignored" in l for l in srv.log))
+                self.assertTrue(any("--enable-spamassassin" in l and "ignored" in l for l in srv.log))
             finally:
                 srv.stop()
         finally:

@@ -366,7 +366,12 @@ TEST(MailpitOptions, EnvironmentVariables) {
   EXPECT_EQ(o.relay.port, 587);
   EXPECT_TRUE(o.relay.starttls);
   EXPECT_EQ(o.relay.password, "pw");
-  EXPECT_EQ(o.ignored, (std::vector<std::string>{"--database=/data/mailpit.db"}));
+  // MP_DATABASE: the file store, with MP_MAX_MESSAGES and MP_MAX_AGE as its bounds.
+  EXPECT_TRUE(o.ignored.empty());
+  EXPECT_EQ(o.store.kind, inletd::store_kind::file);
+  EXPECT_EQ(o.store.file.path, "/data/mailpit.db");
+  EXPECT_EQ(o.store.file.max_messages, 42u);
+  EXPECT_EQ(o.store.file.max_age, std::chrono::seconds(3u * 86400));
   // A flag wins over its variable.
   inletd::config f;
   ASSERT_FALSE(parse({"--label", "flag"}, f).has_value());
@@ -430,19 +435,42 @@ TEST(MailpitOptions, Pop3) {
 
 TEST(MailpitOptions, OptionsWithoutEquivalentAreAcceptedAndNoted) {
   inletd::config o;
-  ASSERT_FALSE(parse({"--database", "/tmp/x.db", "--verbose", "--smtp-disable-rdns", "-d", "y.db",
-                      "--compression", "3"},
+  ASSERT_FALSE(parse({"--enable-rspamd", "http://127.0.0.1:11333", "--verbose",
+                      "--smtp-disable-rdns", "--enable-spamassassin", "127.0.0.1:783"},
                      o)
                    .has_value());
   std::sort(o.ignored.begin(), o.ignored.end());
   // --smtp-disable-rdns is inletd's behaviour already (it never looks names up): not named.
-  EXPECT_EQ(o.ignored, (std::vector<std::string>{"--compression=3", "--database=/tmp/x.db",
-                                                 "--database=y.db"}));
+  EXPECT_EQ(o.ignored, (std::vector<std::string>{"--enable-rspamd=http://127.0.0.1:11333",
+                                                 "--enable-spamassassin=127.0.0.1:783"}));
   EXPECT_TRUE(o.log.verbose);  // supported now: a line per message stored
   inletd::config bad;
   auto rc = parse({"--no-such-mailpit-flag"}, bad);
   ASSERT_TRUE(rc.has_value());
   EXPECT_EQ(*rc, 109);  // CLI11's code for an unexpected argument, with a message
+}
+
+TEST(FileStoreOptions, DatabaseMakesTheFileStore) {
+  inletd::config d;
+  ASSERT_FALSE(parse({}, d).has_value());
+  EXPECT_EQ(d.store.kind, inletd::store_kind::memory);  // without --database
+  EXPECT_TRUE(d.store.file.wal);
+  EXPECT_TRUE(d.store.file.auto_vacuum);
+  EXPECT_EQ(d.store.file.compression, 1);  // Mailpit's default
+  inletd::config o;
+  ASSERT_FALSE(parse({"-d", "/tmp/a.db", "--max", "0", "--compression", "0"}, o).has_value());
+  EXPECT_EQ(o.store.kind, inletd::store_kind::file);
+  EXPECT_EQ(o.store.name, "/tmp/a.db");
+  EXPECT_EQ(o.store.file.max_messages, 0u);  // no bound
+  EXPECT_EQ(o.store.file.compression, 0);
+  inletd::config old;
+  ASSERT_FALSE(parse({"--db-file", "/tmp/b.db"}, old).has_value());
+  EXPECT_EQ(old.store.file.path, "/tmp/b.db");
+  EXPECT_FALSE(old.deprecated.empty());
+  inletd::config bad;
+  EXPECT_TRUE(parse({"--compression", "4"}, bad).has_value());
+  EXPECT_TRUE(parse({"-d", "/tmp/a.db", "--store", "sink"}, bad).has_value());
+  EXPECT_TRUE(parse({"-d", "/tmp/a.db", "--store", "postgresql://db/x"}, bad).has_value());
 }
 
 TEST(MailpitOptions, RelayConfigFile) {
@@ -595,6 +623,15 @@ TEST(MailpitOptions, EveryServerFlagOfMailpitIsAccepted) {
   EXPECT_EQ(o.webhook.limit, 2);
   EXPECT_EQ(o.webhook.delay, std::chrono::seconds(1));
   EXPECT_FALSE(o.deprecated.empty());  // --disable-html-check is named at start
+  // The file store's flags (--db-file is --database's old spelling).
+  EXPECT_EQ(o.store.kind, inletd::store_kind::file);
+  EXPECT_EQ(o.store.file.path, "/tmp/m.db");
+  EXPECT_EQ(o.store.file.compression, 2);
+  EXPECT_FALSE(o.store.file.wal);
+  EXPECT_FALSE(o.store.file.auto_vacuum);
+  EXPECT_EQ(o.store.file.tenant_id, "t1");
+  EXPECT_EQ(o.store.file.max_messages, 100u);
+  EXPECT_EQ(o.store.file.max_age, std::chrono::seconds(2u * 86400));
   // What inletd does not do yet is named, never dropped silently.
   EXPECT_FALSE(o.http.api.mailpit_metrics);  // --enable-prometheus false
   EXPECT_TRUE(o.auto_relay.all);  // through the relay given

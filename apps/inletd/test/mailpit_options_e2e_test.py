@@ -6,6 +6,7 @@ command line starting a server that names what it does not support yet."""
 import argparse
 import json
 import os
+import shutil
 import smtplib
 import subprocess
 import sys
@@ -289,7 +290,9 @@ class MailpitOptions(unittest.TestCase):
                 srv.stop()
 
     def test_mailpits_whole_command_line_starts_and_names_what_it_ignores(self):
-        args = ["-d", "/tmp/m.db", "--disable-wal", "--disable-version-check", "--compression", "2",
+        tmp = tempfile.mkdtemp(prefix="inlet-mailpit-options-")
+        database = os.path.join(tmp, "m.db")
+        args = ["-d", database, "--disable-wal", "--disable-version-check", "--compression", "2",
                 "--label", "L", "--tenant-id", "t1", "-m", "100", "--max-age", "2d",
                 "--use-message-dates", "--ignore-duplicate-ids", "-q", "--allowed-hosts",
                 "mailpit,localhost", "--webroot", "mail", "--api-cors", "a.com,b.com",
@@ -317,13 +320,16 @@ class MailpitOptions(unittest.TestCase):
                     break
             out = "".join(lines)
             self.assertIn("http listening", out)
-            for named in ("--database=/tmp/m.db", "--disable-wal"):
-                self.assertTrue(any(named in l and "not supported" in l for l in lines),
-                                named + "\n" + out)
+            # Every option of this command line has an effect now: none is named as ignored.
+            self.assertFalse(any("not supported" in l for l in lines), out)
             self.assertIn("deprecated --disable-html-check", out)
+            # --database and its options take effect: the file store, in that file.
+            self.assertFalse(any("--database" in l or "--disable-wal" in l for l in lines), out)
+            self.assertTrue(os.path.exists(database))
         finally:
             proc.terminate()
             proc.wait(timeout=DEADLINE)
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ enum class errc {
   unavailable = 3,       ///< the backend cannot take requests (closed, connection lost)
   invalid_argument = 4,  ///< a malformed request (a search that does not parse, ...)
   timeout = 5,           ///< the backend did not answer in time
+  corrupt = 6,           ///< the store's file is damaged or truncated
+  foreign_file = 7,      ///< the file is not a store's (another format or application)
 };
 
 const std::error_category& store_category() noexcept;
