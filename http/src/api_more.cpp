@@ -287,9 +287,9 @@ awaitable<response> release_message(const ctx_t& c, const request& req, std::str
   std::string from = !rc.return_path.empty()          ? rc.return_path
                      : !m->envelope.mail_from.empty() ? m->envelope.mail_from
                                                       : m->summary.from.address;
-  std::string raw = prepare_release(m->raw, rc, store::make_message_id().str() + "@inlet");
+  std::string raw = outbound::prepare_release(m->raw, rc, store::make_message_id().str() + "@inlet");
   auto job = [rc, from = std::move(from), to = std::move(to), raw = std::move(raw)]() {
-    return relay_message(rc, from, to, raw);
+    return outbound::send_mail(rc, from, to, raw);
   };
   std::string problem = co_await offload(c, std::move(job));
   if (!problem.empty()) co_return error_response(req, 400, problem);

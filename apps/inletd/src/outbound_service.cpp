@@ -4,10 +4,11 @@ namespace inletd {
 
 namespace {
 
-// One message through `server` (Mailpit's override-from and subject prefix applied), by
-// the SMTP client message release uses.
-std::string send_copy(const inlet::http::relay_config& server, const inlet::store::stored_message& m,
+// One message through the sender's client (Mailpit's override-from and subject prefix
+// applied); the client keeps its connection to the server between messages.
+std::string send_copy(inlet::outbound::smtp_client& client, const inlet::store::stored_message& m,
                       const std::vector<std::string>& to) {
+  const auto& server = client.config();
   std::string raw = m.raw;
   std::string from = server.return_path.empty() ? m.envelope.mail_from : server.return_path;
   if (!server.override_from.empty()) {
@@ -16,7 +17,7 @@ std::string send_copy(const inlet::http::relay_config& server, const inlet::stor
   }
   if (!server.subject_prefix.empty())
     raw = inlet::outbound::prefix_subject(raw, server.subject_prefix, m.summary.subject);
-  return inlet::http::send_mail(server, from, to, raw);
+  return client.send(from, to, raw);
 }
 
 }  // namespace
@@ -36,8 +37,9 @@ outbound_service::outbound_service(const config& cfg) : webhook_cfg_(cfg.webhook
   if (cfg.auto_relay.all || cfg.auto_relay.matching_re) {
     relay_ = std::make_unique<inlet::outbound::mail_sender>(
         inlet::outbound::mail_sender_config{"relay", 1000},
-        [server = cfg.relay, a = cfg.auto_relay](const inlet::store::stored_message& m) {
-          return send_copy(server, m, relay_recipients(a, m));
+        [client = std::make_shared<inlet::outbound::smtp_client>(cfg.relay),
+         a = cfg.auto_relay](const inlet::store::stored_message& m) {
+          return send_copy(*client, m, relay_recipients(a, m));
         },
         [a = cfg.auto_relay](const inlet::store::stored_message& m) {
           return !relay_recipients(a, m).empty();
@@ -46,8 +48,9 @@ outbound_service::outbound_service(const config& cfg) : webhook_cfg_(cfg.webhook
   if (!cfg.forward.host.empty()) {
     forward_ = std::make_unique<inlet::outbound::mail_sender>(
         inlet::outbound::mail_sender_config{"forward", 1000},
-        [server = cfg.forward, to = cfg.forward_to](const inlet::store::stored_message& m) {
-          return send_copy(server, m, to);
+        [client = std::make_shared<inlet::outbound::smtp_client>(cfg.forward),
+         to = cfg.forward_to](const inlet::store::stored_message& m) {
+          return send_copy(*client, m, to);
         });
   }
 }

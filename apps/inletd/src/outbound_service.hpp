@@ -10,6 +10,7 @@
 
 #include "config.hpp"
 #include "inlet/outbound/mail_sender.hpp"
+#include "inlet/outbound/smtp_relay.hpp"
 #include "inlet/outbound/webhook.hpp"
 
 namespace inletd {

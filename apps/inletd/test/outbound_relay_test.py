@@ -8,8 +8,12 @@ envelope); a target that is down leaves the 250 and the stored copy alone, and i
 import argparse
 import os
 import re
+import shutil
 import smtplib
+import socket
+import subprocess
 import sys
+import threading
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -26,6 +30,50 @@ def metric(srv, name):
     _, _, body = srv.get("/metrics")
     m = re.search(rf"^{name} (\d+)$", body.decode(), re.M)
     return int(m.group(1)) if m else None
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class CountingProxy:
+    """A TCP pass-through on 127.0.0.1 to `port` that counts the connections it accepts."""
+
+    def __init__(self, port):
+        self.port, self.accepted = port, 0
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.listen_port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            u = socket.create_connection(("127.0.0.1", self.port), timeout=DEADLINE)
+            for a, b in ((c, u), (u, c)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a, b):
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for x in (a, b):
+                try:
+                    x.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self):
+        self.sock.close()
 
 
 def full(srv, subject):
@@ -93,6 +141,52 @@ class Relay(unittest.TestCase):
             wait_for(lambda: metric(src, "inlet_forward_sent_total") == 1, "counted")
         finally:
             src.stop()
+
+    def test_one_connection_for_many_messages(self):
+        proxy = CountingProxy(self.target.smtp_port)
+        src = Inletd("--relay", f"127.0.0.1:{proxy.listen_port}", "--smtp-relay-all")
+        try:
+            with smtplib.SMTP("127.0.0.1", src.smtp_port, timeout=DEADLINE) as s:
+                for i in range(10):
+                    s.sendmail("ann@example.org", ["x@keep.example"], message(f"reused {i}"))
+            wait_for(lambda: metric(src, "inlet_relay_sent_total") == 10, "all relayed")
+            for i in range(10):
+                self.assertIsNotNone(wait_for(lambda: self.target.find(f"reused {i}"), "arrived"))
+            self.assertEqual(proxy.accepted, 1)  # the connection was kept between messages
+        finally:
+            src.stop()
+            proxy.close()
+
+    @unittest.skipUnless(os.path.exists("/usr/sbin/smtp-sink"), "Postfix's smtp-sink not installed")
+    def test_relay_and_forward_into_postfix_smtp_sink(self):
+        port = free_port()
+        user = ["-u", "nobody"] if os.geteuid() == 0 else []
+        sink = subprocess.Popen(["/usr/sbin/smtp-sink", *user, f"127.0.0.1:{port}", "64"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            def listening():
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    return True
+                except OSError:
+                    return False
+            wait_for(listening, "smtp-sink listening")
+            env = {"MP_SMTP_FORWARD_HOST": "127.0.0.1", "MP_SMTP_FORWARD_PORT": str(port),
+                   "MP_SMTP_FORWARD_TO": "archive@copies.example"}
+            src = Inletd("--relay", f"127.0.0.1:{port}", "--smtp-relay-all", env=env)
+            try:
+                with smtplib.SMTP("127.0.0.1", src.smtp_port, timeout=DEADLINE) as s:
+                    for i in range(20):
+                        s.sendmail("ann@example.org", ["x@keep.example"], message(f"sink {i}"))
+                wait_for(lambda: metric(src, "inlet_relay_sent_total") == 20, "relayed")
+                wait_for(lambda: metric(src, "inlet_forward_sent_total") == 20, "forwarded")
+                self.assertEqual(metric(src, "inlet_relay_failed_total"), 0)
+                self.assertEqual(metric(src, "inlet_forward_failed_total"), 0)
+            finally:
+                src.stop()
+        finally:
+            sink.terminate()
+            sink.wait(timeout=DEADLINE)
 
     def test_target_down_leaves_the_250_and_is_counted(self):
         with smtplib.SMTP("127.0.0.1", self.target.smtp_port, timeout=DEADLINE):

@@ -34,6 +34,7 @@
 #include "inlet/auth/password_file.hpp"
 #include "inlet/smtp/chaos.hpp"
 #include "inlet/http/error.hpp"
+#include "inlet/outbound/smtp_relay.hpp"
 #include "inlet/store/store.hpp"
 
 namespace inlet::http {
@@ -98,30 +99,9 @@ struct app_counters {
 using app_counters_hook = std::function<app_counters()>;
 
 /// The SMTP server that POST /api/v1/message/{ID}/release sends through (Mailpit's
-/// --smtp-relay-config). Unset: release answers 400.
-struct relay_config {
-  std::string host;
-  std::uint16_t port = 25;
-  bool starttls = false;        ///< STARTTLS required
-  bool tls = false;             ///< TLS from the start (SMTPS)
-  bool allow_insecure = false;  ///< do not verify the server's certificate
-  std::string auth = "none";    ///< none, plain, login, cram-md5 (libcurl picks among them)
-  std::string username;
-  std::string password;
-  std::string return_path;         ///< MAIL FROM and Return-Path: of released messages
-  std::string allowed_recipients;  ///< ECMAScript regex; empty: any
-  std::string blocked_recipients;  ///< ECMAScript regex; empty: none
-  bool preserve_message_ids = false;
-  std::string override_from;   ///< Mailpit's override-from (auto-relay and forwarding)
-  std::string subject_prefix;  ///< Mailpit's subject-prefix (auto-relay and forwarding)
-  std::chrono::seconds timeout{30};
-};
-
-/// Sends `raw` from `mail_from` to `rcpt` through the SMTP server `cfg` names (libcurl;
-/// blocking, up to cfg.timeout): the one SMTP client of message release, auto-relay and
-/// forwarding. "" on success, else why not.
-std::string send_mail(const relay_config& cfg, const std::string& mail_from,
-                      const std::vector<std::string>& rcpt, const std::string& raw);
+/// --smtp-relay-config). Unset: release answers 400. The outbound component's SMTP
+/// client sends it, as it sends auto-relay and forwarding.
+using relay_config = outbound::smtp_relay_config;
 
 struct link_check_config {
   std::size_t max_links = 100;              ///< links checked per message

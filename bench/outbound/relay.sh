@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# inletd with auto-relay on (--smtp-relay-all into a local Postfix smtp-sink) vs off, in the
+# same run: smtp-source, 50 sessions, 9 KB messages, ROUNDS rounds alternating. Prints
+# messages/s per round, the ratio on/off, and the relay counters (sent, failed, dropped)
+# from /metrics once the on round's queue has drained or 60 s passed.
+#
+#   bench/outbound/relay.sh [ROUNDS=3] [MESSAGES=20000]     (INLETD=build/bin/inletd)
+set -euo pipefail
+rounds=${1:-3}
+messages=${2:-20000}
+here=$(cd "$(dirname "$0")" && pwd)
+inletd=${INLETD:-$here/../../build/bin/inletd}
+tmp=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+start_inletd() {  # args: extra flags; sets smtp_port http_port inletd_pid
+  "$inletd" --smtp 127.0.0.1:0 --listen 127.0.0.1:0 --max-messages 5000 "$@" >"$tmp/log" 2>&1 &
+  inletd_pid=$!
+  pids+=("$inletd_pid")
+  for _ in $(seq 100); do
+    grep -q "http listening" "$tmp/log" 2>/dev/null && break
+    sleep 0.1
+  done
+  smtp_port=$(sed -n 's/.*smtp listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/log")
+  http_port=$(sed -n 's/.*http listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/log")
+}
+
+run_round() {  # prints messages/s
+  local t0 t1
+  t0=$(date +%s.%N)
+  timeout 300 smtp-source -s 50 -l 9216 -m "$messages" -f a@bench.example -t b@bench.example \
+    "127.0.0.1:$smtp_port" >/dev/null
+  t1=$(date +%s.%N)
+  python3 -c "print(f'{$messages / ($t1 - $t0):.0f}')"
+}
+
+metric() { awk -v n="$1" '$1==n{print $2}' <<<"$(curl -s "http://127.0.0.1:$http_port/metrics")"; }
+
+sink_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+user=(); [ "$(id -u)" = 0 ] && user=(-u nobody)
+smtp-sink "${user[@]}" "127.0.0.1:$sink_port" 256 >/dev/null 2>&1 &
+pids+=($!)
+sleep 0.5
+
+echo "round off_msg_s on_msg_s ratio relay_sent relay_failed relay_dropped"
+for r in $(seq "$rounds"); do
+  start_inletd
+  off=$(run_round)
+  kill "$inletd_pid"; wait "$inletd_pid" || true
+  start_inletd --relay "127.0.0.1:$sink_port" --smtp-relay-all
+  on=$(run_round)
+  for _ in $(seq 600); do
+    [ "$(metric inlet_relay_queue_depth)" = 0 ] && break
+    sleep 0.1
+  done
+  sent=$(metric inlet_relay_sent_total); failed=$(metric inlet_relay_failed_total)
+  dropped=$(metric inlet_relay_dropped_total)
+  kill "$inletd_pid"; wait "$inletd_pid" || true
+  echo "$r $off $on $(python3 -c "print(f'{$on / $off:.2f}')") $sent $failed $dropped"
+done
