@@ -21,6 +21,8 @@ PKGS=(
   # test peers and tools
   postgresql-15 swaks libnet-ssleay-perl curl postfix python3 openssl valgrind
   python3-jsonschema
+  # spam checks' end-to-end test: a real spamd and a real rspamd
+  spamd spamassassin rspamd
   # the web page's browser tests: Debian's chromium (driven by Playwright), fonts, venv
   chromium fonts-dejavu fonts-noto-color-emoji python3-venv
 )

@@ -889,6 +889,44 @@ std::vector<flag> make_table() {
         "Mailpit: no gzip in HTTP answers",
         on([](config& c) -> bool& { return c.http.api.disable_http_compression; }),
         "The page's assets are never sent gzip'd (inletd compresses no API answer)."));
+  add(f(http, "--enable-spamassassin", "MP_ENABLE_SPAMASSASSIN",
+        "Mailpit: spamd's address (HOST:PORT or unix:/path) for /api/v1/message/{ID}/sa-check",
+        {"HOST:PORT", false, false, false,
+         [](config& c, const std::string& v) {
+           if (v == "postmark")
+             bad("postmark: inletd does not send messages to Postmark's "
+                 "public API; give a spamd address (HOST:PORT or unix:/path)");
+           if (v.starts_with("unix:")) {
+             if (v.size() == 5) bad("unix: needs a socket path");
+           } else if (!v.empty()) {
+             host_port hp;
+             if (!parse_host_port(v, hp)) bad("expected HOST:PORT or unix:/path, got '" + v + "'");
+           }
+           c.http.api.spam_check.spamassassin = v;
+         },
+         {}},
+        "The spamd (SpamAssassin's daemon) that `GET /api/v1/message/{ID}/sa-check` asks: a "
+        "SPAMC/1.5 `REPORT` over TCP (`HOST:PORT`) or a Unix socket (`unix:/path`), on the API's "
+        "worker threads, within 8 s; the answer is Mailpit's `SpamAssassinResponse`. Mailpit's "
+        "`postmark` (Postmark's public API) is refused: inletd sends no message to the internet. "
+        "Unset: the route answers 400."));
+  add(f(http, "--enable-rspamd", "MP_ENABLE_RSPAMD",
+        "Mailpit: rspamd's URL or HOST:PORT for /api/v1/message/{ID}/rspamd-check",
+        {"URL", false, false, false,
+         [](config& c, const std::string& v) {
+           if (v.empty()) {
+             c.http.api.spam_check.rspamd.clear();
+             return;
+           }
+           if (auto why = inlet::http::parse_rspamd_service(v, c.http.api.spam_check); !why.empty())
+             bad(why);
+         },
+         {}},
+        "The rspamd that `GET /api/v1/message/{ID}/rspamd-check` asks (`POST /checkv2`, on the "
+        "API's worker threads, within 8 s); the answer is Mailpit's `RspamdResponse`. A URL "
+        "(`http://host:11333`) or `HOST:PORT` (http assumed); a controller password as the URL's "
+        "user information (`http://:secret@host:11333`), sent as rspamd's `Password` header and "
+        "never shown. Unset: the route answers 400."));
   add(f(http, "--mailhog-api", "",
         "GET/DELETE /api/v1/messages answer as MailHog's API v1, not Mailpit's",
         on([](config& c) -> bool& { return c.http.api.mailhog_v1; }),
@@ -976,8 +1014,6 @@ std::vector<flag> make_table() {
   add(not_yet("-d,--database", "MP_DATABASE", true));
   add(not_yet("--db-file", "MP_DATA_FILE", true));
   add(not_yet("--tenant-id", "MP_TENANT_ID", true));
-  add(not_yet("--enable-rspamd", "MP_ENABLE_RSPAMD", true));
-  add(not_yet("--enable-spamassassin", "MP_ENABLE_SPAMASSASSIN", true));
   add(not_yet("--smtp-forward-config", "MP_SMTP_FORWARD_CONFIG", true));
   add(not_yet("--disable-auto-vacuum", "MP_DISABLE_AUTO_VACUUM", false));
   add(not_yet("--smtp-relay-all", "MP_SMTP_RELAY_ALL", false));
