@@ -117,11 +117,13 @@ class SpamAssassinTest(ServerCase):
         spamd = shutil.which("spamd") or "/usr/sbin/spamd"
         cls.tmp = tempfile.mkdtemp(prefix="inlet-spamd-")
         cls.port = free_port()
+        cls.sock = os.path.join(cls.tmp, "spamd.sock")
         log = os.path.join(cls.tmp, "spamd.log")
         # -x: no user configuration; -L: local tests only (no DNS or network lookups).
         with open(log, "w") as out:
             cls.proc = subprocess.Popen(
-                [spamd, "-x", "-L", "--listen", f"127.0.0.1:{cls.port}", "-A", "127.0.0.1",
+                [spamd, "-x", "-L", "--listen", f"127.0.0.1:{cls.port}", "--listen", cls.sock,
+                 "-A", "127.0.0.1",
                  "--pidfile", os.path.join(cls.tmp, "spamd.pid"), "--min-children", "1",
                  "--max-children", "2", "-s", "stderr"],
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
@@ -147,6 +149,17 @@ class SpamAssassinTest(ServerCase):
         self.assertIn("Generic Test for Unsolicited Bulk Email", gtube[0]["Description"])
         latest = self.srv.get_json("/api/v1/message/latest/sa-check")
         self.assertTrue(latest["IsSpam"])
+
+    def test_unix_socket(self):
+        srv = Inletd("--enable-spamassassin", "unix:" + self.sock)
+        try:
+            msg_id = send_gtube(srv, "sa gtube unix")
+            r = srv.get_json(f"/api/v1/message/{msg_id}/sa-check")
+            self.assertEqual(r["Error"], "")
+            self.assertTrue(r["IsSpam"])
+            self.assertIn("GTUBE", [x["Name"] for x in r["Rules"]])
+        finally:
+            self.assertEqual(srv.stop(), 0)
 
     def test_plain_message_is_not_spam(self):
         with smtplib.SMTP("127.0.0.1", self.srv.smtp_port, timeout=30) as c:
