@@ -25,6 +25,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_test  # noqa: E402  (the Inletd harness)
 from e2e_test import Inletd, make_message, wait_for  # noqa: E402
+from api_e2e_test import SchemaChecked  # noqa: E402  (answers checked against Mailpit's swagger)
 
 # The standard GTUBE test string, which every SpamAssassin and rspamd scores as spam.
 GTUBE = "XJS*C4JDBQADN1.NSBN3*2IDNEN*GTUBE-STANDARD-ANTI-UBE-TEST-EMAIL*C.34X"
@@ -108,7 +109,7 @@ class ServerCase(unittest.TestCase):
                 raise AssertionError(f"inletd exited {rc}:\n{log}")
 
 
-class SpamAssassinTest(ServerCase):
+class SpamAssassinTest(ServerCase, SchemaChecked):
     @classmethod
     def setUpClass(cls):
         why = missing("spamd")
@@ -139,6 +140,7 @@ class SpamAssassinTest(ServerCase):
     def test_gtube_is_spam_with_the_gtube_rule(self):
         msg_id = send_gtube(self.srv, "sa gtube")
         r = self.srv.get_json(f"/api/v1/message/{msg_id}/sa-check")
+        self.check_schema("/api/v1/message/{ID}/sa-check", "get", r)
         self.assertEqual(sorted(r), ["Error", "IsSpam", "Rules", "Score"])
         self.assertEqual(r["Error"], "")
         self.assertTrue(r["IsSpam"])
@@ -173,7 +175,7 @@ class SpamAssassinTest(ServerCase):
         self.assertNotIn("GTUBE", [x["Name"] for x in r["Rules"]])
 
     def test_webui_says_spamassassin_is_on(self):
-        r = self.srv.get_json("/api/v1/webui")
+        r = self.check_schema("/api/v1/webui", "get", self.srv.get_json("/api/v1/webui"))
         self.assertIs(r["SpamAssassin"], True)
         self.assertIs(r["Rspamd"], False)
 
@@ -202,7 +204,7 @@ class SpamdDownTest(unittest.TestCase):
             self.assertEqual(srv.stop(), 0)
 
 
-class RspamdTest(ServerCase):
+class RspamdTest(ServerCase, SchemaChecked):
     @classmethod
     def setUpClass(cls):
         why = missing("rspamd")
@@ -253,6 +255,7 @@ class RspamdTest(ServerCase):
     def test_gtube_is_spam_with_the_gtube_symbol(self):
         msg_id = send_gtube(self.srv, "rspamd gtube")
         r = self.srv.get_json(f"/api/v1/message/{msg_id}/rspamd-check")
+        self.check_schema("/api/v1/message/{ID}/rspamd-check", "get", r)
         self.assertEqual(sorted(r), ["Action", "Error", "IsSpam", "Rules", "Score", "Threshold"])
         self.assertEqual(r["Error"], "")
         self.assertTrue(r["IsSpam"])
@@ -261,7 +264,7 @@ class RspamdTest(ServerCase):
         self.assertGreater(r["Threshold"], 0)
 
     def test_webui_says_rspamd_is_on(self):
-        r = self.srv.get_json("/api/v1/webui")
+        r = self.check_schema("/api/v1/webui", "get", self.srv.get_json("/api/v1/webui"))
         self.assertIs(r["Rspamd"], True)
         self.assertIs(r["SpamAssassin"], False)
 
