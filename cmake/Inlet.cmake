@@ -57,8 +57,9 @@ set(INLET_EXTERNAL_date "date::date-tz")
 set(INLET_EXTERNAL_curl "CURL::libcurl")
 set(INLET_EXTERNAL_graphicsmagick "PkgConfig::GRAPHICSMAGICK")
 set(INLET_EXTERNAL_yaml_cpp "yaml-cpp")
+set(INLET_EXTERNAL_zlib "ZLIB::ZLIB")
 set(INLET_EXTERNAL_NAMES boost boost_context boost_json threads openssl libpq libhs liburing date
-    curl graphicsmagick yaml_cpp)
+    curl graphicsmagick yaml_cpp zlib)
 
 include(GNUInstallDirs)
 

@@ -552,9 +552,18 @@ response api::error(unsigned status, std::string_view message, unsigned version,
   return detail::error_response(fake, status, message);
 }
 
-bool api::is_events_request(const request& req) const {
-  if (req.method() != boost::beast::http::verb::get) return false;
-  return detail::target(req.target(), ctx_->root).path == "/api/events";
+api::feed api::events_feed(const request& req) const {
+  if (req.method() != boost::beast::http::verb::get) return feed::none;
+  const auto path = detail::target(req.target(), ctx_->root).path;
+  if (path == "/api/events") return feed::mailpit;
+  if (path == "/api/v1/events" || path == "/api/v1/events/" || path == "/api/v2/websocket")
+    return feed::mailhog;
+  return feed::none;
+}
+
+std::string api::mailhog_event(const store::stored_message& m) const {
+  if (m.raw.empty()) return {};
+  return detail::mailhog_message_text(m);
 }
 
 bool api::authorized(const request& req) const {
@@ -618,6 +627,15 @@ boost::asio::awaitable<response> api::handle(request req, client_info client) co
   co_return std::move(r.res);
 }
 
+namespace {
+
+// Text answers worth compressing (JSON, HTML, plain text, the metrics).
+bool compressible(std::string_view type) {
+  return type.starts_with("application/json") || type.starts_with("text/");
+}
+
+}  // namespace
+
 boost::asio::awaitable<reply> api::handle_streamed(request req, client_info client) const {
   namespace bh = boost::beast::http;
   const context& c = *ctx_;
@@ -680,6 +698,21 @@ boost::asio::awaitable<reply> api::handle_streamed(request req, client_info clie
         !allow.empty())
       res.set("Access-Control-Allow-Origin", allow);
     res.set(bh::field::vary, "Origin");
+  }
+  // Mailpit's answers are gzip'd for clients that take it (--disable-http-compression:
+  // never); bodies under 1 KiB gain nothing, streamed bodies (raw, parts) go as they are.
+  if (!c.cfg.disable_http_compression && !rep.body && res.body().size() >= 1024 &&
+      res[bh::field::content_encoding].empty() && compressible(res[bh::field::content_type]) &&
+      detail::accepts_gzip(req[bh::field::accept_encoding])) {
+    std::string packed;
+    if (detail::gzip(res.body(), packed) && packed.size() < res.body().size()) {
+      res.body() = std::move(packed);
+      res.set(bh::field::content_encoding, "gzip");
+      const auto vary = res[bh::field::vary];
+      res.set(bh::field::vary,
+              vary.empty() ? std::string("Accept-Encoding") : std::string(vary) + ", Accept-Encoding");
+      res.prepare_payload();
+    }
   }
   if (head && !streamed_head) {
     const auto length = res.body().size();

@@ -67,6 +67,11 @@ struct target {
   target(std::string_view t, std::string_view root);
 };
 
+/// Accept-Encoding takes gzip (listed, not with q=0).
+bool accepts_gzip(std::string_view accept_encoding);
+/// `in` gzip'd into `out` (fastest level); false on a zlib failure.
+bool gzip(std::string_view in, std::string& out);
+
 /// The process's resident memory (/proc/self/statm), for info and metrics.
 std::uint64_t resident_bytes();
 

@@ -114,7 +114,8 @@ response webui_config(const ctx_t& c, const request& req) {
       {"SpamAssassin", !c.cfg.spam_check.spamassassin.empty()},
       {"Rspamd", !c.cfg.spam_check.rspamd.empty()},
       {"ChaosEnabled", c.cfg.chaos != nullptr},
-      {"DuplicatesIgnored", false}, {"HideDeleteAllButton", c.cfg.hide_delete_all_button},
+      {"DuplicatesIgnored", c.cfg.duplicates_ignored},
+      {"HideDeleteAllButton", c.cfg.hide_delete_all_button},
   };
   return json_response(req, o);
 }

@@ -23,6 +23,10 @@ awaitable<std::optional<reply>> mailhog_route(const ctx_t& c, const request& req
 awaitable<std::optional<reply>> maildev_route(const ctx_t& c, const request& req,
                                               const target& t);
 
+/// A message as MailHog's data.Message JSON (its event streams carry it); needs the raw
+/// bytes.
+std::string mailhog_message_text(const store::stored_message& msg);
+
 // ---- the read model, as the catchers use it ----
 /// A message's top-level header fields, names in canonical case, values unfolded.
 std::vector<std::pair<std::string, std::vector<std::string>>> catcher_headers(

@@ -302,4 +302,8 @@ awaitable<std::pair<std::error_code, store::page>> catcher_list(const ctx_t& c,
   co_return std::pair{ec, std::move(p)};
 }
 
+std::string mailhog_message_text(const store::stored_message& msg) {
+  return json::serialize(message_json(msg));
+}
+
 }  // namespace inlet::http::detail

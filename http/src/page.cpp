@@ -6,6 +6,7 @@
 #include <boost/beast/http/verb.hpp>
 #include <cctype>
 
+#include "api_internal.hpp"
 #include "page_assets.hpp"
 
 namespace inlet::http {
@@ -23,31 +24,6 @@ const asset* find(std::string_view path) {
 
 using util::iequals;
 
-// Accept-Encoding lists gzip without q=0 (RFC 9110 12.5.3).
-bool accepts_gzip(std::string_view h) {
-  while (!h.empty()) {
-    auto comma = h.find(',');
-    auto item = h.substr(0, comma);
-    h = comma == std::string_view::npos ? std::string_view{} : h.substr(comma + 1);
-    auto semi = item.find(';');
-    auto coding = item.substr(0, semi);
-    while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t'))
-      coding.remove_prefix(1);
-    while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t'))
-      coding.remove_suffix(1);
-    if (!iequals(coding, "gzip")) continue;
-    if (semi == std::string_view::npos) return true;
-    auto params = item.substr(semi + 1);
-    auto q = params.find("q=");
-    if (q == std::string_view::npos) return true;
-    auto v = params.substr(q + 2);
-    v = v.substr(0, v.find_first_of(" ;,\t"));
-    const bool zero =
-        !v.empty() && v[0] == '0' && v.find_first_not_of("0.") == std::string_view::npos;
-    return !zero;
-  }
-  return false;
-}
 
 // Does If-None-Match name this entity tag (or "*")?
 bool matches(std::string_view inm, std::string_view etag) {
@@ -94,7 +70,7 @@ std::optional<response> page_route(const request& req, std::string_view path, bo
     res.prepare_payload();
     return res;
   }
-  const bool gz = gzip && !a->gzip.empty() && accepts_gzip(req[bh::field::accept_encoding]);
+  const bool gz = gzip && !a->gzip.empty() && inlet::http::detail::accepts_gzip(req[bh::field::accept_encoding]);
   auto res = base(req, bh::status::ok);
   res.set(bh::field::etag, a->etag);
   res.set(bh::field::vary, "Accept-Encoding");

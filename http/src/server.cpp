@@ -22,6 +22,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/websocket.hpp>
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -64,6 +65,7 @@ struct session {
   client_info client;
   bool stopped = false;
   bool sse = false;
+  bool mailhog = false;  // MailHog's feed: each new message whole, no other event
   /// When the connection began to wait for its client (a request, or on an event stream);
   /// 0 while a request is being answered. The acceptor closes the oldest waiter when full.
   std::atomic<std::int64_t> waiting_since{0};
@@ -455,7 +457,8 @@ awaitable<void> server::impl::run_session(std::shared_ptr<impl> self, std::share
     }
     auto req = parser.release();
     if (buffer.capacity() > 64 * 1024) buffer.shrink_to_fit();  // a large body is gone
-    if (handler.is_events_request(req)) {
+    if (const auto feed = handler.events_feed(req); feed != api::feed::none) {
+      s->mailhog = feed == api::feed::mailhog;
       auto refusal = handler.screen(req, s->client);
       std::optional<stream_slot> slot;
       if (!refusal) {
@@ -527,17 +530,29 @@ void server::impl::on_event(const store::store_event& e) {
   // Mailpit's websocket messages; over SSE one event each, named by its Type. Each text
   // is built once and shared by every queue.
   auto msgs = handler.event_messages(e);
-  if (msgs.empty()) return;
   std::vector<std::shared_ptr<const std::string>> sse, ws;
   for (auto& [type, data] : msgs) {
     sse.push_back(
         std::make_shared<const std::string>("event: " + type + "\ndata: " + data + "\n\n"));
     ws.push_back(std::make_shared<const std::string>(std::move(data)));
   }
+  // MailHog's feeds: a new message as its data.Message, built only when one listens.
+  std::vector<std::shared_ptr<const std::string>> hog_sse, hog_ws;
+  if (e.what == store::store_event::kind::created && e.message &&
+      std::any_of(targets.begin(), targets.end(), [](const auto& s) { return s->mailhog; })) {
+    std::string text = handler.mailhog_event(*e.message);
+    if (!text.empty()) {
+      hog_sse.push_back(std::make_shared<const std::string>("data: " + text + "\n\n"));
+      hog_ws.push_back(std::make_shared<const std::string>(std::move(text)));
+    }
+  }
+  if (msgs.empty() && hog_ws.empty()) return;
   const auto now = steady::now();
   for (auto& s : targets) {
     bool wake = true;
-    const bool ok = s->events.push(s->sse ? sse : ws, now, &wake);
+    const auto& mine = s->mailhog ? (s->sse ? hog_sse : hog_ws) : (s->sse ? sse : ws);
+    if (mine.empty()) continue;
+    const bool ok = s->events.push(mine, now, &wake);
     if (ok && !wake) continue;  // woken already for what it has not taken
     asio::post(s->stream.get_executor(), [s, ok] {
       if (!ok) {  // fallen behind: dropped (EventSource and Mailpit's UI reconnect)
@@ -626,7 +641,7 @@ awaitable<void> server::impl::run_websocket(std::shared_ptr<session> s, request 
       if (s->stopped) break;
       continue;
     }
-    out.push_back(std::make_shared<const std::string>(handler.stats_message()));
+    if (!s->mailhog) out.push_back(std::make_shared<const std::string>(handler.stats_message()));
     for (auto& text : out) {
       auto [ec, n] = co_await w.async_write(asio::buffer(*text), use_tuple);
       if (ec) co_return;

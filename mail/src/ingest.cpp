@@ -132,16 +132,6 @@ ingest::verdict ingest::judge(st::new_message& msg, std::optional<inlet::filter:
 
 namespace {
 
-// Where the root part's header block ends, as parsed.
-std::size_t header_end(const inlet::mime::parsed_message& parse) {
-  return parse.parts().empty() ? 0 : parse.parts()[0].header.end;
-}
-
-// A CR CR LF in the first `end` bytes of `raw` (its header block): a short scan.
-bool cr_cr_lf_in_header(std::string_view raw, std::size_t end) {
-  return raw.substr(0, std::min(end, raw.size())).find("\r\r\n") != std::string_view::npos;
-}
-
 // Every CR CR LF of `raw` as CR LF.
 void drop_cr_before_crlf(std::string& raw) {
   std::size_t out = 0;
@@ -187,16 +177,15 @@ void ingest::deliver_now(sm::received_message&& m, sm::delivery_callback done) {
     bool bare_cr = false;
     if (streamed) {
       summarize(*streamed, msg, scan_ptr);
-      const std::size_t headers = header_end(*streamed);
+      bare_cr = streamed->cr_cr_lf_in_header();
       m.observer.reset();  // the parser back to the pool before its pieces go
       msg.raw = flatten(m.body);
       m.body.clear();  // give the connection's fragments back now
-      bare_cr = cr_cr_lf_in_header(msg.raw, headers);
     } else {
       msg.raw = flatten(m.body);
       m.body.clear();  // give the connection's fragments back now
       const auto& parse = thread_parser().parse(msg.raw);
-      bare_cr = cr_cr_lf_in_header(msg.raw, header_end(parse));
+      bare_cr = parse.cr_cr_lf_in_header();  // noticed by the parser, no scan
       if (!bare_cr) summarize(parse, msg, scan_ptr);
     }
     if (bare_cr) {  // rare: Mailpit's strict refusal, or its normalisation and a new parse

@@ -30,6 +30,7 @@ void parsed_message::clear() noexcept {
   parts_.clear();
   defects_.clear();
   unix_from_ = {};
+  cr_cr_lf_ = false;
 }
 
 parser::parser(options opt) : opt_(opt) { reset(); }
@@ -130,6 +131,10 @@ bool parser::step_headers(bool at_end) {
   } else {
     le = nl + 1;
     ce = (nl > pos_ && byte(nl - 1) == '\r') ? nl - 1 : nl;
+    if (ce < nl && ce > pos_ && stack_.size() == 1 && byte(ce - 1) == '\r') {
+      msg_.cr_cr_lf_ = true;  // CR CR LF: the value ends before both CRs
+      --ce;
+    }
   }
   if (ce - pos_ > opt_.max_line_length) add_defect(errc::line_too_long, pos_);
   // The start of the line, in place (or linearised if it straddles pieces): enough to

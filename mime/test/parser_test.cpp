@@ -228,3 +228,34 @@ TEST(chunked_view, view_and_for_each) {
 
 }  // namespace
 }  // namespace inlet::mime::test
+
+namespace inlet::mime::test {
+namespace {
+
+// CR CR LF ending a line of the message's own header block (some mailers write it): the
+// parser says so, and the value stops before both CRs, however the input is split. In a
+// nested part's header, or as a body line, it is not the message header's.
+TEST(parser, cr_cr_lf_in_the_message_header) {
+  const std::string bare =
+      "From: a@example.org\r\r\nSubject: bare cr\r\r\nContent-Type: multipart/mixed; "
+      "boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\r\n\r\nx\r\r\n--b--\r\n";
+  check_split_invariant(bare);
+  for_each_split(bare, [&](const parsed_message& m, const std::string& label) {
+    EXPECT_TRUE(m.cr_cr_lf_in_header()) << label;
+    const header_field* s = m.find("subject");
+    ASSERT_NE(s, nullptr) << label;
+    std::string scratch;
+    EXPECT_EQ(m.view(s->value, scratch), " bare cr") << label;
+  });
+  const std::string nested_only =
+      "Subject: fine\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n"
+      "Content-Type: text/plain\r\r\n\r\nx\r\r\n--b--\r\n";
+  for_each_split(nested_only, [&](const parsed_message& m, const std::string& label) {
+    EXPECT_FALSE(m.cr_cr_lf_in_header()) << label;
+  });
+  const std::string in_body = "Subject: a\r\n\r\nbody\r\r\n";
+  EXPECT_FALSE(parse(in_body).cr_cr_lf_in_header());
+}
+
+}  // namespace
+}  // namespace inlet::mime::test

@@ -419,6 +419,7 @@ std::string finish(config& c) {
       return error;
   }
   c.ingest.log_stored = c.log.verbose && !c.log.quiet;
+  c.http.api.duplicates_ignored = c.ingest.ignore_duplicate_ids;
 
   // Chaos: triggers alone enable it, as in Mailpit.
   if (c.chaos.enabled || !c.chaos.triggers.empty()) {

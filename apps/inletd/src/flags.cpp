@@ -888,7 +888,9 @@ std::vector<flag> make_table() {
   add(f(http, "--disable-http-compression", "MP_DISABLE_HTTP_COMPRESSION",
         "Mailpit: no gzip in HTTP answers",
         on([](config& c) -> bool& { return c.http.api.disable_http_compression; }),
-        "The page's assets are never sent gzip'd (inletd compresses no API answer)."));
+        "No answer is gzip'd. By default, as Mailpit's, the page's assets and every JSON or "
+        "text answer of 1 KiB or more go gzip'd to a client whose `Accept-Encoding` takes it "
+        "(zlib's fastest level; raw messages and parts go as stored)."));
   add(f(http, "--enable-spamassassin", "MP_ENABLE_SPAMASSASSIN",
         "Mailpit: spamd's address (HOST:PORT or unix:/path) for /api/v1/message/{ID}/sa-check",
         {"HOST:PORT", false, false, false,

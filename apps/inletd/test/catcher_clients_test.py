@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Other catchers' own API clients, installed from the package registry as their users
+"""Mailpit's and the other catchers' own API clients, installed from the package registry as their users
 install them (tests/clients, from its lockfile), driven against inletd started with that
 catcher's variables. The mail goes in through smtplib; each client script asserts what
 it reads back and exits non-zero on the first difference.
@@ -60,6 +60,27 @@ class MailHogClient(unittest.TestCase):
                     s.send_message(m)
             wait_for(lambda: len(srv.get_json("/api/v2/messages")["items"]) == 3, "three stored")
             r = subprocess.run([node, os.path.join(CLIENTS, "mailhog_client.mjs"),
+                                str(srv.http_port)], capture_output=True, text=True,
+                               timeout=DEADLINE, cwd=CLIENTS)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("every call answered", r.stdout)
+        finally:
+            srv.stop()
+
+
+class MailpitClient(unittest.TestCase):
+    def test_npm_mailpit_api_client(self):
+        node = real_client(self, "node")
+        if not os.path.isdir(os.path.join(CLIENTS, "node_modules", "mailpit-api")):
+            if os.environ.get("CI"):
+                self.fail("tests/clients is not installed (scripts/install-web-deps.sh)")
+            self.skipTest("tests/clients not installed")
+        srv = Inletd("--enable-chaos")
+        try:
+            with smtplib.SMTP("127.0.0.1", srv.smtp_port, timeout=DEADLINE) as s:
+                s.send_message(messages()[0])
+            wait_for(lambda: srv.messages()["total"] == 1, "one stored")
+            r = subprocess.run([node, os.path.join(CLIENTS, "mailpit_client.mjs"),
                                 str(srv.http_port)], capture_output=True, text=True,
                                timeout=DEADLINE, cwd=CLIENTS)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)

@@ -22,6 +22,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import api_e2e_test  # noqa: E402  (its websocket client)
 import e2e_test  # noqa: E402
 from e2e_test import DEADLINE, HTTP, Inletd, wait_for  # noqa: E402
 
@@ -205,6 +206,31 @@ class MailHogTest(Catchers):
         self.assertLess(page["count"], 4)
         self.assertEqual(page["count"], len(page["items"]))
         self.assertEqual(request(self.url("/api/v2/messages"), "DELETE")[0], 200)
+
+    def test_v1_event_stream_and_v2_websocket_carry_new_messages(self):
+        # The v1 stream: Server-Sent Events, each new message as MailHog's data.Message.
+        resp = urllib.request.urlopen(self.url("/api/v1/events"), timeout=DEADLINE)
+        self.assertEqual(resp.headers["Content-Type"], "text/event-stream")
+        self.assertTrue(resp.readline().startswith(b"retry:"))
+        # The v2 websocket, as MailHog's UI opens it.
+        sock, head, accept, rest = api_e2e_test.ws_connect(self.srv.http_port, "/api/v2/websocket")
+        self.assertIn("101", head.split("\r\n")[0])
+        self.assertIn(accept, head)
+        send(self.srv.smtp_port, "ann@sender.example", ["bob@inbox.example"],
+             b"From: ann@sender.example\r\nTo: bob@inbox.example\r\nSubject: live hog\r\n\r\n"
+             b"live\r\n")
+        line = b""
+        while not line.startswith(b"data: "):
+            line = resp.readline()
+        m = json.loads(line[6:])
+        self.check_message(m)
+        self.assertEqual(m["Content"]["Headers"]["Subject"], ["live hog"])
+        resp.close()
+        buf = [rest]
+        w = json.loads(api_e2e_test.ws_read_text(sock, buf))
+        self.check_message(w)
+        self.assertEqual(w["ID"], m["ID"])  # no Mailpit stats message in between
+        sock.close()
 
     def test_release_without_relay(self):
         self.fill()

@@ -252,8 +252,41 @@ class MailpitOptions(unittest.TestCase):
             wait_for(lambda: srv.get_json("/api/v1/info")["RuntimeStats"]["SMTPIgnored"] == 1,
                      "one ignored")
             self.assertEqual(srv.messages()["total"], 1)
+            self.assertTrue(srv.get_json("/api/v1/webui")["DuplicatesIgnored"])
         finally:
             srv.stop()
+
+    def test_api_answers_gzipped_unless_disabled(self):
+        curl = e2e_test.real_client(self, "curl")
+
+        def fetch(srv):
+            r = subprocess.run([curl, "-s", "--compressed", "-D", "-", "-o", "/dev/null",
+                                srv.url("/api/v1/messages")], capture_output=True, text=True,
+                               timeout=DEADLINE)
+            body = subprocess.run([curl, "-s", "--compressed", srv.url("/api/v1/messages")],
+                                  capture_output=True, text=True, timeout=DEADLINE).stdout
+            return r.stdout.lower(), json.loads(body)
+
+        for disabled in (False, True):
+            srv = Inletd(*(["--disable-http-compression"] if disabled else []))
+            try:
+                with smtplib.SMTP("127.0.0.1", srv.smtp_port, timeout=DEADLINE) as s:
+                    for i in range(8):  # a list of some KB
+                        s.sendmail("a@example.org", ["b@example.com"], message(f"gz {i}"))
+                wait_for(lambda: srv.messages()["total"] == 8, "eight stored")
+                head, listing = fetch(srv)
+                self.assertEqual(listing["total"], 8)  # curl decoded it
+                if disabled:
+                    self.assertNotIn("content-encoding", head)
+                else:
+                    self.assertIn("content-encoding: gzip", head)
+                    self.assertIn("accept-encoding", head.split("vary:", 1)[1].split("\n")[0])
+                # Without Accept-Encoding, plain JSON as before.
+                plain = subprocess.run([curl, "-s", "-D", "-", srv.url("/api/v1/messages")],
+                                       capture_output=True, text=True, timeout=DEADLINE).stdout
+                self.assertNotIn("content-encoding", plain.lower())
+            finally:
+                srv.stop()
 
     def test_mailpits_whole_command_line_starts_and_names_what_it_ignores(self):
         args = ["-d", "/tmp/m.db", "--disable-wal", "--disable-version-check", "--compression", "2",

@@ -171,6 +171,8 @@ struct api_config {
   /// Mailpit's --enable-prometheus: /metrics carries Mailpit's metric names (mailpit_*)
   /// beside inlet's, so its dashboards and alerts keep working.
   bool mailpit_metrics = false;
+  /// Mailpit's --ignore-duplicate-ids is on (told to the page in /api/v1/webui).
+  bool duplicates_ignored = false;
   /// A server that answers /metrics alone, without authentication (Mailpit's separate
   /// Prometheus listener, --enable-prometheus ADDR); every other path is 404.
   bool metrics_only = false;
@@ -227,7 +229,14 @@ class api {
 
   /// True for `GET /api/events` (under the webroot), which the server answers with a
   /// websocket or an event stream instead of calling handle().
-  bool is_events_request(const request& req) const;
+  bool is_events_request(const request& req) const { return events_feed(req) != feed::none; }
+  /// Which event stream a request asks for: Mailpit's /api/events, or MailHog's
+  /// /api/v1/events (SSE) and /api/v2/websocket, which carry each new message whole.
+  enum class feed : std::uint8_t { none, mailpit, mailhog };
+  feed events_feed(const request& req) const;
+  /// MailHog's event for a new message (its data.Message JSON); empty when the event
+  /// does not carry the raw bytes.
+  std::string mailhog_event(const store::stored_message& m) const;
 
   /// Whether the request may proceed (basic auth, when configured). The server asks
   /// before it upgrades an events request; handle() asks by itself.

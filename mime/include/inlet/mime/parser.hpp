@@ -113,6 +113,9 @@ class parsed_message {
   const std::vector<defect>& defects() const noexcept { return defects_; }
   const part& root() const noexcept { return parts_.front(); }
   span unix_from() const noexcept { return unix_from_; }  // mbox "From " line, if any
+  /// A line of the message's own header block ends in CR CR LF (a bare CR before the
+  /// line end, as some mailers write it); the line's value excludes both CRs.
+  bool cr_cr_lf_in_header() const noexcept { return cr_cr_lf_; }
 
   /// Bytes of a span (in place, or linearised into `scratch` if it straddles pieces).
   std::string_view view(span s, std::string& scratch) const { return input_.view(s, scratch); }
@@ -132,6 +135,7 @@ class parsed_message {
   std::vector<part> parts_;
   std::vector<defect> defects_;
   span unix_from_;
+  bool cr_cr_lf_ = false;
 };
 
 class parser {
