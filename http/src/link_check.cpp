@@ -339,3 +339,12 @@ std::string prepare_release(std::string_view raw, const relay_config& cfg,
 }
 
 }  // namespace inlet::http::detail
+
+namespace inlet::http {
+
+std::string send_mail(const relay_config& cfg, const std::string& mail_from,
+                      const std::vector<std::string>& rcpt, const std::string& raw) {
+  return detail::relay_message(cfg, mail_from, rcpt, raw);
+}
+
+}  // namespace inlet::http

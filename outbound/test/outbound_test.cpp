@@ -101,3 +101,85 @@ TEST(Webhook, FullQueueCountsDropsWithoutSending) {
   EXPECT_NE(metrics.find("inlet_webhook_dropped_total"), std::string::npos);
   EXPECT_NE(metrics.find("inlet_webhook_queue_depth 0"), std::string::npos);
 }
+
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+#include "inlet/outbound/mail_sender.hpp"
+
+namespace {
+
+inlet::store::message_ptr stored(std::string raw, std::vector<std::string> rcpt) {
+  auto m = std::make_shared<inlet::store::stored_message>();
+  m->raw = std::move(raw);
+  m->envelope.rcpt_to.assign(rcpt.begin(), rcpt.end());
+  return m;
+}
+
+}  // namespace
+
+TEST(MailSender, SendsWhatItWantsCountsFailuresAndStops) {
+  std::mutex mu;
+  std::vector<std::string> sent;
+  inlet::outbound::mail_sender s(
+      {"relay", 10},
+      [&](const inlet::store::stored_message& m) -> std::string {
+        std::lock_guard lk(mu);
+        sent.push_back(m.raw);
+        return m.raw == "bad" ? "relay failed: refused" : "";
+      },
+      [](const inlet::store::stored_message& m) { return !m.envelope.rcpt_to.empty(); });
+  s.enqueue(stored("one", {"a@x"}));
+  s.enqueue(stored("skipped", {}));  // not wanted: never queued, not counted
+  s.enqueue(stored("bad", {"b@x"}));
+  s.enqueue(nullptr);
+  for (int i = 0; i < 500 && s.sent() + s.failed() < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  s.stop();
+  EXPECT_EQ(s.sent(), 1u);
+  EXPECT_EQ(s.failed(), 1u);
+  EXPECT_EQ(s.dropped(), 0u);
+  EXPECT_EQ(sent, (std::vector<std::string>{"one", "bad"}));
+  std::string metrics;
+  s.append_metrics(metrics);
+  EXPECT_NE(metrics.find("inlet_relay_sent_total 1\n"), std::string::npos);
+  EXPECT_NE(metrics.find("inlet_relay_failed_total 1\n"), std::string::npos);
+}
+
+TEST(MailSender, FullQueueDropsAndCounts) {
+  std::atomic<bool> release{false};
+  inlet::outbound::mail_sender s({"forward", 1}, [&](const inlet::store::stored_message&) {
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return std::string();
+  });
+  for (int i = 0; i < 5; ++i) s.enqueue(stored("m", {"a@x"}));  // one in hand, one queued
+  release = true;
+  s.stop();
+  EXPECT_GE(s.dropped(), 3u);
+  EXPECT_EQ(s.sent() + s.dropped(), 5u);
+}
+
+TEST(Headers, ReplacePrefixAndOverride) {
+  const std::string raw =
+      "From: \"Ann A.\" <ann@example.org>\r\nSubject: old\r\n and folded\r\nTo: b@x\r\n\r\n"
+      "Subject: in the body\r\n";
+  EXPECT_EQ(inlet::outbound::header_value(raw, "subject"), "old and folded");
+  const std::string s = inlet::outbound::with_header(raw, "Subject", "new");
+  EXPECT_EQ(s,
+            "Subject: new\r\nFrom: \"Ann A.\" <ann@example.org>\r\nTo: b@x\r\n\r\n"
+            "Subject: in the body\r\n");
+  const std::string o = inlet::outbound::override_from(raw, "relay@inlet.example");
+  EXPECT_EQ(inlet::outbound::header_value(o, "From"), "\"Ann A.\" <relay@inlet.example>");
+  EXPECT_EQ(inlet::outbound::header_value(o, "X-Original-From"), "ann@example.org");
+  EXPECT_EQ(inlet::outbound::header_value(
+                inlet::outbound::override_from("To: b@x\r\n\r\nx", "r@i.example"), "From"),
+            "r@i.example");
+  EXPECT_EQ(inlet::outbound::header_value(
+                inlet::outbound::prefix_subject(raw, "[fwd]", "old and folded"), "Subject"),
+            "[fwd] old and folded");
+  EXPECT_EQ(inlet::outbound::header_value(
+                inlet::outbound::prefix_subject(raw, "[fwd]", "Gr\xC3\xBC\xC3\x9F" "e"),
+                "Subject"),
+            "=?utf-8?q?=5Bfwd=5D_Gr=C3=BC=C3=9Fe?=");
+}

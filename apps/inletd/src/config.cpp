@@ -119,8 +119,13 @@ bool set_relay_key(inlet::http::relay_config& r, const std::string& key, const s
     r.blocked_recipients = value;
   } else if (key == "preserve-message-ids") {
     r.preserve_message_ids = truthy(value);
-  } else if (key == "override-from" || key == "forward-smtp-errors") {
-    // Known to Mailpit, not done by inletd's release: accepted, without effect.
+  } else if (key == "override-from") {
+    r.override_from = value;
+  } else if (key == "subject-prefix") {
+    r.subject_prefix = value;
+  } else if (key == "forward-smtp-errors") {
+    // Mailpit answers the SMTP client with the relay's error; inletd relays after the 250
+    // (never holding a reply back): accepted, without effect.
   } else {
     error = "unknown relay setting '" + key + "'";
     return false;
@@ -300,6 +305,69 @@ bool read_relay_config(const std::string& path, inlet::http::relay_config& r,
   return true;
 }
 
+namespace {
+
+// Mailpit's forwarding `to`: addresses separated by commas.
+bool read_forward_to(const std::string& value, std::vector<std::string>& out, std::string& error) {
+  out.clear();
+  std::size_t b = 0;
+  while (b <= value.size()) {
+    std::size_t e = value.find(',', b);
+    if (e == std::string::npos) e = value.size();
+    std::string a = value.substr(b, e - b);
+    a.erase(0, a.find_first_not_of(" \t"));
+    a.erase(a.find_last_not_of(" \t") + 1);
+    if (!a.empty()) {
+      if (a.find('@') == std::string::npos || a.find_first_of(" <>\r\n") != std::string::npos) {
+        error = "not an address: '" + a + "'";
+        return false;
+      }
+      out.push_back(a);
+    }
+    b = e + 1;
+  }
+  return true;
+}
+
+// Mailpit's forwarding file (YAML): the relay keys, and `to` (comma-separated).
+bool read_forward_config(const std::string& path, inlet::http::relay_config& r,
+                         std::vector<std::string>& to, std::string& error) {
+  std::ifstream in(path);
+  if (!in) {
+    error = "cannot read the forwarding configuration " + path;
+    return false;
+  }
+  YAML::Node root;
+  try {
+    root = YAML::Load(in);
+  } catch (const YAML::Exception& e) {
+    error = path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg;
+    return false;
+  }
+  if (!root || !root.IsMap()) {
+    error = path + ": expected `key: value` lines";
+    return false;
+  }
+  for (const auto& kv : root) {
+    std::string key = kv.first.as<std::string>();
+    for (auto& ch : key) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    const std::string value = kv.second.IsScalar() ? kv.second.as<std::string>() : std::string();
+    const std::string at = path + ":" + std::to_string(kv.first.Mark().line + 1) + ": ";
+    if (key == "to") {
+      if (!read_forward_to(value, to, error)) {
+        error = at + error;
+        return false;
+      }
+    } else if (!set_relay_key(r, key, value, error)) {
+      error = at + error;
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 std::string finish(config& c) {
   // Store: the shard list, and --max-age for every store.
   c.store.memory.max_age = c.store.max_age;
@@ -411,6 +479,54 @@ std::string finish(config& c) {
   if (c.relay.password.empty())
     if (const char* p = std::getenv("MP_SMTP_RELAY_PASSWORD")) c.relay.password = p;
   if (!c.relay.host.empty()) c.http.api.relay = c.relay;
+
+  // Auto-relay (Mailpit's --smtp-relay-all / --smtp-relay-matching) needs that relay.
+  if (c.auto_relay.all || !c.auto_relay.matching.empty()) {
+    if (c.relay.host.empty())
+      return "a relay configuration must be set to auto-relay any messages "
+             "(--smtp-relay-config, MP_SMTP_RELAY_*, or --relay)";
+    try {
+      if (!c.auto_relay.all && !c.auto_relay.matching.empty())
+        c.auto_relay.matching_re = std::make_shared<const std::regex>(c.auto_relay.matching);
+      if (!c.relay.blocked_recipients.empty())
+        c.auto_relay.blocked_re = std::make_shared<const std::regex>(c.relay.blocked_recipients);
+    } catch (const std::regex_error& e) {
+      return std::string("auto-relay: bad regular expression: ") + e.what();
+    }
+  }
+
+  // Forwarding: Mailpit's file, else its MP_SMTP_FORWARD_* variables.
+  if (!c.forward_file.empty()) {
+    std::string error;
+    if (!read_forward_config(c.forward_file, c.forward, c.forward_to, error)) return error;
+  } else if (const char* host = std::getenv("MP_SMTP_FORWARD_HOST"); host && *host) {
+    static constexpr std::pair<const char*, const char*> keys[] = {
+        {"MP_SMTP_FORWARD_HOST", "host"},
+        {"MP_SMTP_FORWARD_PORT", "port"},
+        {"MP_SMTP_FORWARD_STARTTLS", "starttls"},
+        {"MP_SMTP_FORWARD_TLS", "tls"},
+        {"MP_SMTP_FORWARD_ALLOW_INSECURE", "allow-insecure"},
+        {"MP_SMTP_FORWARD_AUTH", "auth"},
+        {"MP_SMTP_FORWARD_USERNAME", "username"},
+        {"MP_SMTP_FORWARD_PASSWORD", "password"},
+        {"MP_SMTP_FORWARD_SECRET", "secret"},
+        {"MP_SMTP_FORWARD_RETURN_PATH", "return-path"},
+        {"MP_SMTP_FORWARD_OVERRIDE_FROM", "override-from"},
+        {"MP_SMTP_FORWARD_SUBJECT_PREFIX", "subject-prefix"},
+    };
+    for (auto [env, key] : keys)
+      if (const char* v = std::getenv(env); v && *v) {
+        std::string error;
+        if (!set_relay_key(c.forward, key, v, error)) return std::string(env) + ": " + error;
+      }
+    if (const char* to = std::getenv("MP_SMTP_FORWARD_TO")) {
+      std::string error;
+      if (!read_forward_to(to, c.forward_to, error)) return "MP_SMTP_FORWARD_TO: " + error;
+    }
+  }
+  if (!c.forward.host.empty() && c.forward_to.empty())
+    return "forwarding needs its recipients (`to` in --smtp-forward-config, or "
+           "MP_SMTP_FORWARD_TO)";
 
   // Tag rules, and the per-message log line.
   {

@@ -23,6 +23,7 @@
 #include <inlet/store/pg_store.hpp>
 #include <memory>
 #include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,16 @@ struct config {
 
   // ---- outbound ----
   inlet::outbound::webhook_config webhook;
+  /// Mailpit's auto-relay: new messages on to their recipients through `relay`.
+  struct auto_relay_settings {
+    bool all = false;       ///< --smtp-relay-all
+    std::string matching;   ///< --smtp-relay-matching: only recipients matching
+    std::shared_ptr<const std::regex> matching_re, blocked_re;  ///< compiled by finish
+  } auto_relay;
+  /// Mailpit's forwarding: a copy of each new message to `forward_to` through `forward`.
+  inlet::http::relay_config forward;
+  std::vector<std::string> forward_to;
+  std::string forward_file;  ///< --smtp-forward-config
 
   // ---- chaos ----
   struct chaos_settings {

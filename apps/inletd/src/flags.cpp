@@ -978,6 +978,31 @@ std::vector<flag> make_table() {
         text([](config& c) -> std::string& { return c.relay.blocked_recipients; }, "REGEX"), "",
         "none"));
 
+  add(f(relay, "--smtp-relay-all", "MP_SMTP_RELAY_ALL",
+        "Mailpit: relay every new message to its recipients through the relay",
+        on([](config& c) -> bool& { return c.auto_relay.all; }),
+        "Every new message also goes on to its envelope recipients through the relay above "
+        "(not those matching the relay's `blocked-recipients`), with its `override-from` and "
+        "`subject-prefix`. After the message is stored and answered, from a queue of its own "
+        "(docs/outbound.md); a relay that fails is logged and counted "
+        "(`inlet_relay_failed_total`), the SMTP client still got its 250."));
+  add(f(relay, "--smtp-relay-matching", "MP_SMTP_RELAY_MATCHING",
+        "Mailpit: relay new messages to the recipients matching this regular expression",
+        text([](config& c) -> std::string& { return c.auto_relay.matching; }, "REGEX"),
+        "As `--smtp-relay-all`, to the recipients matching this regular expression only "
+        "(ignored with `--smtp-relay-all`, as in Mailpit).",
+        "none"));
+  add(f(relay, "--smtp-forward-config", "MP_SMTP_FORWARD_CONFIG",
+        "Mailpit: forward a copy of every new message (YAML: to, host, port, ...)",
+        file([](config& c) -> std::string& { return c.forward_file; }),
+        "A copy of every new message to fixed addresses through another SMTP server: a YAML "
+        "file of `to` (comma-separated), `host`, `port`, `starttls`, `tls`, `allow-insecure`, "
+        "`auth`, `username`, `password`/`secret`, `return-path`, `override-from`, "
+        "`subject-prefix`; or the `MP_SMTP_FORWARD_*` variables of the same names (`TO`, "
+        "`HOST`, ...). Sent as auto-relay is, from a queue of its own "
+        "(`inlet_forward_*_total`).",
+        "off"));
+
   // ---- Webhooks ----
   add(f(outbound, "--webhook-url", "MP_WEBHOOK_URL",
         "Mailpit: POST each new message's summary (JSON) to this URL",
@@ -1016,10 +1041,7 @@ std::vector<flag> make_table() {
   add(not_yet("-d,--database", "MP_DATABASE", true));
   add(not_yet("--db-file", "MP_DATA_FILE", true));
   add(not_yet("--tenant-id", "MP_TENANT_ID", true));
-  add(not_yet("--smtp-forward-config", "MP_SMTP_FORWARD_CONFIG", true));
   add(not_yet("--disable-auto-vacuum", "MP_DISABLE_AUTO_VACUUM", false));
-  add(not_yet("--smtp-relay-all", "MP_SMTP_RELAY_ALL", false));
-  add(not_yet("--smtp-relay-matching", "MP_SMTP_RELAY_MATCHING", true));
   add(not_yet("--pop3", "MP_POP3_BIND_ADDR", true));
   add(not_yet("--pop3-auth-file", "MP_POP3_AUTH_FILE", true));
   add(not_yet("--pop3-tls-cert", "MP_POP3_TLS_CERT", true));

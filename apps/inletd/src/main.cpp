@@ -156,11 +156,13 @@ int main(int argc, char** argv) {
   }
 
   // Webhooks (docs/outbound.md): handed each stored message, sent on a thread of their own.
-  inletd::outbound_service outbound(cfg.webhook);
+  inletd::outbound_service outbound(cfg);
   inlet::mail::ingest_options popts = cfg.ingest;
-  if (process_model && !cfg.webhook.url.empty())
-    std::fprintf(stderr, "inletd: --webhook-url: not with --io-model process; ignored\n");
-  else
+  if (process_model && outbound.active())
+    std::fprintf(stderr,
+                 "inletd: webhooks, auto-relay and forwarding: not with --io-model process; "
+                 "ignored\n");
+  else if (outbound.active())
     popts.on_stored = [&outbound](const inlet::store::message_ptr& m) { outbound.on_stored(m); };
   inlet::mail::ingest pipe(backing, filter.get(), std::move(popts));
 

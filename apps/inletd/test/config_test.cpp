@@ -535,7 +535,7 @@ TEST(MailpitOptions, EveryServerFlagOfMailpitIsAccepted) {
                    "127.0.0.1:1025", "--smtp-auth-accept-any", "--smtp-require-starttls",
                    "--smtp-auth-allow-insecure", "--smtp-strict-rfc-headers",
                    "--smtp-max-recipients", "10", "--smtp-allowed-recipients", "@example\\.com$",
-                   "--smtp-ignore-rejected-recipients", "--smtp-disable-rdns", "--smtp-relay-all",
+                   "--smtp-ignore-rejected-recipients", "--smtp-disable-rdns", "--relay", "127.0.0.1:2525", "--smtp-relay-all",
                    "--smtp-relay-matching", "x", "--enable-chaos", "--chaos-triggers",
                    "Sender:451:1", "--pop3", "127.0.0.1:1110", "--tag", "a=b", "--tags-title-case",
                    "--tags-disable", "x-tags", "--tags-username", "--enable-prometheus", "false",
@@ -561,7 +561,8 @@ TEST(MailpitOptions, EveryServerFlagOfMailpitIsAccepted) {
   EXPECT_FALSE(o.deprecated.empty());  // --disable-html-check is named at start
   // What inletd does not do yet is named, never dropped silently.
   EXPECT_FALSE(o.http.api.mailpit_metrics);  // --enable-prometheus false
-  for (const char* named : {"--pop3=127.0.0.1:1110", "--smtp-relay-matching=x"}) {
+  EXPECT_TRUE(o.auto_relay.all);  // through the relay given
+  for (const char* named : {"--pop3=127.0.0.1:1110"}) {
     bool found = false;
     for (const auto& i : o.ignored) found |= i == named;
     EXPECT_TRUE(found) << named;

@@ -301,7 +301,7 @@ class MailpitOptions(unittest.TestCase):
                 "--enable-chaos",
                 "--tag", "a=b", "--tags-title-case", "--tags-disable", "x-tags", "--tags-username",
                 "--webhook-limit", "2", "--webhook-delay", "1", "--disable-html-check"]
-        env = dict(os.environ, MP_SMTP_RELAY_ALL="true", MP_ENABLE_PROMETHEUS="false")
+        env = dict(os.environ, MP_ENABLE_PROMETHEUS="false")
         proc = subprocess.Popen([e2e_test.INLETD, "--smtp", "127.0.0.1:0", "--listen", "127.0.0.1:0",
                                  "--max-connections", "1000", *args], stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, env=env)
@@ -317,7 +317,7 @@ class MailpitOptions(unittest.TestCase):
                     break
             out = "".join(lines)
             self.assertIn("http listening", out)
-            for named in ("--database=/tmp/m.db", "--disable-wal", "--smtp-relay-all"):
+            for named in ("--database=/tmp/m.db", "--disable-wal"):
                 self.assertTrue(any(named in l and "not supported" in l for l in lines),
                                 named + "\n" + out)
             self.assertIn("deprecated --disable-html-check", out)

@@ -112,8 +112,16 @@ struct relay_config {
   std::string allowed_recipients;  ///< ECMAScript regex; empty: any
   std::string blocked_recipients;  ///< ECMAScript regex; empty: none
   bool preserve_message_ids = false;
+  std::string override_from;   ///< Mailpit's override-from (auto-relay and forwarding)
+  std::string subject_prefix;  ///< Mailpit's subject-prefix (auto-relay and forwarding)
   std::chrono::seconds timeout{30};
 };
+
+/// Sends `raw` from `mail_from` to `rcpt` through the SMTP server `cfg` names (libcurl;
+/// blocking, up to cfg.timeout): the one SMTP client of message release, auto-relay and
+/// forwarding. "" on success, else why not.
+std::string send_mail(const relay_config& cfg, const std::string& mail_from,
+                      const std::vector<std::string>& rcpt, const std::string& raw);
 
 struct link_check_config {
   std::size_t max_links = 100;              ///< links checked per message
