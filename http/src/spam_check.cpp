@@ -68,8 +68,10 @@ void put_number(std::string& out, double v) {
   out.append(buf, ec == std::errc() ? p : buf);
 }
 
+// The services' text is bytes: invalid UTF-8 becomes U+FFFD, as Go's encoder writes it.
 void put_string(std::string& out, std::string_view s) {
-  out += json::serialize(json::string_view(s.data(), s.size()));
+  const std::string clean = sanitize_utf8(s);
+  out += json::serialize(json::string_view(clean.data(), clean.size()));
 }
 
 void put_rules(std::string& out, const spam_result& r) {

@@ -155,6 +155,15 @@ TEST(SpamJson, SpamAssassinShapeAsMailpit) {
             "\"Score\":0,\"Rules\":null}\n");
 }
 
+TEST(SpamJson, InvalidUtf8BecomesReplacementCharacters) {
+  spam_result r;
+  r.has_rules = true;
+  r.rules.push_back({1.5, "R\xff", "caf\xc3"});
+  EXPECT_EQ(spamassassin_json(r),
+            "{\"IsSpam\":false,\"Error\":\"\",\"Score\":0,\"Rules\":[{\"Score\":1.5,\"Name\":"
+            "\"R\xef\xbf\xbd\",\"Description\":\"caf\xef\xbf\xbd\"}]}\n");
+}
+
 TEST(SpamRounding, AsMailpit) {
   EXPECT_DOUBLE_EQ(round_down_1(0.3), 0.3);
   EXPECT_DOUBLE_EQ(round_down_1(2.79), 2.7);
