@@ -20,6 +20,8 @@ PKGS=(
   libgraphicsmagick1-dev libcurl4-openssl-dev
   # test peers and tools
   postgresql-15 swaks libnet-ssleay-perl curl postfix python3 openssl valgrind
+  # a POP3 retriever for the POP3 end-to-end test
+  fetchmail
   python3-jsonschema
   # spam checks' end-to-end test: a real spamd and a real rspamd
   spamd spamassassin rspamd

@@ -3,6 +3,9 @@
 #include "api_internal.hpp"
 #include "outbound.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 namespace inlet::http::detail {
 
 namespace {
@@ -337,6 +340,29 @@ awaitable<reply> get_raw(const ctx_t& c, const request& req, const target& t, st
 
 namespace {
 
+// The type a part is shown inline with (/view/{ID}/part/{PartID}, the page's "open"): what
+// browsers display — images, PDF, plain text, audio, video, and HTML or SVG (which the
+// sandbox policy keeps from running script) — as the part says; other text as text/plain;
+// anything else is not shown but downloaded, as application/octet-stream.
+std::pair<std::string, bool> inline_type(std::string_view declared) {
+  std::string t;
+  for (char c : declared.substr(0, declared.find(';'))) {
+    if (c == ' ' || c == '\t') continue;
+    t.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  static constexpr std::string_view shown[] = {
+      "image/png",  "image/jpeg", "image/gif",  "image/webp",      "image/bmp",
+      "image/avif", "image/svg+xml", "application/pdf", "text/plain", "text/html",
+      "text/csv",   "application/json"};
+  const bool ok_chars = t.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789+-./") ==
+                        std::string::npos;
+  if (ok_chars && (std::ranges::find(shown, t) != std::end(shown) || t.starts_with("audio/") ||
+                   t.starts_with("video/")))
+    return {t, true};
+  if (ok_chars && t.starts_with("text/")) return {"text/plain", true};
+  return {"application/octet-stream", false};
+}
+
 // A file name safe inside a quoted header parameter.
 std::string header_filename(std::string_view name) {
   std::string out;
@@ -357,6 +383,11 @@ awaitable<response> get_part(const ctx_t& c, const request& req, std::string id,
   if (!part) co_return error_response(req, 404, "part not found");
   std::string type =
       part->first.content_type.empty() ? "application/octet-stream" : part->first.content_type;
+  if (view) {
+    auto [t, shown] = inline_type(type);
+    type = std::move(t);
+    view = shown;
+  }
   if (type.starts_with("text/")) {
     auto cs = mime::charset(mv.parsed(), part->first.index);
     if (cs) type += "; charset=" + *cs;

@@ -99,6 +99,32 @@ TEST_F(Ops, PartDownloadAndViewAreSandboxed) {
   EXPECT_EQ(get("/api/v1/message/" + id + "/part/1").result_int(), 404u);  // a multipart
 }
 
+TEST_F(Ops, PartViewShowsOnlySafeTypesInline) {
+  const std::string msg =
+      "From: a@example.com\r\nTo: b@example.com\r\nSubject: types\r\nMIME-Version: 1.0\r\n"
+      "Content-Type: multipart/mixed; boundary=\"o\"\r\n\r\n"
+      "--o\r\nContent-Type: text/plain\r\n\r\nbody\r\n"
+      "--o\r\nContent-Type: Application/PDF; name=\"r.pdf\"\r\n\r\n%PDF-1.4\r\n"
+      "--o\r\nContent-Type: image/svg+xml; name=\"s.svg\"\r\n\r\n<svg onload=\"x()\"/>\r\n"
+      "--o\r\nContent-Type: text/xml; charset=utf-8; name=\"d.xml\"\r\n\r\n<?xml-stylesheet?>\r\n"
+      "--o\r\nContent-Type: application/x-msdownload; name=\"a.exe\"\r\n\r\nMZ\r\n"
+      "--o--\r\n";
+  auto id = put(message("types", msg));
+  auto v = [&](const char* part) { return get("/view/" + id + "/part/" + part); };
+  EXPECT_EQ(v("2")[bh::field::content_type], "application/pdf");
+  EXPECT_EQ(v("2")[bh::field::content_disposition], "inline; filename=\"r.pdf\"");
+  EXPECT_EQ(v("3")[bh::field::content_type], "image/svg+xml");
+  EXPECT_EQ(v("3")["Content-Security-Policy"].substr(0, 9), "sandbox; ");
+  EXPECT_EQ(v("4")[bh::field::content_type], "text/plain; charset=utf-8");
+  EXPECT_EQ(v("5")[bh::field::content_type], "application/octet-stream");
+  EXPECT_EQ(v("5")[bh::field::content_disposition], "attachment; filename=\"a.exe\"");
+  // The download route keeps the declared type.
+  EXPECT_EQ(get("/api/v1/message/" + id + "/part/5")[bh::field::content_type],
+            "application/x-msdownload");
+  for (const char* p : {"2", "3", "4", "5"})
+    EXPECT_EQ(v(p)["X-Content-Type-Options"], "nosniff");
+}
+
 TEST_F(Ops, ThumbnailIsA180x120Jpeg) {
   auto id = put(message("parts", parts_message()));
   auto t = get("/api/v1/message/" + id + "/part/1.2/thumb");

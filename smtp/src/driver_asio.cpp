@@ -164,7 +164,8 @@ asio_server::asio_server(const server_config& cfg, deliver_fn d)
 }
 
 std::error_code asio_server::start() {
-  if (auto ec = tls_context::load(cfg_.tls_cert, cfg_.tls_key, tls_)) return ec;
+  if (tls_context::load(cfg_.tls_cert, cfg_.tls_key, tls_))
+    return make_error_code(errc::bad_config);
   policy_.use(tls_.get(), cfg_);
   unsigned n = cfg_.threads ? cfg_.threads : std::max(1u, std::thread::hardware_concurrency());
   bool per_core = cfg_.model == io_model::async_nn || cfg_.model == io_model::async_n2n;

@@ -230,7 +230,8 @@ blocking_server::blocking_server(const server_config& cfg, deliver_fn d,
 }
 
 std::error_code blocking_server::prepare() {
-  if (auto ec = tls_context::load(cfg_.tls_cert, cfg_.tls_key, tls_)) return ec;
+  if (tls_context::load(cfg_.tls_cert, cfg_.tls_key, tls_))
+    return make_error_code(errc::bad_config);
   policy_.use(tls_.get(), cfg_);
   return listeners_.bind(cfg_);
 }

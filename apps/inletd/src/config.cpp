@@ -27,6 +27,8 @@ config::config() {
   smtp.session.max_message_size = 50u << 20;  // Mailpit's default, 50 MiB
   http.address = "127.0.0.1";
   http.port = 8025;
+  pop3.server.address = "127.0.0.1";
+  pop3.server.port = 1110;  // Mailpit's port (on loopback, as inletd's other listeners)
   http.threads = 0;  // one per core: a client fetching large messages holds up no one else
   // Mailpit's --allow-internal-http-requests covers the link and HTML checks, not the
   // webhook: its URL is the operator's own, often on the same host.
@@ -439,6 +441,23 @@ std::string finish(config& c) {
       };
       c.smtp.session.auth_required = true;
     }
+  }
+
+  // POP3 as Mailpit runs it: on when credentials are given (a file or MP_POP3_AUTH), with
+  // implicit TLS when a certificate is (inletd's --pop3-stls: STLS on clear text instead).
+  if (const char* a = std::getenv("MP_POP3_AUTH"); a && c.pop3.users.empty()) c.pop3.users = a;
+  if (c.pop3.server.tls_cert.empty() != c.pop3.server.tls_key.empty())
+    return "--pop3-tls-cert and --pop3-tls-key go together";
+  if (std::string e = resolve_sans(c.pop3.server.tls_cert, c.pop3.server.tls_key); !e.empty())
+    return "--pop3-tls-cert: " + e;
+  if (!c.pop3.auth_file.empty() || !c.pop3.users.empty()) {
+    std::string error;
+    auto users = inlet::auth::load_credentials(c.pop3.auth_file, c.pop3.users, error);
+    if (!users) return "POP3 authentication: " + error;
+    c.pop3.server.session.auth = [users](std::string_view user, std::string_view password) {
+      return users->check(user, password);
+    };
+    c.pop3.enabled = true;
   }
 
   // HTTPS for the page and the API.

@@ -17,6 +17,7 @@
 #include <inlet/http/server.hpp>
 #include <inlet/mail/ingest.hpp>
 #include <inlet/outbound/webhook.hpp>
+#include <inlet/pop3/server.hpp>
 #include <inlet/smtp/chaos.hpp>
 #include <inlet/smtp/server.hpp>
 #include <inlet/store/memory_store.hpp>
@@ -66,6 +67,15 @@ struct config {
   /// its host is set.
   inlet::http::relay_config relay;
   std::string relay_file;
+
+  // ---- POP3 (Mailpit's: on when POP3 credentials are given) ----
+  struct pop3_settings {
+    inlet::pop3::server_config server;  ///< listener, TLS, limits; credentials set by finish
+    std::string auth_file;              ///< --pop3-auth-file
+    std::string users;                  ///< MP_POP3_AUTH: "user:password ..."
+    bool enabled = false;               ///< credentials given (finish)
+    bool listen_given = false;          ///< --pop3 or MP_POP3_BIND_ADDR
+  } pop3;
 
   // ---- store ----
   struct store_settings {

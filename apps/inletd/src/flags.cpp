@@ -220,6 +220,7 @@ const std::string logging = "Logging and shutdown";
 const std::string http = "HTTP API and web page";
 const std::string relay = "Message release (SMTP relay)";
 const std::string outbound = "Webhooks";
+const std::string pop3 = "POP3";
 
 std::string mib_text(std::uint64_t bytes) { return std::to_string(bytes >> 20); }
 
@@ -723,6 +724,7 @@ std::vector<flag> make_table() {
            for (char ch : v)
              if (static_cast<unsigned char>(ch) >= 0x20 && ch != 0x7f)
                c.smtp.session.label.push_back(ch);
+           c.pop3.server.session.label = c.smtp.session.label;
          },
          [](config&) { return std::string(); }},
         "A name for this instance: `/api/v1/webui`'s Label, the page's title, the SMTP greeting "
@@ -1017,6 +1019,47 @@ std::vector<flag> make_table() {
         "Mailpit: seconds to wait before each webhook request",
         seconds([](config& c) -> std::chrono::seconds& { return c.webhook.delay; })));
 
+  // ---- POP3 ----
+  add(f(pop3, "--pop3", "MP_POP3_BIND_ADDR",
+        "Mailpit: POP3 listener (on when POP3 credentials are given)",
+        endpoint(
+            [](config& c, const host_port& hp) {
+              c.pop3.server.address = hp.host;
+              c.pop3.server.port = hp.port;
+              c.pop3.listen_given = true;
+            },
+            [](config& c) {
+              return c.pop3.server.address + ":" + std::to_string(c.pop3.server.port);
+            }),
+        "POP3 listener (RFC 1939: USER/PASS, UIDL, TOP, CAPA). As in Mailpit it runs only when "
+        "POP3 credentials are given (`--pop3-auth-file` or `MP_POP3_AUTH`) and serves the "
+        "newest 100 messages; messages deleted over POP3 are deleted from the store at QUIT. "
+        "Port 0 picks a free port (printed at start). See docs/pop3.md."));
+  add(f(pop3, "--pop3-auth-file", "MP_POP3_AUTH_FILE",
+        "Mailpit: POP3 password file (enables POP3)",
+        file([](config& c) -> std::string& { return c.pop3.auth_file; }),
+        "Password file (the format of `--ui-auth-file`); enables the POP3 server. "
+        "`MP_POP3_AUTH` (`user:password` pairs separated by spaces) gives the same inline.",
+        "off"));
+  add(f(pop3, "--pop3-tls-cert", "MP_POP3_TLS_CERT",
+        "Mailpit: PEM certificate (or sans:NAME,...) for POP3: implicit TLS (POP3S)",
+        cert_file([](config& c) -> std::string& { return c.pop3.server.tls_cert; }),
+        "PEM certificate chain for POP3; with `--pop3-tls-key` the listener speaks TLS from "
+        "the first byte, as Mailpit's does (unless `--pop3-stls`). `sans:NAME,...` makes a "
+        "throwaway certificate at start, as for `--tls-cert`.",
+        "off"));
+  add(f(pop3, "--pop3-tls-key", "MP_POP3_TLS_KEY", "Mailpit: PEM private key for --pop3-tls-cert",
+        cert_file([](config& c) -> std::string& { return c.pop3.server.tls_key; }), {}, "off"));
+  add(f(pop3, "--pop3-stls", "",
+        "with --pop3-tls-cert: clear text with STLS (RFC 2595) instead of implicit TLS",
+        {"", true, false, false,
+         [](config& c, const std::string& v) {
+           if (truthy(v)) c.pop3.server.tls = inlet::pop3::tls_mode::stls;
+         },
+         [](config&) { return std::string("off"); }},
+        "With `--pop3-tls-cert`: the listener speaks clear text and offers STLS (RFC 2595) "
+        "instead of Mailpit's implicit TLS."));
+
   // ---- Mailpit's deprecated spellings ----
   add(deprecated("--smtp-ssl-cert", "MP_SMTP_SSL_CERT", "--smtp-tls-cert",
                  cert_file([](config& c) -> std::string& { return c.smtp.tls_cert; })));
@@ -1042,10 +1085,6 @@ std::vector<flag> make_table() {
   add(not_yet("--db-file", "MP_DATA_FILE", true));
   add(not_yet("--tenant-id", "MP_TENANT_ID", true));
   add(not_yet("--disable-auto-vacuum", "MP_DISABLE_AUTO_VACUUM", false));
-  add(not_yet("--pop3", "MP_POP3_BIND_ADDR", true));
-  add(not_yet("--pop3-auth-file", "MP_POP3_AUTH_FILE", true));
-  add(not_yet("--pop3-tls-cert", "MP_POP3_TLS_CERT", true));
-  add(not_yet("--pop3-tls-key", "MP_POP3_TLS_KEY", true));
   add(not_yet("--disable-wal", "MP_DISABLE_WAL", false));
   add(not_yet("--compression", "MP_COMPRESSION", true));
   return t;

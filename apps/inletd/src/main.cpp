@@ -11,6 +11,7 @@
 #include <cstring>
 #include <functional>
 #include <inlet/http/server.hpp>
+#include <inlet/pop3/server.hpp>
 #include <inlet/smtp/server.hpp>
 #include <inlet/store/memory_store.hpp>
 #include <memory>
@@ -169,11 +170,16 @@ int main(int argc, char** argv) {
   // The HTTP API reads the store; with --store sink it serves an always-empty store.
   inlet::store::memory_store empty_store(inlet::store::memory_store_config{1, 1});
   inlet::store::store& readable = backing ? *backing : empty_store;
+  // POP3 (docs/pop3.md): the store through its async interface, as the HTTP API reads it;
+  // started after SMTP.
+  std::unique_ptr<inlet::pop3::server> pop3;
+  if (cfg.pop3.enabled) pop3 = std::make_unique<inlet::pop3::server>(cfg.pop3.server, readable);
   inlet::http::server_config hc = cfg.http;
-  hc.api.extra_metrics = [&pipe, &store_metrics, &outbound](std::string& out) {
+  hc.api.extra_metrics = [&pipe, &store_metrics, &outbound, &pop3](std::string& out) {
     pipe.append_metrics(out);
     outbound.append_metrics(out);
     if (store_metrics) store_metrics(out);
+    if (pop3) pop3->append_metrics(out);
   };
   if (backing)
     hc.api.submit = [&pipe](inlet::http::submission m,
@@ -253,6 +259,22 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  // POP3 (docs/pop3.md), made before: its counters are on /metrics.
+  if (pop3) {
+    if (auto ec = pop3->start()) {
+      std::fprintf(stderr, "inletd: pop3 %s: %s\n",
+                   endpoint_text(cfg.pop3.server.address, cfg.pop3.server.port).c_str(),
+                   ec.message().c_str());
+      smtp.stop();
+      smtp.wait();
+      http.stop();
+      return 1;
+    }
+  } else if (cfg.pop3.listen_given) {
+    std::fprintf(stderr, "inletd: --pop3 without POP3 credentials (--pop3-auth-file or "
+                         "MP_POP3_AUTH): no POP3 server, as in Mailpit\n");
+  }
+
   for (const auto& ep : smtp.local_endpoints())
     std::printf("inletd: %s listening on %s\n", ep.lmtp ? "lmtp" : "smtp",
                 endpoint_text(ep.address, ep.port).c_str());
@@ -263,6 +285,12 @@ int main(int argc, char** argv) {
               endpoint_text(http.address(), http.port()).c_str(), cfg.store.name.c_str(),
               std::string(inlet::smtp::to_string(sc.model)).c_str(), reactor,
               sc.body_observer ? "streaming" : "after");
+  if (pop3)
+    std::printf("inletd: pop3 listening on %s (%s)\n",
+                endpoint_text(pop3->address(), pop3->port()).c_str(),
+                cfg.pop3.server.tls_cert.empty()            ? "clear text"
+                : cfg.pop3.server.tls == inlet::pop3::tls_mode::stls ? "STLS"
+                                                                     : "implicit TLS");
   std::fflush(stdout);
 
   for (;;) {
@@ -281,7 +309,9 @@ int main(int argc, char** argv) {
   std::printf("inletd: stopping: finishing transactions in flight\n");
   std::fflush(stdout);
   smtp.stop();
+  if (pop3) pop3->stop();
   smtp.wait();
+  if (pop3) pop3->wait();
   outbound.stop();
   if (metrics_http) metrics_http->stop();
   http.stop();

@@ -392,6 +392,42 @@ TEST(MailpitOptions, Webhook) {
   EXPECT_TRUE(parse({"--webhook-delay", "soon"}, bad).has_value());
 }
 
+TEST(MailpitOptions, Pop3) {
+  char users[] = "/tmp/inletd-pop3-users-XXXXXX";
+  int fd = ::mkstemp(users);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, "alice:pw\n", 9), 9);
+  ::close(fd);
+  inletd::config o;
+  ASSERT_FALSE(parse({"--pop3", "127.0.0.1:0", "--pop3-auth-file", users, "--label", "dev"}, o)
+                   .has_value());
+  EXPECT_TRUE(o.pop3.enabled);
+  EXPECT_EQ(o.pop3.server.port, 0);
+  EXPECT_EQ(o.pop3.server.session.label, "dev");
+  ASSERT_TRUE(o.pop3.server.session.auth);
+  EXPECT_TRUE(o.pop3.server.session.auth("alice", "pw"));
+  EXPECT_FALSE(o.pop3.server.session.auth("alice", "no"));
+  EXPECT_EQ(o.pop3.server.tls, inlet::pop3::tls_mode::implicit);  // Mailpit's mode
+  EXPECT_TRUE(o.ignored.empty());
+  // Credentials inline (MP_POP3_AUTH) enable it too; the listener keeps its default.
+  setenv("MP_POP3_AUTH", "bob:pw2 carol:pw3", 1);
+  inletd::config e;
+  ASSERT_FALSE(parse({"--pop3-stls"}, e).has_value());
+  unsetenv("MP_POP3_AUTH");
+  EXPECT_TRUE(e.pop3.enabled);
+  EXPECT_EQ(e.pop3.server.address, "127.0.0.1");
+  EXPECT_EQ(e.pop3.server.port, 1110);
+  EXPECT_TRUE(e.pop3.server.session.auth("carol", "pw3"));
+  EXPECT_EQ(e.pop3.server.tls, inlet::pop3::tls_mode::stls);
+  inletd::config off;
+  ASSERT_FALSE(parse({}, off).has_value());
+  EXPECT_FALSE(off.pop3.enabled);
+  // A certificate without its key is refused (exit code 2), as Mailpit refuses it.
+  inletd::config half;
+  EXPECT_EQ(parse({"--pop3-auth-file", users, "--pop3-tls-cert", users}, half).value_or(0), 2);
+  ::unlink(users);
+}
+
 TEST(MailpitOptions, OptionsWithoutEquivalentAreAcceptedAndNoted) {
   inletd::config o;
   ASSERT_FALSE(parse({"--database", "/tmp/x.db", "--verbose", "--smtp-disable-rdns", "-d", "y.db",
@@ -562,7 +598,11 @@ TEST(MailpitOptions, EveryServerFlagOfMailpitIsAccepted) {
   // What inletd does not do yet is named, never dropped silently.
   EXPECT_FALSE(o.http.api.mailpit_metrics);  // --enable-prometheus false
   EXPECT_TRUE(o.auto_relay.all);  // through the relay given
-  for (const char* named : {"--pop3=127.0.0.1:1110"}) {
+  // POP3 is supported; without credentials it stays off, as in Mailpit.
+  EXPECT_TRUE(o.pop3.listen_given);
+  EXPECT_EQ(o.pop3.server.port, 1110);
+  EXPECT_FALSE(o.pop3.enabled);
+  for (const char* named : {"--tenant-id=t1", "--disable-wal"}) {
     bool found = false;
     for (const auto& i : o.ignored) found |= i == named;
     EXPECT_TRUE(found) << named;

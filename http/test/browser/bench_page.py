@@ -6,7 +6,8 @@ side (alternating rounds) with another inletd's page as the reference (the page 
 the rebuild, say).
 
     http/web/.venv/bin/python http/test/browser/bench_page.py --inletd build/bin/inletd \\
-        [--reference-inletd OLD/inletd] [--messages 100000] [--rounds 5] [--burst 10000]
+        [--reference-inletd OLD/inletd [--reference-page old|new]] [--messages 100000] [--rounds 5]
+        [--burst 10000]
         [--out FILE.json]
 
 Times are read inside the page (performance.now(), from navigation start or from the
@@ -77,8 +78,9 @@ def measure(browser, srv, sel, n):
     page.wait_for_timeout(300)
     opened = page.evaluate(CLICK_THEN_POLL, [sel["link"], sel["subject"], 20000])
     oldest = page.evaluate(SCROLL_END, [n, 20000]) if sel is NEW else None
+    nodes = page.evaluate("document.getElementsByTagName('*').length")
     ctx.close()
-    return {"first_list_ms": first, "open_ms": opened, "oldest_ms": oldest}
+    return {"first_list_ms": first, "open_ms": opened, "oldest_ms": oldest, "dom_nodes": nodes}
 
 
 LIST_REQUEST = re.compile(r"/api/v1/(messages|search|mailbox/[^/?]+)\?")
@@ -113,6 +115,10 @@ def burst(browser, inletd, name, n):
         srv.stop()
 
 
+def markup(a, kind):
+    return NEW if kind == "new" or a.reference_page == "new" else OLD
+
+
 def first_list_and_open(a):
     servers = {}
     run.INLETD = a.inletd
@@ -127,10 +133,10 @@ def first_list_and_open(a):
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=run.CHROMIUM, args=run.CHROMIUM_ARGS)
             for k, s in servers.items():  # warm both once
-                measure(browser, s, NEW if k == "new" else OLD, a.messages)
+                measure(browser, s, markup(a, k), a.messages)
             for r in range(a.rounds):
                 for k, s in servers.items():
-                    results[k].append(measure(browser, s, NEW if k == "new" else OLD, a.messages))
+                    results[k].append(measure(browser, s, markup(a, k), a.messages))
             browser.close()
     finally:
         for s in servers.values():
@@ -145,6 +151,8 @@ def main():
     ap.add_argument("--messages", type=int, default=100000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--burst", type=int, default=0, help="also a burst of this many messages")
+    ap.add_argument("--reference-page", choices=["old", "new"], default="old",
+                    help="the reference's markup: the page before the rebuild (old) or this page's (new)")
     ap.add_argument("--out")
     a = ap.parse_args()
     run.OUT = Path(a.out).parent if a.out else Path(".")

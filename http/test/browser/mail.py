@@ -42,6 +42,25 @@ def png(width=8, height=8, rgb=(220, 40, 40)):
             + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
 
 
+def pdf():
+    """A one-page PDF a viewer can show (objects and cross-reference table written here)."""
+    objs = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 144] /Contents 4 0 R"
+            b" /Resources << /Font << /F1 5 0 R >> >> >>", None,
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    text = b"BT /F1 18 Tf 20 100 Td (inlet test PDF) Tj ET"
+    objs[3] = b"<< /Length %d >>\nstream\n" % len(text) + text + b"\nendstream"
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for k, o in enumerate(objs, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % k + o + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
+    out += b"".join(b"%010d 00000 n \n" % x for x in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
+    return bytes(out)
+
+
 def plain(i, rcpt="inbox@test.example"):
     name, frm = PEOPLE[i % len(PEOPLE)]
     m = EmailMessage()
@@ -74,8 +93,7 @@ def rich(rcpt="inbox@test.example", remote_url="http://tracker.invalid/pixel.gif
         '<p><a id="out" href="https://example.com/landing">Open the landing page</a></p>'
         '<p>' + "Paragraph of text. " * 40 + '</p></body></html>', subtype="html")
     m.get_payload()[1].add_related(png(), maintype="image", subtype="png", cid="<logo@inlet>")
-    m.add_attachment(b"%PDF-1.4\n% fake pdf for tests\n", maintype="application", subtype="pdf",
-                     filename="report.pdf")
+    m.add_attachment(pdf(), maintype="application", subtype="pdf", filename="report.pdf")
     m.add_attachment(png(32, 24, (30, 120, 200)), maintype="image", subtype="png", filename="chart.png")
     return m
 
@@ -109,6 +127,13 @@ def hostile(rcpt="inbox@test.example"):
         f'<object data="/canary-hit"></object></body></html>', subtype="html")
     m.add_attachment(b"x", maintype="application", subtype="octet-stream",
                      filename=f'<img src=x onerror="{CANARY_SCRIPT}">.txt')
+    # Attachments a browser would run script in, were they opened without the sandbox.
+    m.add_attachment(f"<html><body><h1>evil html</h1><script>{CANARY_SCRIPT};document.title='pwned'</script>"
+                     f'<img src=x onerror="{CANARY_SCRIPT}"></body></html>'.encode(),
+                     maintype="text", subtype="html", filename="evil.html")
+    m.add_attachment(f'<svg xmlns="http://www.w3.org/2000/svg" width="80" height="80" onload="{CANARY_SCRIPT}">'
+                     f'<script>{CANARY_SCRIPT}</script><rect width="80" height="80" fill="red"/></svg>'.encode(),
+                     maintype="image", subtype="svg+xml", filename="evil.svg")
     return m
 
 

@@ -86,7 +86,14 @@ export interface Message {
 export interface WebUIConfig {
   Label?: string;
   HideDeleteAllButton?: boolean;
-  MessageRelay?: { Enabled?: boolean; AllowedRecipients?: string; BlockedRecipients?: string };
+  MessageRelay?: Relay & { Enabled?: boolean };
+}
+
+export interface Relay {
+  SMTPServer?: string;
+  ReturnPath?: string;
+  AllowedRecipients?: string;
+  BlockedRecipients?: string;
 }
 
 export class ApiError extends Error {
@@ -182,6 +189,45 @@ export const rawUrl = (id: string) => `api/v1/message/${enc(id)}/raw`;
 export const partUrl = (id: string, part: string) =>
   `api/v1/message/${enc(id)}/part/${enc(part)}`;
 export const thumbUrl = (id: string, part: string) => `${partUrl(id, part)}/thumb`;
+/** A part shown in the browser (served inline, under the sandbox policy). */
+export const viewPartUrl = (id: string, part: string) => `view/${enc(id)}/part/${enc(part)}`;
+export const rawDownloadUrl = (id: string) => `${rawUrl(id)}?dl=1`;
+export const htmlBodyUrl = (id: string) => `view/${enc(id)}.html`;
+export const textBodyUrl = (id: string) => `view/${enc(id)}.txt`;
+
+/** Mailpit's HTMLCheckResponse (caniemail.com's data). */
+export interface HtmlCheckResult {
+  Name: string;
+  Family: string;
+  Platform: string;
+  Version: string;
+  Support: "yes" | "no" | "partial" | string;
+  NoteNumber: string;
+}
+export interface HtmlCheckWarning {
+  Slug: string;
+  Title: string;
+  Description: string;
+  URL: string;
+  Category: string;
+  NotesByNumber: Record<string, string>;
+  Results: HtmlCheckResult[];
+  Score: { Found: number; Supported: number; Partial: number; Unsupported: number };
+}
+export interface HtmlCheck {
+  Platforms: Record<string, string[]>;
+  Total: { Nodes: number; Tests: number; Supported: number; Partial: number; Unsupported: number };
+  Warnings: HtmlCheckWarning[] | null;
+}
+export const htmlCheck = (id: string, signal?: AbortSignal) =>
+  getJSON<HtmlCheck>(`api/v1/message/${enc(id)}/html-check`, signal);
+
+export interface LinkCheck {
+  Errors: number;
+  Links: { URL: string; StatusCode: number; Status: string }[] | null;
+}
+export const linkCheck = (id: string, follow: boolean, signal?: AbortSignal) =>
+  getJSON<LinkCheck>(`api/v1/message/${enc(id)}/link-check${follow ? "?follow=true" : ""}`, signal);
 
 /** The raw message as text: bytes decoded as UTF-8 (invalid sequences become U+FFFD). */
 export async function raw(id: string, signal?: AbortSignal): Promise<{ text: string; bytes: number }> {
@@ -261,6 +307,7 @@ export interface Capabilities {
   release: boolean; // POST api/v1/message/{ID}/release, relay configured
   label: string;
   hideDeleteAll: boolean;
+  relay?: Relay; // the relay's settings, shown when releasing
 }
 
 export async function probe(): Promise<Capabilities> {
@@ -279,6 +326,7 @@ export async function probe(): Promise<Capabilities> {
     // The route exists when it refuses GET (405) rather than not knowing the path (404).
     send: !!sendRoute && sendRoute.status === 405,
     release: !!cfg.MessageRelay?.Enabled,
+    relay: cfg.MessageRelay,
     label: cfg.Label ?? "",
     hideDeleteAll: !!cfg.HideDeleteAllButton,
   };

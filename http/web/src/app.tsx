@@ -11,9 +11,16 @@ import { MessageView, prefetch } from "./message";
 import { ListModel } from "./model";
 import * as route from "./route";
 import type { Route, Tab } from "./route";
+import { rememberSearch, SearchBox, TagList } from "./search";
+import { listWidth, savedWidth, Splitter } from "./split";
 import * as theme from "./theme";
 
 const noCaps: Capabilities = { tags: false, send: false, release: false, label: "", hideDeleteAll: false };
+
+/** The search for one tag: `tag:NAME`, quoted when the name has a space. */
+export function tagQuery(tag: string): string {
+  return /[\s"]/.test(tag) ? `tag:"${tag.replace(/"/g, "")}"` : `tag:${tag}`;
+}
 
 function isTyping(t: EventTarget | null): boolean {
   const el = t as HTMLElement | null;
@@ -43,6 +50,25 @@ export function App({ model }: { model: ListModel }) {
   const scrollTo = useRef<((i: number) => void) | null>(null);
   const search = useRef<HTMLInputElement>(null);
   const [searchText, setSearchText] = useState(r.q);
+  const [listW, setListW] = useState(savedWidth);
+  const [winW, setWinW] = useState(innerWidth);
+  const [tagsOpen, setTagsOpen] = useState(false);
+  const pickTag = (t: string) => {
+    const q = tagQuery(t);
+    rememberSearch(q);
+    setTagsOpen(false);
+    route.go({ q, m: "", view: "" });
+  };
+  const [listHidden, setListHidden] = useState(() => localStorage.getItem("inlet.listHidden") === "1");
+  useEffect(() => {
+    const f = () => setWinW(innerWidth);
+    addEventListener("resize", f);
+    return () => removeEventListener("resize", f);
+  }, []);
+  const toggleList = () => {
+    localStorage.setItem("inlet.listHidden", listHidden ? "0" : "1");
+    setListHidden(!listHidden);
+  };
 
   useEffect(() => model.subscribe(bump), [model]);
   useEffect(
@@ -220,6 +246,20 @@ export function App({ model }: { model: ListModel }) {
     }
   };
 
+  /** Opens the message before (-1) or after (+1) the open one in the list. */
+  const step = async (d: number) => {
+    const at = (r.m ? model.position(r.m) : undefined) ?? cursor;
+    const n = at + d;
+    if (n < 0 || n >= model.total) return;
+    if (!model.row(n)) await model.load(n, n);
+    const m = model.row(n);
+    if (!m) return;
+    setCursor(n);
+    scrollTo.current?.(n);
+    open(m.ID, n, true);
+  };
+  const openPos = r.m ? model.position(r.m) : undefined;
+
   const move = (d: number) => {
     // The first key press goes to the list: it focuses the cursor's row where it is.
     const inRows = !!document.activeElement?.closest?.(".list-rows");
@@ -228,6 +268,7 @@ export function App({ model }: { model: ListModel }) {
     scrollTo.current?.(n);
     setFocusCursor((k) => k + 1);
     if (r.m) {
+      if (openPos !== undefined && openPos !== cursor) return void step(d);
       const m = model.row(n);
       if (m && m.ID !== r.m) open(m.ID, n, true);
     }
@@ -328,11 +369,6 @@ export function App({ model }: { model: ListModel }) {
     }
   };
 
-  const submitSearch = (e: Event) => {
-    e.preventDefault();
-    const q = searchText.trim();
-    if (q !== r.q) route.go({ q, m: "", view: "" });
-  };
 
   const count = model.loaded
     ? `${model.total.toLocaleString()} ${r.q ? (model.total === 1 ? "result" : "results") : model.total === 1 ? "message" : "messages"}${model.unread ? `, ${model.unread.toLocaleString()} unread` : ""}`
@@ -341,7 +377,7 @@ export function App({ model }: { model: ListModel }) {
       : "Loading…";
 
   return (
-    <div class={`app${r.m ? " has-msg" : ""}`}>
+    <div class={`app${r.m ? " has-msg" : ""}${r.m && listHidden ? " list-hidden" : ""}`}>
       <a class="skip" href="#list-start">
         Skip to messages
       </a>
@@ -358,22 +394,15 @@ export function App({ model }: { model: ListModel }) {
           </a>
           {caps.label ? <span class="label">{caps.label}</span> : null}
         </h1>
-        <form class="search" role="search" onSubmit={submitSearch}>
-          <label class="vh" for="q">
-            Search messages
-          </label>
-          <input
-            id="q"
-            ref={search}
-            type="search"
-            autocomplete="off"
-            spellcheck={false}
-            placeholder="Search: from:ann subject:invoice is:unread mailbox:box@example.com"
-            value={searchText}
-            onInput={(e) => setSearchText((e.currentTarget as HTMLInputElement).value)}
-          />
-          <button type="submit">Search</button>
-        </form>
+        <SearchBox
+          value={searchText}
+          inputRef={search}
+          onInput={setSearchText}
+          onSubmit={(q) => {
+            setSearchText(q);
+            if (q !== r.q) route.go({ q, m: "", view: "" });
+          }}
+        />
         <div class="top-tools">
           <span class={`live ${live}`} role="status" title="Live updates">
             <span class="live-dot" aria-hidden="true" />
@@ -412,7 +441,7 @@ export function App({ model }: { model: ListModel }) {
           </button>
         </div>
       </header>
-      <main class="panes">
+      <main class="panes" style={{ "--list-w": `${listWidth(listW, winW)}px` }}>
         <section class="list-pane" aria-label="Message list">
           <div class="list-bar" id="list-start">
             <input
@@ -438,9 +467,11 @@ export function App({ model }: { model: ListModel }) {
                   Mark unread
                 </button>
                 {caps.tags ? <BulkTag known={model.tags} onTag={bulkTag} /> : null}
-                <button type="button" class="danger" onClick={bulkDelete}>
-                  Delete
-                </button>
+                {caps.hideDeleteAll && allSelected && !r.q ? null : (
+                  <button type="button" class="danger" onClick={bulkDelete}>
+                    Delete
+                  </button>
+                )}
                 <button type="button" onClick={clearSelection}>
                   Clear
                 </button>
@@ -464,7 +495,23 @@ export function App({ model }: { model: ListModel }) {
                 ) : null}
               </span>
             )}
+            {caps.tags && !nSelected ? (
+              <button
+                type="button"
+                class="tags-toggle"
+                aria-expanded={tagsOpen}
+                aria-controls="tag-panel"
+                onClick={() => setTagsOpen(!tagsOpen)}
+              >
+                Tags{model.tags.length ? ` (${model.tags.length})` : ""}
+              </button>
+            ) : null}
           </div>
+          {tagsOpen ? (
+            <nav class="tag-panel" id="tag-panel" aria-label="Tags">
+              <TagList tags={model.tags} query={tagQuery} current={r.q} onPick={pickTag} />
+            </nav>
+          ) : null}
           {model.error ? <p class="error list-error">Could not load the list: {model.error}</p> : null}
           {model.loaded && model.total === 0 ? (
             <p class="empty">{r.q ? "Nothing matches this search." : "No messages yet. Send one to the SMTP port."}</p>
@@ -480,8 +527,11 @@ export function App({ model }: { model: ListModel }) {
             onToggle={(i, id, shift) => void toggle(i, id, shift)}
             onCursor={setCursor}
             scrollRef={scrollTo}
+            onTag={pickTag}
+            width={winW <= 640 || !r.m ? winW : listHidden ? 0 : listWidth(listW, winW)}
           />
         </section>
+        {r.m && !listHidden ? <Splitter width={listWidth(listW, winW)} windowW={winW} onWidth={setListW} /> : null}
         <section class="msg-pane" aria-label="Message">
           {r.m ? (
             <MessageView
@@ -492,6 +542,12 @@ export function App({ model }: { model: ListModel }) {
               gone={gone.has(r.m)}
               onTab={(t: Tab) => route.go({ ...r, view: t }, true)}
               onBack={closeMessage}
+              listHidden={listHidden}
+              onToggleList={toggleList}
+              canPrev={openPos !== undefined ? openPos > 0 : cursor > 0}
+              canNext={openPos !== undefined ? openPos < model.total - 1 : cursor < model.total - 1}
+              onStep={(d) => void step(d)}
+              onTag={pickTag}
               onDelete={deleteOne}
               onRead={setRead}
               onTags={setTags}
@@ -528,10 +584,15 @@ export function App({ model }: { model: ListModel }) {
       {dialog === "release" && releasing ? (
         <ReleaseDialog
           message={releasing}
+          relay={caps.relay}
           onClose={() => setDialog("")}
-          onDone={(n) => {
+          onDone={(n, deleted) => {
             setDialog("");
-            flash(`Released to ${n} recipient${n === 1 ? "" : "s"}`);
+            flash(`Released to ${n} recipient${n === 1 ? "" : "s"}${deleted ? " and deleted" : ""}`);
+            if (deleted) {
+              if (r.m === releasing.ID) route.go({ q: r.q, m: "", view: "" }, true);
+              model.reload();
+            }
           }}
         />
       ) : null}

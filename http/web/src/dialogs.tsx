@@ -29,14 +29,15 @@ function Dialog(p: { title: string; onClose: () => void; children: ComponentChil
 }
 
 const keys: [string, string][] = [
-  ["j / ↓", "next message"],
-  ["k / ↑", "previous message"],
+  ["j / ↓", "next message (with one open: open the next)"],
+  ["k / ↑", "previous message (with one open: open the previous)"],
   ["Home / End", "first / last message"],
   ["Enter", "open the message"],
   ["x", "select or unselect (Shift+x: a range)"],
   ["Delete / #", "delete the selection, or the open message"],
   ["/", "search"],
   ["Esc", "clear the selection, close the message, leave the search box"],
+  ["← / →", "on the handle beside the list: narrow or widen it"],
   ["?", "this help"],
 ];
 
@@ -118,31 +119,79 @@ export function ComposeDialog({ onClose, onSent }: { onClose: () => void; onSent
   );
 }
 
-export function ReleaseDialog(p: { message: Message; onClose: () => void; onDone: (n: number) => void }) {
+export function ReleaseDialog(p: {
+  message: Message;
+  relay?: api.Relay;
+  onClose: () => void;
+  onDone: (n: number, deleted: boolean) => void;
+}) {
   const [err, setErr] = useState("");
+  const [busy, setBusy] = useState(false);
   const initial = (p.message.To ?? []).map((a) => a.Address).join(", ");
   const submit = async (e: Event) => {
     e.preventDefault();
-    const to = split(String(new FormData(e.currentTarget as HTMLFormElement).get("to") ?? ""));
+    const data = new FormData(e.currentTarget as HTMLFormElement);
+    const to = split(String(data.get("to") ?? ""));
+    const del = data.get("delete") === "on";
+    setBusy(true);
     try {
       await api.release(p.message.ID, to);
-      p.onDone(to.length);
+      if (del) await api.remove([p.message.ID]);
+      p.onDone(to.length, del);
     } catch (x) {
       setErr(String(x));
+    } finally {
+      setBusy(false);
     }
   };
+  const r = p.relay ?? {};
   return (
     <Dialog title="Release message" onClose={p.onClose}>
       <form class="form" onSubmit={submit}>
         <p>
           Relays “{p.message.Subject || "(no subject)"}” from {addr(p.message.From)} through the configured SMTP server.
         </p>
+        <dl class="relay">
+          {r.SMTPServer ? (
+            <>
+              <dt>SMTP server</dt>
+              <dd>{r.SMTPServer}</dd>
+            </>
+          ) : null}
+          {r.ReturnPath ? (
+            <>
+              <dt>Return-Path</dt>
+              <dd>{r.ReturnPath}</dd>
+            </>
+          ) : null}
+          {r.AllowedRecipients ? (
+            <>
+              <dt>Allowed recipients</dt>
+              <dd>
+                <code>{r.AllowedRecipients}</code>
+              </dd>
+            </>
+          ) : null}
+          {r.BlockedRecipients ? (
+            <>
+              <dt>Blocked recipients</dt>
+              <dd>
+                <code>{r.BlockedRecipients}</code>
+              </dd>
+            </>
+          ) : null}
+        </dl>
         <label>
           To <input name="to" type="text" required value={initial} />
         </label>
+        <label class="inline">
+          <input name="delete" type="checkbox" /> Delete the message after releasing it
+        </label>
         {err ? <p class="error">{err}</p> : null}
         <div class="form-actions">
-          <button type="submit">Release</button>
+          <button type="submit" disabled={busy}>
+            Release
+          </button>
         </div>
       </form>
     </Dialog>

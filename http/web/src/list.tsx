@@ -3,9 +3,10 @@
 // so the scrollbar reaches the oldest of 100,000 messages in one drag and the model
 // fetches just that window. Past MAX_PX of height the scroll position maps onto positions
 // proportionally (browsers cap element heights at a few million pixels).
+import { Component } from "preact";
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import type { Summary } from "./api";
-import { shortDate, longDate, who, addr } from "./format";
+import { shortDate, longDate, who, addr, size } from "./format";
 import type { ListModel } from "./model";
 import { Paperclip } from "./icons";
 import { href } from "./route";
@@ -24,26 +25,35 @@ export interface ListProps {
   onToggle: (index: number, id: string, shift: boolean) => void;
   onCursor: (index: number) => void;
   scrollRef: { current: ((index: number) => void) | null };
+  onTag: (tag: string) => void;
+  width: number; // the list's width as the page lays it out (known before it is measured)
 }
 
-function useRowHeight(): number {
-  const q = "(max-width: 640px)";
-  const [phone, setPhone] = useState(() => matchMedia(q).matches);
-  useEffect(() => {
-    const m = matchMedia(q);
-    const f = () => setPhone(m.matches);
-    m.addEventListener("change", f);
-    return () => m.removeEventListener("change", f);
-  }, []);
-  return phone ? 60 : 34;
-}
+// A list this wide shows a message on one line (sender, recipient, subject, tags, size,
+// date); a narrower one (a message open beside it, a tablet, a phone) on two, so the
+// subject keeps the whole second line instead of a sliver between the other columns.
+const WIDE_PX = 860;
+const TIGHT_PX = 440;
+const ROW_WIDE = 34;
+const ROW_NARROW = 56;
+
+// The sender and recipient columns of a one-line row grow with the list, within limits
+// (set here rather than with container query units: resizing the list then restyles once).
+const clampPx = (v: number, lo: number, hi: number) => Math.round(Math.min(hi, Math.max(lo, v)));
 
 export function List(p: ListProps) {
   const { model } = p;
-  const rowH = useRowHeight();
   const box = useRef<HTMLDivElement>(null);
   const [scrollTop, setScrollTop] = useState(0);
   const [viewH, setViewH] = useState(600);
+  const [measuredW, setViewW] = useState(0);
+  // The width the page is giving the list right now: a message opened or closed changes
+  // it, and the rows take their new layout in the same render instead of one frame later.
+  const hinted = useRef(p.width);
+  const viewW = p.width !== hinted.current || !measuredW ? p.width : measuredW;
+  hinted.current = p.width;
+  const wide = viewW >= WIDE_PX;
+  const rowH = wide ? ROW_WIDE : ROW_NARROW;
   const frame = useRef(0);
 
   const total = model.total;
@@ -69,7 +79,10 @@ export function List(p: ListProps) {
 
   useEffect(() => {
     const el = box.current!;
-    const ro = new ResizeObserver(() => setViewH(el.clientHeight));
+    const ro = new ResizeObserver(() => {
+      setViewH(el.clientHeight);
+      setViewW(el.clientWidth);
+    });
     ro.observe(el);
     return () => ro.disconnect();
   }, []);
@@ -121,12 +134,17 @@ export function List(p: ListProps) {
     });
   };
 
+  // Rows call the latest handlers through this, so a row whose data did not change is not
+  // rendered again when the page is (opening a message, a keystroke, a live update).
+  const latest = useRef(p);
+  latest.current = p;
   const rows = [];
   for (let i = from; i <= to; i++) {
     const m = model.row(i);
     rows.push(
       m ? (
-        <Row key={m.ID} m={m} i={i} total={total} p={p} />
+        <Row key={m.ID} m={m} i={i} total={total} p={latest} sel={p.isSelected(m.ID)} cur={i === p.cursor}
+          isOpen={m.ID === p.open} query={p.query} />
       ) : (
         <div key={`ph${i}`} class="row ph" aria-hidden="true" data-index={i}>
           <span class="bar" />
@@ -136,7 +154,8 @@ export function List(p: ListProps) {
   }
 
   return (
-    <div class="list-scroll" ref={box} onScroll={onScroll}>
+    <div class={`list-scroll ${wide ? "lw-wide" : viewW < TIGHT_PX ? "lw-narrow lw-tight" : "lw-narrow"}`} ref={box} onScroll={onScroll}
+      style={{ "--row-h": `${rowH}px`, "--from-w": `${clampPx(0.105 * viewW, 77, 168)}px`, "--to-w": `${clampPx(0.085 * viewW, 70, 140)}px` }}>
       <div class="list-space" style={{ height: `${height}px` }}>
         <div class="list-rows" role="list" aria-label="Messages" style={{ transform: `translateY(${offsetY}px)` }}>
           {rows}
@@ -146,12 +165,44 @@ export function List(p: ListProps) {
   );
 }
 
-function Row({ m, i, total, p }: { m: Summary; i: number; total: number; p: ListProps }) {
-  const sel = p.isSelected(m.ID);
-  const cur = i === p.cursor;
-  const cls = `row${m.Read ? "" : " unread"}${sel ? " sel" : ""}${cur ? " cur" : ""}${m.ID === p.open ? " open" : ""}`;
+interface RowProps {
+  m: Summary;
+  i: number;
+  total: number;
+  p: { current: ListProps };
+  sel: boolean;
+  cur: boolean;
+  isOpen: boolean;
+  query: string;
+}
+
+class Row extends Component<RowProps> {
+  shouldComponentUpdate(n: RowProps) {
+    const o = this.props;
+    return n.m !== o.m || n.i !== o.i || n.total !== o.total || n.sel !== o.sel || n.cur !== o.cur ||
+      n.isOpen !== o.isOpen || n.query !== o.query;
+  }
+  render() {
+    return <RowView {...this.props} />;
+  }
+}
+
+function RowView({ m, i, total, p: ref, sel, cur, isOpen, query }: RowProps) {
+  const p = {
+    onToggle: (i: number, id: string, shift: boolean) => ref.current.onToggle(i, id, shift),
+    onCursor: (i: number) => ref.current.onCursor(i),
+    onOpen: (id: string, i: number) => ref.current.onOpen(id, i),
+    onTag: (t: string) => ref.current.onTag(t),
+    query,
+  };
+  const cls = `row${m.Read ? "" : " unread"}${sel ? " sel" : ""}${cur ? " cur" : ""}${isOpen ? " open" : ""}`;
   const subject = m.Subject || "(no subject)";
   const tags = m.Tags ?? [];
+  const to = m.To?.[0];
+  const moreTo = (m.Totals?.To ?? m.To?.length ?? 0) - (to ? 1 : 0);
+  // The row is a grid; the link stretches over all of it (its ::after), so a click
+  // anywhere opens the message, while the checkbox and the tag buttons sit above it.
+  // Every cell is always there, empty or not, so the dates line up.
   return (
     <div class={cls} role="listitem" aria-setsize={total} aria-posinset={i + 1} data-index={i} data-id={m.ID}>
       <input
@@ -183,33 +234,49 @@ function Row({ m, i, total, p }: { m: Summary; i: number; total: number; p: List
         }}
       >
         <span class="dot" aria-hidden="true" />
-        <span class="from" title={addr(m.From)}>
-          {m.Read ? "" : <span class="vh">Unread. </span>}
-          {who(m.From) || "(no sender)"}
+        <span class="who">
+          <span class="from" title={addr(m.From)}>
+            {m.Read ? "" : <span class="vh">Unread. </span>}
+            <bdi>{who(m.From) || "(no sender)"}</bdi>
+          </span>
+          <span class="to" title={(m.To ?? []).map(addr).join(", ")}>
+            <span class="arrow" aria-hidden="true">→ </span>
+            <span class="vh">to </span>
+            {to ? <bdi>{who(to)}</bdi> : <span class="muted">(no recipient)</span>}
+            {moreTo > 0 ? <span class="more-to"> +{moreTo}</span> : null}
+          </span>
         </span>
         <span class="subj">
-          <span class="s">{subject}</span>
+          <bdi class="s" dir="auto">{subject}</bdi>
           {m.Snippet ? <span class="snip"> — {m.Snippet}</span> : null}
         </span>
-        {tags.length ? (
-          <span class="tags">
-            {tags.slice(0, 3).map((t) => (
-              <span class="tag" key={t}>
-                {t}
-              </span>
-            ))}
-          </span>
-        ) : null}
-        {m.Attachments > 0 ? (
-          <span class="att" title={`${m.Attachments} attachment${m.Attachments > 1 ? "s" : ""}`}>
-            <Paperclip />
-            <span class="vh">, has attachments</span>
-          </span>
-        ) : null}
-        <time class="date" dateTime={m.Created} title={longDate(m.Created)}>
-          {shortDate(m.Created)}
-        </time>
       </a>
+      <span class="tags">
+        {tags.slice(0, 3).map((t) => (
+          <button
+            type="button"
+            class="tag"
+            key={t}
+            tabIndex={cur ? 0 : -1}
+            aria-label={`Messages tagged ${t}`}
+            onClick={() => p.onTag(t)}
+          >
+            {t}
+          </button>
+        ))}
+      </span>
+      <span class="att" title={m.Attachments > 0 ? `${m.Attachments} attachment${m.Attachments > 1 ? "s" : ""}` : undefined}>
+        {m.Attachments > 0 ? (
+          <>
+            <Paperclip />
+            <span class="vh">has attachments</span>
+          </>
+        ) : null}
+      </span>
+      <span class="size">{size(m.Size)}</span>
+      <time class="date" dateTime={m.Created} title={longDate(m.Created)}>
+        {shortDate(m.Created)}
+      </time>
     </div>
   );
 }

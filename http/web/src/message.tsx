@@ -6,7 +6,9 @@ import type { Capabilities, Message, Part } from "./api";
 import { addr, addrs, longDate, size } from "./format";
 import { prepare } from "./frame";
 import { tokenize } from "./highlight";
+import { save, screenshot } from "./screenshot";
 import type { Tab } from "./route";
+import { Download } from "./icons";
 import { TagEditor } from "./tags";
 
 export interface MessageProps {
@@ -22,9 +24,28 @@ export interface MessageProps {
   onRelease: (m: Message) => void;
   onLoaded: (m: Message) => void;
   gone: boolean; // deleted while open
+  listHidden: boolean;
+  onToggleList: () => void;
+  canPrev: boolean;
+  canNext: boolean;
+  onStep: (d: number) => void;
+  onTag: (tag: string) => void;
 }
 
 const remoteAllowed = new Set<string>(); // message IDs whose remote content the user allowed
+
+const PHONE = "(max-width: 640px)";
+/** Whether a media query matches, following changes. */
+export function useMedia(q: string): boolean {
+  const [on, setOn] = useState(() => matchMedia(q).matches);
+  useEffect(() => {
+    const m = matchMedia(q);
+    const f = () => setOn(m.matches);
+    m.addEventListener("change", f);
+    return () => m.removeEventListener("change", f);
+  }, [q]);
+  return on;
+}
 
 // A message asked for when its row is clicked, before the view renders (opening marks
 // it read, so never on hover).
@@ -45,6 +66,19 @@ export function MessageView(p: MessageProps) {
   const [err, setErr] = useState("");
   const [read, setRead] = useState(true);
   const [tags, setTags] = useState<string[]>([]);
+  const phone = useMedia(PHONE);
+  // The HTML check is asked for once the message is there: its score labels the tab.
+  const [check, setCheck] = useState<api.HtmlCheck | string | null>(null);
+  useEffect(() => {
+    setCheck(null);
+    if (!m || !m.HTML) return;
+    const ac = new AbortController();
+    api
+      .htmlCheck(m.ID, ac.signal)
+      .then(setCheck)
+      .catch((e: unknown) => !ac.signal.aborted && setCheck(e instanceof Error ? e.message : String(e)));
+    return () => ac.abort();
+  }, [m?.ID]);
 
   useLayoutEffect(() => {
     const ac = new AbortController();
@@ -102,12 +136,15 @@ export function MessageView(p: MessageProps) {
 
   const tab: Tab = p.tab || (m.HTML ? "html" : "text");
   const parts = [...(m.Inline ?? []), ...(m.Attachments ?? [])];
+  const score = check && typeof check !== "string" ? ` ${Math.round(check.Total.Supported)}%` : "";
   const tabs: [Tab, string][] = [
     ["html", "HTML"],
     ["text", "Text"],
-    ["source", "HTML source"],
+    ["source", phone ? "Source" : "HTML source"],
     ["headers", "Headers"],
     ["raw", "Raw"],
+    ["check", (phone ? "Check" : "HTML Check") + score],
+    ["links", phone ? "Links" : "Link Check"],
   ];
   const tabIds = (t: Tab) => `tab-${t}`;
 
@@ -115,6 +152,20 @@ export function MessageView(p: MessageProps) {
     <article class="msg" aria-labelledby="msg-subject">
       <div class="msg-tools" role="toolbar" aria-label="Message actions">
         {back}
+        <button type="button" class="list-toggle" onClick={p.onToggleList}
+          title={p.listHidden ? "Show the message list beside the message" : "Hide the message list"}>
+          {p.listHidden ? "Show list" : "Hide list"}
+        </button>
+        <span class="seg prev-next">
+          <button type="button" aria-label="Previous message" title="Previous message (k)" aria-keyshortcuts="k"
+            disabled={!p.canPrev} onClick={() => p.onStep(-1)}>
+            <span aria-hidden="true">↑</span>
+          </button>
+          <button type="button" aria-label="Next message" title="Next message (j)" aria-keyshortcuts="j"
+            disabled={!p.canNext} onClick={() => p.onStep(1)}>
+            <span aria-hidden="true">↓</span>
+          </button>
+        </span>
         <button
           type="button"
           onClick={() => {
@@ -132,45 +183,69 @@ export function MessageView(p: MessageProps) {
             Release…
           </button>
         ) : null}
-        <a class="button" href={api.rawUrl(m.ID)} download={`${m.ID}.eml`}>
-          Download .eml
-        </a>
+        <Downloads m={m} />
       </div>
       {p.gone ? <p class="notice">This message has been deleted.</p> : null}
-      <h2 id="msg-subject" tabIndex={-1} ref={heading}>
+      <h2 id="msg-subject" tabIndex={-1} ref={heading} dir="auto">
         {m.Subject || "(no subject)"}
       </h2>
-      <dl class="hdrs">
-        <Field k="From" v={addr(m.From)} />
-        <Field k="To" v={addrs(m.To)} more={more(m.To, m.Totals?.To)} />
-        <Field k="Cc" v={addrs(m.Cc)} more={more(m.Cc, m.Totals?.Cc)} />
-        <Field k="Bcc" v={addrs(m.Bcc)} more={more(m.Bcc, m.Totals?.Bcc)} />
-        <Field k="Reply-To" v={addrs(m.ReplyTo)} more={more(m.ReplyTo, m.Totals?.ReplyTo)} />
-        <Field k="Date" v={longDate(m.Date)} />
-        <Field k="Received" v={longDate(m.Created)} />
-        <Field k="Size" v={size(m.Size)} />
-        {m.Envelope ? <Envelope e={m.Envelope} /> : null}
-        <dt>Tags</dt>
-        <dd>
-          <TagEditor
-            tags={tags}
-            known={p.knownTags}
-            editable={p.caps.tags}
-            onChange={(t) => {
-              setTags(t);
-              p.onTags(m.ID, t);
-            }}
-          />
-        </dd>
-      </dl>
-      {parts.length ? (
-        <Attachments
-          id={m.ID}
-          parts={m.Attachments ?? []}
-          inline={m.Inline ?? []}
-          more={more(m.Attachments, m.Totals?.Attachments)}
-        />
-      ) : null}
+      {(() => {
+        const primary = (
+          <>
+            <Field k="From" v={addr(m.From)} />
+            <Field k="To" v={addrs(m.To)} more={more(m.To, m.Totals?.To)} />
+            <Field k="Date" v={longDate(m.Date)} />
+          </>
+        );
+        const rest = (
+          <>
+            <Field k="Cc" v={addrs(m.Cc)} more={more(m.Cc, m.Totals?.Cc)} />
+            <Field k="Bcc" v={addrs(m.Bcc)} more={more(m.Bcc, m.Totals?.Bcc)} />
+            <Field k="Reply-To" v={addrs(m.ReplyTo)} more={more(m.ReplyTo, m.Totals?.ReplyTo)} />
+            <Field k="Return-Path" v={m.ReturnPath ? `<${m.ReturnPath}>` : ""} />
+            <Field k="Received" v={longDate(m.Created)} />
+            <Field k="Size" v={size(m.Size)} />
+            {m.Envelope ? <Envelope e={m.Envelope} /> : null}
+            <dt>Tags</dt>
+            <dd>
+              <TagEditor
+                tags={tags}
+                known={p.knownTags}
+                editable={p.caps.tags}
+                onPick={p.onTag}
+                onChange={(t) => {
+                  setTags(t);
+                  p.onTags(m.ID, t);
+                }}
+              />
+            </dd>
+          </>
+        );
+        // On a phone the body comes first: the rest of the headers and the attachments
+        // are one tap away.
+        return phone ? (
+          <>
+            <dl class="hdrs">{primary}</dl>
+            <details class="more-hdrs">
+              <summary>
+                Details{parts.length ? `, ${parts.length} attachment${parts.length > 1 ? "s" : ""}` : ""}
+              </summary>
+              <dl class="hdrs">{rest}</dl>
+              {parts.length ? <Attachments id={m.ID} parts={m.Attachments ?? []} inline={m.Inline ?? []}
+                more={more(m.Attachments, m.Totals?.Attachments)} /> : null}
+            </details>
+          </>
+        ) : (
+          <>
+            <dl class="hdrs">
+              {primary}
+              {rest}
+            </dl>
+            {parts.length ? <Attachments id={m.ID} parts={m.Attachments ?? []} inline={m.Inline ?? []}
+              more={more(m.Attachments, m.Totals?.Attachments)} /> : null}
+          </>
+        );
+      })()}
       <div class="tabs" role="tablist" aria-label="Views of the message">
         {tabs.map(([t, label]) => (
           <button
@@ -201,6 +276,8 @@ export function MessageView(p: MessageProps) {
         {tab === "source" ? <SourceView html={m.HTML} /> : null}
         {tab === "headers" ? <HeadersView id={m.ID} /> : null}
         {tab === "raw" ? <RawView id={m.ID} /> : null}
+        {tab === "check" ? <HtmlCheckView m={m} check={check} /> : null}
+        {tab === "links" ? <LinkCheckView id={m.ID} /> : null}
       </div>
     </article>
   );
@@ -256,7 +333,7 @@ function Attachments({ id, parts, inline, more }: { id: string; parts: Part[]; i
       <h3 class="vh">Attachments</h3>
       <ul>
         {list.map((a) => (
-          <li key={a.PartID}>
+          <li key={a.PartID} class="att-item">
             <AttachmentLink id={id} a={a} inline={inline.includes(a)} />
           </li>
         ))}
@@ -273,23 +350,73 @@ function Attachments({ id, parts, inline, more }: { id: string; parts: Part[]; i
 function AttachmentLink({ id, a, inline }: { id: string; a: Part; inline: boolean }) {
   const [thumb, setThumb] = useState(/^image\//i.test(a.ContentType));
   const name = a.FileName || (a.ContentID ? `cid:${a.ContentID.replace(/^<|>$/g, "")}` : `part ${a.PartID}`);
+  // The card opens the part in a new tab (served inline under the sandbox policy, so an
+  // HTML or SVG attachment runs no script); the arrow beside it downloads it.
   return (
-    <a class="att-link" href={api.partUrl(id, a.PartID)} download={a.FileName || `part-${a.PartID}`}>
-      {thumb ? (
-        <img class="thumb" src={api.thumbUrl(id, a.PartID)} alt="" loading="lazy" onError={() => setThumb(false)} />
-      ) : (
-        <span class="thumb file" aria-hidden="true">
-          {(a.FileName.includes(".") ? a.FileName.split(".").pop()! : a.ContentType.split("/").pop() || "file")
-            .slice(0, 4)
-            .toUpperCase()}
+    <>
+      <a class="att-link" href={api.viewPartUrl(id, a.PartID)} target="_blank" rel="noopener noreferrer"
+        title={`Open ${name} in a new tab`}>
+        {thumb ? (
+          <img class="thumb" src={api.thumbUrl(id, a.PartID)} alt="" loading="lazy" onError={() => setThumb(false)} />
+        ) : (
+          <span class="thumb file" aria-hidden="true">
+            {(a.FileName.includes(".") ? a.FileName.split(".").pop()! : a.ContentType.split("/").pop() || "file")
+              .slice(0, 4)
+              .toUpperCase()}
+          </span>
+        )}
+        <span class="att-name"><bdi>{name}</bdi></span>
+        <span class="att-meta">
+          {a.ContentType} · {size(a.Size)}
+          {inline ? " · inline" : ""}
         </span>
-      )}
-      <span class="att-name">{name}</span>
-      <span class="att-meta">
-        {a.ContentType} · {size(a.Size)}
-        {inline ? " · inline" : ""}
-      </span>
-    </a>
+      </a>
+      <a class="att-dl button" href={api.partUrl(id, a.PartID)} download={a.FileName || `part-${a.PartID}`}
+        aria-label={`Download ${name}`} title={`Download ${name}`}>
+        <Download />
+      </a>
+    </>
+  );
+}
+
+/** Downloads of the message: its raw bytes, its HTML body and its text body. */
+function Downloads({ m }: { m: Message }) {
+  const ref = useRef<HTMLDetailsElement>(null);
+  const close = () => ref.current?.removeAttribute("open");
+  useEffect(() => {
+    const outside = (e: Event) => {
+      if (ref.current && !ref.current.contains(e.target as Node)) close();
+    };
+    document.addEventListener("click", outside);
+    return () => document.removeEventListener("click", outside);
+  }, []);
+  return (
+    <details class="menu" ref={ref} onKeyDown={(e) => e.key === "Escape" && (close(), e.stopPropagation())}>
+      <summary class="button">
+        <Download /> Download
+      </summary>
+      <ul class="menu-list">
+        <li>
+          <a href={api.rawDownloadUrl(m.ID)} download={`${m.ID}.eml`} onClick={close}>
+            Raw message (.eml)
+          </a>
+        </li>
+        {m.HTML ? (
+          <li>
+            <a href={api.htmlBodyUrl(m.ID)} download={`${m.ID}.html`} onClick={close}>
+              HTML body (.html)
+            </a>
+          </li>
+        ) : null}
+        {m.Text ? (
+          <li>
+            <a href={api.textBodyUrl(m.ID)} download={`${m.ID}.txt`} onClick={close}>
+              Text body (.txt)
+            </a>
+          </li>
+        ) : null}
+      </ul>
+    </details>
   );
 }
 
@@ -299,6 +426,8 @@ function HtmlView({ m, parts }: { m: Message; parts: Part[] }) {
   const [allow, setAllow] = useState(remoteAllowed.has(m.ID));
   const [width, setWidth] = useState<Width>(() => (localStorage.getItem("inlet.width") as Width) || "desktop");
   const frame = useRef<HTMLIFrameElement>(null);
+  const [shooting, setShooting] = useState(false);
+  const [shotErr, setShotErr] = useState("");
   const prepared = useMemo(() => (m.HTML ? prepare(m.HTML, m.ID, parts, allow) : null), [m.ID, m.HTML, allow]);
 
   // The frame shares the page's origin (no scripts: the sandbox has no allow-scripts), so
@@ -327,6 +456,7 @@ function HtmlView({ m, parts }: { m: Message; parts: Part[] }) {
     };
   }, [prepared]);
 
+  const phone = useMedia(PHONE);
   if (!prepared) return <p class="muted">This message has no HTML part.</p>;
   const widths: [Width, string][] = [
     ["phone", "Phone"],
@@ -336,7 +466,7 @@ function HtmlView({ m, parts }: { m: Message; parts: Part[] }) {
   return (
     <div class="html-view">
       <div class="html-bar">
-        <div class="seg" role="group" aria-label="Preview width">
+        {phone ? null : <div class="seg" role="group" aria-label="Preview width">
           {widths.map(([w, label]) => (
             <button
               type="button"
@@ -350,7 +480,26 @@ function HtmlView({ m, parts }: { m: Message; parts: Part[] }) {
               {label}
             </button>
           ))}
-        </div>
+        </div>}
+        <button
+          type="button"
+          disabled={shooting}
+          title="Download a PNG of the HTML as shown here"
+          onClick={async () => {
+            if (!frame.current) return;
+            setShooting(true);
+            try {
+              save(await screenshot(frame.current), `${m.ID}.png`);
+            } catch (e) {
+              setShotErr(e instanceof Error ? e.message : String(e));
+            } finally {
+              setShooting(false);
+            }
+          }}
+        >
+          {shooting ? "Making the PNG…" : "Screenshot (PNG)"}
+        </button>
+        {shotErr ? <span class="error">Screenshot failed: {shotErr}</span> : null}
         {prepared.remote > 0 && !allow ? (
           <p class="remote" role="status">
             {prepared.remote} remote {prepared.remote === 1 ? "resource" : "resources"} blocked.{" "}
@@ -366,7 +515,7 @@ function HtmlView({ m, parts }: { m: Message; parts: Part[] }) {
           </p>
         ) : null}
       </div>
-      <div class={`frame-box w-${width}`}>
+      <div class={`frame-box w-${phone ? "desktop" : width}`}>
         <iframe
           ref={frame}
           key={`${m.ID}-${allow}`}
@@ -416,6 +565,7 @@ function SourceView({ html }: { html: string }) {
 function HeadersView({ id }: { id: string }) {
   const [rows, setRows] = useState<[string, string][] | null>(null);
   const [err, setErr] = useState("");
+  const [filter, setFilter] = useState("");
   useEffect(() => {
     const ac = new AbortController();
     setRows(null);
@@ -439,7 +589,17 @@ function HeadersView({ id }: { id: string }) {
   }, [id]);
   if (err) return <p class="error">{err}</p>;
   if (!rows) return <p class="muted">Loading…</p>;
+  const f = filter.trim().toLowerCase();
+  const shown = f ? rows.filter(([k, v]) => k.toLowerCase().includes(f) || v.toLowerCase().includes(f)) : rows;
   return (
+    <div>
+    <div class="hdr-filter">
+      <input type="search" aria-label="Filter headers" placeholder="Filter headers (name or value)" value={filter}
+        onInput={(e) => setFilter((e.currentTarget as HTMLInputElement).value)} />
+      <span class="muted" aria-live="polite">
+        {f ? `${shown.length} of ${rows.length}` : `${rows.length}`} header{rows.length === 1 ? "" : "s"}
+      </span>
+    </div>
     <table class="headers">
       <caption class="vh">Every header of the message</caption>
       <thead>
@@ -449,7 +609,7 @@ function HeadersView({ id }: { id: string }) {
         </tr>
       </thead>
       <tbody>
-        {rows.map(([k, v], i) => (
+        {shown.map(([k, v], i) => (
           <tr key={i}>
             <th scope="row">{k}</th>
             <td>{v}</td>
@@ -457,6 +617,7 @@ function HeadersView({ id }: { id: string }) {
         ))}
       </tbody>
     </table>
+    </div>
   );
 }
 
@@ -499,6 +660,142 @@ function RawView({ id }: { id: string }) {
         </a>
       </p>
       <pre class="raw">{raw.text.length > RAW_SHOWN ? raw.text.slice(0, RAW_SHOWN) + "\n…" : raw.text}</pre>
+    </div>
+  );
+}
+
+const SUPPORT: Record<string, string> = { yes: "Supported", partial: "Partial", no: "Not supported" };
+
+/** The HTML check: how well email clients support what the HTML uses (caniemail.com). */
+function HtmlCheckView({ m, check }: { m: Message; check: api.HtmlCheck | string | null }) {
+  if (!m.HTML) return <p class="muted">This message has no HTML part.</p>;
+  if (check === null) return <p class="muted">Checking…</p>;
+  if (typeof check === "string") return <p class="error">The HTML check is not available: {check}</p>;
+  const pct = (n: number) => `${Math.round(n)}%`;
+  const warnings = [...(check.Warnings ?? [])].sort((a, b) => b.Score.Unsupported - a.Score.Unsupported);
+  return (
+    <div class="html-check">
+      <p class="score">
+        <strong class="big">{pct(check.Total.Supported)}</strong> supported
+        <span class="muted">
+          {" "}
+          · {pct(check.Total.Partial)} partially · {pct(check.Total.Unsupported)} not, in the email clients
+          caniemail.com knows ({check.Total.Tests} tests over {check.Total.Nodes} HTML nodes)
+        </span>
+      </p>
+      {warnings.length === 0 ? <p>Nothing in this HTML is known to be unsupported.</p> : null}
+      <ul class="warnings">
+        {warnings.map((w) => (
+          <li key={w.Slug}>
+            <details>
+              <summary>
+                <span class="w-title">{w.Title}</span>
+                <span class="w-cat">{w.Category}</span>
+                <span class="w-score">
+                  {pct(w.Score.Supported)} yes · {pct(w.Score.Partial)} partial · {pct(w.Score.Unsupported)} no
+                </span>
+              </summary>
+              {w.Description ? <p>{w.Description}</p> : null}
+              {/^https:\/\//.test(w.URL) ? (
+                <p>
+                  <a href={w.URL} target="_blank" rel="noopener noreferrer">
+                    {w.Title} on caniemail.com
+                  </a>
+                </p>
+              ) : null}
+              <table class="clients">
+                <caption class="vh">Support of {w.Title} by email client</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Client</th>
+                    <th scope="col">Support</th>
+                    <th scope="col">Note</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {w.Results.map((r, i) => (
+                    <tr key={i}>
+                      <th scope="row">{r.Name}</th>
+                      <td class={`sup-${r.Support}`}>{SUPPORT[r.Support] ?? r.Support}</td>
+                      <td>{r.NoteNumber ? w.NotesByNumber[r.NoteNumber] ?? "" : ""}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </details>
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
+/** The link check, run when asked: each link of the message with the status it answers. */
+function LinkCheckView({ id }: { id: string }) {
+  const [follow, setFollow] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [res, setRes] = useState<api.LinkCheck | null>(null);
+  const [err, setErr] = useState("");
+  const ac = useRef<AbortController | null>(null);
+  useEffect(() => () => ac.current?.abort(), [id]);
+  const run = async () => {
+    ac.current?.abort();
+    ac.current = new AbortController();
+    setBusy(true);
+    setErr("");
+    try {
+      setRes(await api.linkCheck(id, follow, ac.current.signal));
+    } catch (e) {
+      if (!ac.current.signal.aborted) setErr(e instanceof Error ? e.message : String(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const links = res?.Links ?? [];
+  return (
+    <div class="linkcheck">
+      <div class="lc-bar">
+        <button type="button" onClick={run} disabled={busy}>
+          {busy ? "Checking links…" : res ? "Check links again" : "Check links"}
+        </button>
+        <label>
+          <input type="checkbox" checked={follow} onChange={(e) => setFollow((e.currentTarget as HTMLInputElement).checked)} />{" "}
+          Follow redirects
+        </label>
+      </div>
+      <p class="muted">
+        Requests every http(s) link of the message from the server (at most 100; nothing is fetched until you ask).
+      </p>
+      {err ? <p class="error">{err}</p> : null}
+      {res ? (
+        <>
+          <p role="status">
+            {links.length} link{links.length === 1 ? "" : "s"}, {res.Errors} error{res.Errors === 1 ? "" : "s"}
+          </p>
+          <table class="links">
+            <thead>
+              <tr>
+                <th scope="col">Status</th>
+                <th scope="col">Link</th>
+              </tr>
+            </thead>
+            <tbody>
+              {links.map((l, i) => (
+                <tr key={i}>
+                  <td class={l.StatusCode >= 200 && l.StatusCode < 400 ? "ok" : "bad"}>
+                    {l.StatusCode || "—"} {l.Status}
+                  </td>
+                  <td>
+                    <a href={l.URL} target="_blank" rel="noopener noreferrer">
+                      {l.URL}
+                    </a>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </>
+      ) : null}
     </div>
   );
 }

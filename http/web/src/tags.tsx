@@ -1,7 +1,13 @@
 // Tags of one message: shown as chips; added and removed when the API has PUT api/v1/tags.
 import { useState } from "preact/hooks";
 
-export function TagEditor(p: { tags: string[]; known: string[]; editable: boolean; onChange: (t: string[]) => void }) {
+export function TagEditor(p: {
+  tags: string[];
+  known: string[];
+  editable: boolean;
+  onChange: (t: string[]) => void;
+  onPick: (t: string) => void; // shows the messages with this tag
+}) {
   const [text, setText] = useState("");
   const add = () => {
     const t = text.trim();
@@ -13,7 +19,9 @@ export function TagEditor(p: { tags: string[]; known: string[]; editable: boolea
       {p.tags.length === 0 && !p.editable ? <span class="muted">none</span> : null}
       {p.tags.map((t) => (
         <span class="tag" key={t}>
-          {t}
+          <button type="button" class="tag-go" aria-label={`Messages tagged ${t}`} onClick={() => p.onPick(t)}>
+            {t}
+          </button>
           {p.editable ? (
             <button type="button" class="tag-x" aria-label={`Remove tag ${t}`} onClick={() => p.onChange(p.tags.filter((x) => x !== t))}>
               ×

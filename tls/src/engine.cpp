@@ -1,5 +1,5 @@
-// STARTTLS through memory; see tls.hpp.
-#include "tls.hpp"
+// Server TLS through memory; see engine.hpp.
+#include <inlet/tls/engine.hpp>
 
 #include <openssl/bio.h>
 #include <openssl/err.h>
@@ -7,10 +7,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <inlet/smtp/error.hpp>
 #include <new>
 
-namespace inlet::smtp::detail {
+namespace inlet::tls {
 
 // The BIO between OpenSSL and a tls_engine: reads take ciphertext from the
 // engine's input streambuf, writes append to its output string. Never blocks:
@@ -49,7 +48,7 @@ struct tls_bio {
   }
   static const BIO_METHOD* method() {
     static BIO_METHOD* m = [] {
-      BIO_METHOD* bm = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "inlet-smtp-tls");
+      BIO_METHOD* bm = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "inlet-tls");
       BIO_meth_set_read_ex(bm, &tls_bio::read);
       BIO_meth_set_write_ex(bm, &tls_bio::write);
       BIO_meth_set_ctrl(bm, &tls_bio::ctrl);
@@ -65,7 +64,7 @@ std::error_code tls_context::load(const std::string& cert, const std::string& ke
   out.reset();
   if (cert.empty()) return {};
   SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
-  if (ctx == nullptr) return make_error_code(errc::bad_config);
+  if (ctx == nullptr) return std::make_error_code(std::errc::invalid_argument);
   auto ctx_guard = std::make_unique<tls_context>(ctx);
   SSL_CTX_set_options(ctx, SSL_OP_ALL);
   SSL_CTX_set_min_proto_version(ctx, TLS1_VERSION);
@@ -80,7 +79,7 @@ std::error_code tls_context::load(const std::string& cert, const std::string& ke
       SSL_CTX_use_PrivateKey_file(ctx, k.c_str(), SSL_FILETYPE_PEM) != 1 ||
       SSL_CTX_check_private_key(ctx) != 1) {
     ERR_clear_error();
-    return make_error_code(errc::bad_config);
+    return std::make_error_code(std::errc::invalid_argument);
   }
   out = std::move(ctx_guard);
   return {};
@@ -137,4 +136,4 @@ void tls_engine::release_for_wait(bool idle) noexcept {
   if (idle && out_.empty()) std::string().swap(out_);
 }
 
-}  // namespace inlet::smtp::detail
+}  // namespace inlet::tls
