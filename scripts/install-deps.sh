@@ -25,6 +25,8 @@ PKGS=(
   # a POP3 retriever for the POP3 end-to-end test
   fetchmail
   python3-jsonschema
+  # spam checks' end-to-end test: a real spamd and a real rspamd
+  spamd spamassassin rspamd
   # the web page's browser tests: Debian's chromium (driven by Playwright), fonts, venv
   chromium fonts-dejavu fonts-noto-color-emoji python3-venv
 )

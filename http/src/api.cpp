@@ -289,6 +289,7 @@ awaitable<reply> route_message(const ctx_t& c, const request& req, const target&
   if (n == 2 && is(1, "html-check")) co_return co_await html_check(c, req, std::move(id));
   if (n == 2 && is(1, "link-check")) co_return co_await link_check(c, req, t, std::move(id));
   if (n == 2 && is(1, "sa-check")) co_return co_await sa_check(c, req, std::move(id));
+  if (n == 2 && is(1, "rspamd-check")) co_return co_await rspamd_check(c, req, std::move(id));
   if (n == 3 && is(1, "part"))
     co_return co_await get_part(c, req, std::move(id), std::string(seg[2]), false);
   if (n == 4 && is(1, "part") && is(3, "thumb"))
@@ -490,7 +491,8 @@ bool public_allowed(const request& req, const target& t) {
     if (view && rest.find('/') == std::string_view::npos) id = id.substr(0, id.rfind('.'));
     if (!is_id(id)) return false;
     auto sub = rest.substr(id.size());
-    return sub != "/link-check" && sub != "/sa-check";  // outbound requests, spam checks
+    // outbound requests, spam checks
+    return sub != "/link-check" && sub != "/sa-check" && sub != "/rspamd-check";
   };
   if (p.starts_with("/api/v1/message/")) return by_id(p.substr(16), false);
   if (p.starts_with("/view/")) return by_id(p.substr(6), true);

@@ -183,6 +183,7 @@ awaitable<response> release_message(const ctx_t& c, const request& req, std::str
 awaitable<response> link_check(const ctx_t& c, const request& req, const target& t, std::string id);
 awaitable<response> html_check(const ctx_t& c, const request& req, std::string id);
 awaitable<response> sa_check(const ctx_t& c, const request& req, std::string id);
+awaitable<response> rspamd_check(const ctx_t& c, const request& req, std::string id);
 response livez(const ctx_t& c, const request& req);
 response readyz(const ctx_t& c, const request& req);
 

@@ -8,6 +8,7 @@
 #include "inlet/store/tags.hpp"
 #include "outbound.hpp"
 #include "send.hpp"
+#include "spam_check.hpp"
 
 namespace inlet::http::detail {
 
@@ -110,8 +111,11 @@ response webui_config(const ctx_t& c, const request& req) {
   };
   json::object o{
       {"Label", js(c.cfg.label)},   {"MessageRelay", std::move(relay)},
-      {"SpamAssassin", false},      {"ChaosEnabled", c.cfg.chaos != nullptr},
-      {"DuplicatesIgnored", c.cfg.duplicates_ignored}, {"HideDeleteAllButton", c.cfg.hide_delete_all_button},
+      {"SpamAssassin", !c.cfg.spam_check.spamassassin.empty()},
+      {"Rspamd", !c.cfg.spam_check.rspamd.empty()},
+      {"ChaosEnabled", c.cfg.chaos != nullptr},
+      {"DuplicatesIgnored", c.cfg.duplicates_ignored},
+      {"HideDeleteAllButton", c.cfg.hide_delete_all_button},
   };
   return json_response(req, o);
 }
@@ -349,8 +353,27 @@ awaitable<response> sa_check(const ctx_t& c, const request& req, std::string id)
   std::optional<response> fail;
   auto m = co_await fetch_message(c, req, std::move(id), fail);
   if (!m) co_return std::move(*fail);
-  // Mailpit's answer when no SpamAssassin is configured (inlet has none).
-  co_return error_response(req, 400, "no SpamAssassin service defined");
+  // Mailpit's answer when no SpamAssassin is configured.
+  if (c.cfg.spam_check.spamassassin.empty())
+    co_return error_response(req, 400, "no SpamAssassin service defined");
+  auto job = [cfg = c.cfg.spam_check, m]() {
+    return spamassassin_json(spamassassin_check(cfg, m->raw));
+  };
+  std::string body = co_await offload(c, std::move(job));
+  co_return make_response(req, 200, "application/json", std::move(body));
+}
+
+awaitable<response> rspamd_check(const ctx_t& c, const request& req, std::string id) {
+  std::optional<response> fail;
+  auto m = co_await fetch_message(c, req, std::move(id), fail);
+  if (!m) co_return std::move(*fail);
+  if (c.cfg.spam_check.rspamd.empty())
+    co_return error_response(req, 400, "no Rspamd service defined");
+  auto job = [cfg = c.cfg.spam_check, m]() {
+    return rspamd_json(rspamd_check(cfg, m->raw));
+  };
+  std::string body = co_await offload(c, std::move(job));
+  co_return make_response(req, 200, "application/json", std::move(body));
 }
 
 }  // namespace inlet::http::detail

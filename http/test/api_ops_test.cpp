@@ -308,6 +308,33 @@ TEST_F(Ops, ChecksAnswerAsMailpit) {
   EXPECT_GT(o["Total"].at("Tests").as_int64(), 0);
 }
 
+TEST_F(Ops, SpamChecksAsMailpit) {
+  auto id = put(message("s", "Subject: s\r\n\r\nbody\r\n"));
+  auto rs = get("/api/v1/message/" + id + "/rspamd-check");
+  EXPECT_EQ(rs.result_int(), 400u);
+  EXPECT_EQ(rs.body(), "no Rspamd service defined");
+  EXPECT_EQ(get("/api/v1/message/AAAAAAAAAAAAAAAAAAAAAA/rspamd-check").result_int(), 404u);
+  auto w = body_json(get("/api/v1/webui"));
+  EXPECT_FALSE(w["SpamAssassin"].as_bool());
+  EXPECT_FALSE(w["Rspamd"].as_bool());
+  // A spamd that is not there: 200 with the reason, Rules null (Mailpit's nil slice).
+  cfg.spam_check.spamassassin = "unix:/nonexistent-inlet-dir/spamd.sock";
+  cfg.spam_check.rspamd = "http://127.0.0.1:11333";
+  make_api();
+  auto sa = get("/api/v1/message/" + id + "/sa-check");
+  ASSERT_EQ(sa.result_int(), 200u);
+  EXPECT_EQ(sa[bh::field::content_type], "application/json");
+  auto o = body_json(sa);
+  EXPECT_FALSE(o["IsSpam"].as_bool());
+  EXPECT_NE(o["Error"].as_string().find("dial unix /nonexistent-inlet-dir/spamd.sock"),
+            std::string::npos);
+  EXPECT_TRUE(o["Rules"].is_null());
+  EXPECT_EQ(o["Score"].as_int64(), 0);
+  w = body_json(get("/api/v1/webui"));
+  EXPECT_TRUE(w["SpamAssassin"].as_bool());
+  EXPECT_TRUE(w["Rspamd"].as_bool());
+}
+
 TEST_F(Ops, ChaosOffUnlessEnabled) {
   EXPECT_EQ(get("/api/v1/chaos").result_int(), 400u);
   EXPECT_EQ(call(req(bh::verb::put, "/api/v1/chaos", "{}")).result_int(), 400u);

@@ -140,6 +140,8 @@ TEST(PublicMode, OnlyMailboxScopedReads) {
   EXPECT_EQ(code(bh::verb::put, "/api/v1/tags", R"({"IDs":[],"Tags":["x"]})"), 403u);
   EXPECT_EQ(code(bh::verb::get, "/api/v1/message/latest"), 403u);
   EXPECT_EQ(code(bh::verb::get, "/api/v1/message/" + mine + "/link-check"), 403u);
+  EXPECT_EQ(code(bh::verb::get, "/api/v1/message/" + mine + "/sa-check"), 403u);
+  EXPECT_EQ(code(bh::verb::get, "/api/v1/message/" + mine + "/rspamd-check"), 403u);
   EXPECT_EQ(code(bh::verb::get, "/api/v1/tags"), 403u);
   EXPECT_EQ(code(bh::verb::get, "/api/v1/info"), 403u);
   EXPECT_EQ(code(bh::verb::get, "/metrics"), 403u);

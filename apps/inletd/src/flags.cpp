@@ -163,16 +163,6 @@ binding already() {
           [](config&) { return std::string("off"); }};
 }
 
-// Mailpit's flags inletd has no equivalent of: the value is kept to be named at start.
-binding unsupported(const std::string& name, bool takes_value) {
-  return {takes_value ? "VALUE" : "", !takes_value, takes_value, false,
-          [name, takes_value](config& c, const std::string& v) {
-            if (!takes_value && !truthy(v)) return;
-            c.ignored.push_back(name + (takes_value ? "=" + v : ""));
-          },
-          [](config&) { return std::string(); }};
-}
-
 flag f(std::string group, std::string names, std::string env, std::string help, binding b,
        std::string doc = {}, std::string default_text = {}) {
   flag x;
@@ -193,16 +183,6 @@ flag deprecated(std::string names, std::string env, std::string instead, binding
   x.from = origin::deprecated;
   x.instead = std::move(instead);
   x.doc = "Deprecated spelling of `" + x.instead + "`; named at start.";
-  return x;
-}
-
-flag not_yet(std::string names, std::string env, bool takes_value) {
-  std::string name = names.substr(names.rfind(',') + 1);
-  flag x = f("Mailpit's options without effect yet", std::move(names), std::move(env),
-             "Mailpit option without an inletd equivalent (ignored)",
-             unsupported(name, takes_value));
-  x.from = origin::unsupported;
-  x.doc = "Accepted and named at start: \"is not supported by inletd yet; ignored\".";
   return x;
 }
 
@@ -928,6 +908,44 @@ std::vector<flag> make_table() {
         "No answer is gzip'd. By default, as Mailpit's, the page's assets and every JSON or "
         "text answer of 1 KiB or more go gzip'd to a client whose `Accept-Encoding` takes it "
         "(zlib's fastest level; raw messages and parts go as stored)."));
+  add(f(http, "--enable-spamassassin", "MP_ENABLE_SPAMASSASSIN",
+        "Mailpit: spamd's address (HOST:PORT or unix:/path) for /api/v1/message/{ID}/sa-check",
+        {"HOST:PORT", false, false, false,
+         [](config& c, const std::string& v) {
+           if (v == "postmark")
+             bad("postmark: inletd does not send messages to Postmark's "
+                 "public API; give a spamd address (HOST:PORT or unix:/path)");
+           if (v.starts_with("unix:")) {
+             if (v.size() == 5) bad("unix: needs a socket path");
+           } else if (!v.empty()) {
+             host_port hp;
+             if (!parse_host_port(v, hp)) bad("expected HOST:PORT or unix:/path, got '" + v + "'");
+           }
+           c.http.api.spam_check.spamassassin = v;
+         },
+         {}},
+        "The spamd (SpamAssassin's daemon) that `GET /api/v1/message/{ID}/sa-check` asks: a "
+        "SPAMC/1.5 `REPORT` over TCP (`HOST:PORT`) or a Unix socket (`unix:/path`), on the API's "
+        "worker threads, within 8 s; the answer is Mailpit's `SpamAssassinResponse`. Mailpit's "
+        "`postmark` (Postmark's public API) is refused: inletd sends no message to the internet. "
+        "Unset: the route answers 400."));
+  add(f(http, "--enable-rspamd", "MP_ENABLE_RSPAMD",
+        "Mailpit: rspamd's URL or HOST:PORT for /api/v1/message/{ID}/rspamd-check",
+        {"URL", false, false, false,
+         [](config& c, const std::string& v) {
+           if (v.empty()) {
+             c.http.api.spam_check.rspamd.clear();
+             return;
+           }
+           if (auto why = inlet::http::parse_rspamd_service(v, c.http.api.spam_check); !why.empty())
+             bad(why);
+         },
+         {}},
+        "The rspamd that `GET /api/v1/message/{ID}/rspamd-check` asks (`POST /checkv2`, on the "
+        "API's worker threads, within 8 s); the answer is Mailpit's `RspamdResponse`. A URL "
+        "(`http://host:11333`) or `HOST:PORT` (http assumed); a controller password as the URL's "
+        "user information (`http://:secret@host:11333`), sent as rspamd's `Password` header and "
+        "never shown. Unset: the route answers 400."));
   add(f(http, "--mailhog-api", "",
         "GET/DELETE /api/v1/messages answer as MailHog's API v1, not Mailpit's",
         on([](config& c) -> bool& { return c.http.api.mailhog_v1; }),
@@ -1079,9 +1097,6 @@ std::vector<flag> make_table() {
     add(std::move(x));
   }
 
-  // ---- Mailpit's options without an equivalent yet ----
-  add(not_yet("--enable-rspamd", "MP_ENABLE_RSPAMD", true));
-  add(not_yet("--enable-spamassassin", "MP_ENABLE_SPAMASSASSIN", true));
   return t;
 }
 

@@ -110,6 +110,23 @@ struct link_check_config {
   bool allow_untrusted_tls = false;         ///< Mailpit's --allow-untrusted-tls
 };
 
+/// Spam scores of a message (Mailpit's --enable-spamassassin and --enable-rspamd), asked
+/// of the service on the api's thread pool, never on an I/O thread.
+struct spam_check_config {
+  /// spamd's address: "HOST:PORT" or "unix:/path"; empty: GET .../sa-check answers 400.
+  std::string spamassassin;
+  /// rspamd's base URL (http or https, no trailing slash, no password); empty: off.
+  std::string rspamd;
+  std::string rspamd_password;              ///< sent as rspamd's Password header
+  std::chrono::milliseconds timeout{8000};  ///< per check, connect to last byte (Mailpit's 8 s)
+  std::size_t max_reply_bytes = 10u << 20;  ///< a longer reply is an error
+};
+
+/// Reads --enable-rspamd as Mailpit does: a URL or HOST:PORT (http assumed), an optional
+/// password as the URL's user information (percent-encoded). Fills `rspamd` and
+/// `rspamd_password`; returns a message for a value that is not an address, else "".
+std::string parse_rspamd_service(std::string_view text, spam_check_config& out);
+
 struct thumbnail_config {
   std::size_t max_input_bytes = 20u << 20;  ///< larger images get the blank thumbnail
   std::uint64_t max_pixels = 40'000'000;    ///< width x height decoded, at most
@@ -136,6 +153,7 @@ struct api_config {
   std::shared_ptr<inlet::smtp::chaos_state> chaos;            ///< null: chaos disabled (400 on /api/v1/chaos)
   std::optional<relay_config> relay;
   link_check_config link_check;
+  spam_check_config spam_check;
   thumbnail_config thumbnails;
   bool block_remote_css_and_fonts = false;
   /// Mailpit's --enable-prometheus: /metrics carries Mailpit's metric names (mailpit_*)
