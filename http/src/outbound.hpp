@@ -41,21 +41,6 @@ std::vector<std::string> extract_links(std::string_view html, std::string_view t
 std::vector<link_status> check_links(const std::vector<std::string>& urls, bool follow,
                                      const link_check_config& cfg);
 
-// ---- release (the outbound component's SMTP client) ----
-
-/// Sends `raw` from `mail_from` to `rcpt` through the relay; "" on success, else why not.
-inline std::string relay_message(const relay_config& cfg, const std::string& mail_from,
-                                 const std::vector<std::string>& rcpt, const std::string& raw) {
-  return outbound::send_mail(cfg, mail_from, rcpt, raw);
-}
-
-/// The released copy of a message: a new Message-ID (unless preserved), Return-Path set
-/// when the relay names one.
-inline std::string prepare_release(std::string_view raw, const relay_config& cfg,
-                                   std::string_view new_id) {
-  return outbound::prepare_release(raw, cfg, new_id);
-}
-
 // ---- HTML check (html_check.cpp) ----
 
 /// Mailpit's HTMLCheckResponse for an HTML body, as JSON text; nullopt when this build has

@@ -3,6 +3,7 @@
 // health, the swagger itself; and the HTTP manners (CORS, basic auth, path cleaning,
 // webroot). Scripted requests, no sockets.
 #include <gtest/gtest.h>
+#include <inlet/outbound/smtp_relay.hpp>
 
 #include <future>
 
@@ -274,7 +275,7 @@ TEST_F(Ops, ReleaseNeedsARelayAndAllowedRecipients) {
 TEST_F(Ops, ReleaseCopyGetsANewMessageIdAndReturnPath) {
   inlet::http::relay_config rc;
   rc.return_path = "bounce@relay.example";
-  auto out = inlet::http::detail::prepare_release(
+  auto out = inlet::outbound::prepare_release(
       "Return-Path: <old@x>\r\nMessage-ID:\r\n <old@x>\r\nSubject: s\r\n\r\nMessage-ID: body "
       "stays\r\n",
       rc, "new@inlet");
@@ -284,7 +285,7 @@ TEST_F(Ops, ReleaseCopyGetsANewMessageIdAndReturnPath) {
             "stays\r\n");
   rc.preserve_message_ids = true;
   rc.return_path.clear();
-  EXPECT_EQ(inlet::http::detail::prepare_release("Message-ID: <a@b>\r\n\r\nx", rc, "n@i"),
+  EXPECT_EQ(inlet::outbound::prepare_release("Message-ID: <a@b>\r\n\r\nx", rc, "n@i"),
             "Message-ID: <a@b>\r\n\r\nx");
 }
 
