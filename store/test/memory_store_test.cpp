@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "search_cases.hpp"
+#include "store_helpers.hpp"
 #include "sync_ops.hpp"
 #include "totals_cases.hpp"
 
@@ -23,48 +24,6 @@ namespace asio = boost::asio;
 using namespace inlet::store::test;
 
 namespace {
-
-st::new_message make(std::string raw, std::vector<std::string> rcpt = {"a@example.com"},
-                     std::string subject = {}) {
-  st::new_message m;
-  m.envelope.helo = "client.example";
-  m.envelope.mail_from = "sender@example.org";
-  m.envelope.rcpt_to.assign(rcpt.begin(), rcpt.end());
-  m.envelope.remote = "127.0.0.1:4000";
-  m.envelope.protocol = "ESMTP";
-  m.summary.subject = std::move(subject);
-  m.raw = std::move(raw);
-  return m;
-}
-
-st::message_ptr put(st::store& s, st::new_message m) {
-  std::error_code ec;
-  auto p = s.put_sync(std::move(m), ec);
-  EXPECT_FALSE(ec) << ec.message();
-  return p;
-}
-
-std::vector<std::string> subjects(const st::page& p) {
-  std::vector<std::string> out;
-  for (auto& m : p.messages) out.push_back(m->summary.subject);
-  return out;
-}
-
-st::page list(st::store& s, std::size_t start, std::size_t limit, std::string mailbox = {}) {
-  return list_all(s, start, limit, std::move(mailbox));
-}
-
-st::page search(st::store& s, std::string_view q, std::size_t start = 0, std::size_t limit = 100) {
-  st::list_request r(start, limit);
-  EXPECT_FALSE(st::search::parse(q, "", r.query));
-  auto o = list_sync(s, std::move(r));
-  EXPECT_FALSE(o.ec);
-  return std::move(o.value);
-}
-
-st::message_ptr get(st::store& s, std::string id) {
-  return get_sync(s, std::move(id)).value;
-}
 
 std::size_t remove_ids(st::store& s, std::vector<std::string> ids) {
   return remove_sync(s, st::selection::of_ids(std::move(ids))).value;
