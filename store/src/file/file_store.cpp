@@ -146,6 +146,17 @@ struct file_store::impl {
     std::string mailboxes;  // '\n'-joined
     std::int64_t size = 0;
   };
+  // A row of `SELECT seq, id, read, tags, mailboxes, size ...`, at the statement's step.
+  static row_ref row_of(statement& st) {
+    row_ref r;
+    r.seq = st.int64(0);
+    r.id = std::string(st.bytes(1));
+    r.read = st.int64(2) != 0;
+    r.tags = std::string(st.bytes(3));
+    r.mailboxes = std::string(st.bytes(4));
+    r.size = st.int64(5);
+    return r;
+  }
   struct counts {
     std::int64_t messages = 0, unread = 0, bytes = 0;
   };
@@ -480,16 +491,7 @@ struct file_store::impl {
     std::vector<row_ref> out;
     const std::string cols = "SELECT m.seq, m.id, m.read, m.tags, m.mailboxes, m.size FROM ";
     auto take = [&](statement& st) {
-      while (st.step()) {
-        row_ref r;
-        r.seq = st.int64(0);
-        r.id = std::string(st.bytes(1));
-        r.read = st.int64(2) != 0;
-        r.tags = std::string(st.bytes(3));
-        r.mailboxes = std::string(st.bytes(4));
-        r.size = st.int64(5);
-        out.push_back(std::move(r));
-      }
+      while (st.step()) out.push_back(row_of(st));
     };
     if (s.what == selection::kind::ids) {
       statement st(wdb, cols + t.messages + " m WHERE m.id=?" +
@@ -548,16 +550,7 @@ struct file_store::impl {
                           " ORDER BY seq LIMIT ?");
     st.bind(1, n);
     std::vector<row_ref> out;
-    while (st.step()) {
-      row_ref r;
-      r.seq = st.int64(0);
-      r.id = std::string(st.bytes(1));
-      r.read = st.int64(2) != 0;
-      r.tags = std::string(st.bytes(3));
-      r.mailboxes = std::string(st.bytes(4));
-      r.size = st.int64(5);
-      out.push_back(std::move(r));
-    }
+    while (st.step()) out.push_back(row_of(st));
     return out;
   }
 
