@@ -622,11 +622,13 @@ awaitable<void> server::impl::run_websocket(std::shared_ptr<session> s, request 
   w.set_option(t);
   w.text(true);
   w.read_message_max(64 * 1024);
-  auto [aec] = co_await w.async_accept(req, use_tuple);
-  if (aec || s->stopped) co_return;
+  // Subscribed before the 101 goes out: a client that acts on the handshake (sends mail)
+  // must see the events that action makes.
   handler.event_clients().fetch_add(1, std::memory_order_relaxed);
   s->events.configure(cfg.event_max_behind_bytes, cfg.event_max_lag);
   stream_registration reg{*this, add_stream(s)};
+  auto [aec] = co_await w.async_accept(req, use_tuple);
+  if (aec || s->stopped) co_return;
   s->waiting_since.store(now_ns(), std::memory_order_relaxed);
   asio::co_spawn(w.get_executor(), read_websocket(s), asio::detached);
   std::vector<std::shared_ptr<const std::string>> out;
