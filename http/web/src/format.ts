@@ -24,6 +24,18 @@ export function size(n: number): string {
 
 const day = 86400000;
 
+// Formatters made once: toLocale*String with options builds a new Intl.DateTimeFormat on
+// every call, which was the costliest part of drawing a screen of rows.
+const fmt = (o: Intl.DateTimeFormatOptions) => {
+  let f: Intl.DateTimeFormat | undefined;
+  return (d: Date) => (f ??= new Intl.DateTimeFormat(undefined, o)).format(d);
+};
+const hourMinute = fmt({ hour: "2-digit", minute: "2-digit" });
+const weekday = fmt({ weekday: "short" });
+const monthDay = fmt({ month: "short", day: "numeric" });
+const yearMonthDay = fmt({ year: "numeric", month: "short", day: "numeric" });
+const medium = fmt({ dateStyle: "medium", timeStyle: "medium" });
+
 /** Short date for the list: time today, weekday this week, day and month this year. */
 export function shortDate(iso: string, now = new Date()): string {
   const d = new Date(iso);
@@ -31,16 +43,14 @@ export function shortDate(iso: string, now = new Date()): string {
   const diff = now.getTime() - d.getTime();
   if (diff < 60000 && diff > -60000) return "now";
   if (diff < 3600000 && diff > 0) return `${Math.floor(diff / 60000)} min`;
-  if (d.toDateString() === now.toDateString())
-    return d.toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit" });
-  if (diff < 6 * day && diff > 0) return d.toLocaleDateString(undefined, { weekday: "short" });
-  if (d.getFullYear() === now.getFullYear())
-    return d.toLocaleDateString(undefined, { month: "short", day: "numeric" });
-  return d.toLocaleDateString(undefined, { year: "numeric", month: "short", day: "numeric" });
+  if (d.toDateString() === now.toDateString()) return hourMinute(d);
+  if (diff < 6 * day && diff > 0) return weekday(d);
+  if (d.getFullYear() === now.getFullYear()) return monthDay(d);
+  return yearMonthDay(d);
 }
 
 export function longDate(iso: string | null | undefined): string {
   if (!iso) return "";
   const d = new Date(iso);
-  return isNaN(d.getTime()) ? String(iso) : d.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" });
+  return isNaN(d.getTime()) ? String(iso) : medium(d);
 }

@@ -91,7 +91,9 @@ export function MessageView(p: MessageProps) {
         setM(msg);
         setRead(true); // opening a message marks it read, as in Mailpit
         setTags(msg.Tags ?? []);
-        p.onLoaded(msg);
+        // The list marks the row read after the message is painted: the open message's
+        // frame does not also carry the list's and the counters' renders.
+        requestAnimationFrame(() => setTimeout(() => p.onLoaded(msg)));
         requestAnimationFrame(() => {
           performance.measure("inlet:open", { start: t0, end: performance.now() });
         });
