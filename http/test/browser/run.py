@@ -1259,6 +1259,137 @@ class T19ChecksDark(T19Checks):
     scheme = "dark"
 
 
+SA_ANSWER = {"IsSpam": True, "Error": "", "Score": 7.3, "Rules": [
+    {"Score": 2.5, "Name": "HTML_MESSAGE", "Description": "BODY: HTML included in message"},
+    {"Score": 4.9, "Name": "URIBL_BLOCKED", "Description": "ADMINISTRATOR NOTICE: the query was blocked"},
+    {"Score": -0.1, "Name": "DKIM_VALID", "Description": "Message has at least one valid DKIM signature"}]}
+RSPAMD_ANSWER = {"IsSpam": False, "Error": "", "Score": 1.2, "Threshold": 15, "Action": "no action",
+                 "Rules": [{"Score": 1.2, "Name": "MIME_HTML_ONLY", "Description": "Messages that have only HTML part"}]}
+
+
+class FakeServices(PageTest):
+    """The server's own webui answer with a spam check (and a relay) switched on, and the
+    check answered here: the page's side of it; inletd_e2e_spam runs the real daemons."""
+
+    def fake(self, service, answer, relay=False):
+        def webui(route):
+            cfg = json.loads(route.fetch().text())
+            cfg["SpamAssassin"] = service == "sa"
+            cfg["Rspamd"] = service == "rspamd"
+            if relay:
+                cfg["MessageRelay"] = {**cfg.get("MessageRelay", {}), "Enabled": True,
+                                       "SMTPServer": "relay.test.example:587", "ReturnPath": "bounce@test.example"}
+            route.fulfill(status=200, content_type="application/json", body=json.dumps(cfg))
+        self.spam_calls = []
+
+        def check(route):
+            self.spam_calls.append(route.request.url)
+            route.fulfill(status=200, content_type="application/json", body=json.dumps(answer))
+        self.page.route("**/api/v1/webui", webui)
+        self.page.route(re.compile(r"/api/v1/message/[^/]+/(sa|rspamd)-check$"), check)
+
+
+class T24Spam(FakeServices):
+    def test_no_spam_tab_without_a_service(self):
+        rich = self.srv.find("Rich HTML")
+        with self.page.expect_response("**/api/v1/webui"):  # the server's options are known
+            self.open_page(f"?m={rich['ID']}")
+        self.page.locator("#msg-subject").wait_for()
+        self.page.wait_for_timeout(200)
+        self.assertEqual(self.page.get_by_role("tab", name=re.compile("Spam")).count(), 0)
+
+    def test_spamassassin_score_verdict_rules(self):
+        self.fake("sa", SA_ANSWER)
+        rich = self.srv.find("Rich HTML")
+        self.open_page(f"?m={rich['ID']}")
+        tab = self.page.get_by_role("tab", name=re.compile(r"^Spam Score"))
+        self.until(lambda: tab.count() == 1 and "7.3" in tab.inner_text(), "the score on the tab")
+        self.assertTrue(self.spam_calls[0].endswith(f"/api/v1/message/{rich['ID']}/sa-check"), self.spam_calls)
+        tab.click()
+        self.assertIn("view=spam", self.page.url)
+        self.assertEqual(self.page.locator(".spam-check .big").inner_text(), "7.3")
+        self.assertEqual(self.page.locator(".spam-check .verdict").inner_text(), "Spam")
+        self.assertIn("SpamAssassin", self.page.locator(".spam-sum").inner_text())
+        rows = [r.split("\t") for r in self.page.locator(".spam-rules tbody tr").all_inner_texts()]
+        self.assertEqual([(a.strip(), b.strip()) for a, b, _ in rows],
+                         [("+4.9", "URIBL_BLOCKED"), ("+2.5", "HTML_MESSAGE"), ("-0.1", "DKIM_VALID")])
+        self.assertIn("valid DKIM signature", rows[2][2])
+        self.shot("spam-spamassassin")
+        self.axe("spam-spamassassin")
+
+    def test_rspamd_threshold_and_action(self):
+        self.fake("rspamd", RSPAMD_ANSWER)
+        rich = self.srv.find("Rich HTML")
+        self.open_page(f"?m={rich['ID']}&view=spam")
+        self.until(lambda: self.page.locator(".spam-check .big").count() == 1, "the score")
+        self.assertTrue(self.spam_calls[0].endswith("/rspamd-check"), self.spam_calls)
+        self.assertEqual(self.page.locator(".spam-check .verdict").inner_text(), "Not spam")
+        text = self.page.locator(".spam-sum").inner_text()
+        self.assertIn("Rspamd", text)
+        self.assertIn("spam from 15.0", text)
+        self.assertIn("action: no action", text)
+        self.assertEqual(self.page.locator(".spam-rules tbody tr").count(), 1)
+
+
+class T25AxeDarkEveryView(FakeServices):
+    """axe-core in dark mode on every view: the list, the message with each of its tabs,
+    the search with its operators, the tag list, a selection, and every dialog."""
+    scheme = "dark"
+
+    def test_every_view_dark(self):
+        self.fake("sa", SA_ANSWER, relay=True)
+        self.srv.send([link_message(self.srv.http)])
+        self.open_page()
+        self.axe("dark-all-list")
+        self.page.locator("#q").focus()
+        self.until(lambda: self.page.locator("#search-help").count() == 1, "the operators")
+        self.shot("dark-search-help")
+        self.axe("dark-all-search")
+        self.page.keyboard.press("Escape")
+        if STATE["caps"]["tags"]:
+            self.page.locator(".tags-toggle").click()
+            self.axe("dark-all-tags")
+            self.page.locator(".tags-toggle").click()
+        self.page.locator(".row[data-index='2'] .check").click()
+        self.axe("dark-all-selection")
+        self.page.keyboard.press("Escape")
+        for name, opener in [("help", lambda: self.page.get_by_role("button", name="Keyboard shortcuts").click()),
+                             ("compose", lambda: self.page.locator("button:has(.lbl:text('Compose'))").click())]:
+            if name == "compose" and not STATE["caps"]["send"]:
+                continue
+            opener()
+            self.page.locator("dialog[open]").wait_for()
+            self.shot(f"dark-dialog-{name}")
+            self.axe(f"dark-all-dialog-{name}")
+            self.page.keyboard.press("Escape")
+            self.until(lambda: self.page.locator("dialog[open]").count() == 0, "the dialog closed")
+        rich = self.srv.find("Rich HTML")
+        links = self.srv.find("Links to check")
+        for mid, tab in [(rich["ID"], t) for t in ("html", "text", "source", "headers", "raw", "check", "spam")] + \
+                        [(links["ID"], "links")]:
+            self.page.goto(self.srv.url(f"?m={mid}&view={tab}"))
+            self.page.locator(f"#tab-{tab}[aria-selected=true]").wait_for()
+            if tab == "html":
+                self.frame()
+            if tab == "links":
+                self.page.get_by_role("button", name="Check links").click()
+                self.until(lambda: self.page.locator("table.links tbody tr").count() == 3, "the links checked")
+            if tab == "spam":
+                self.page.locator(".spam-rules").wait_for()
+            self.page.wait_for_timeout(150)  # a tab that loads (headers, raw, check) draws
+            self.shot(f"dark-tab-{tab}")
+            self.axe(f"dark-all-tab-{tab}")
+        self.page.goto(self.srv.url(f"?m={rich['ID']}&view=text"))
+        self.page.get_by_role("button", name="Release…").click()
+        self.page.locator("dialog[open]").wait_for()
+        self.shot("dark-dialog-release")
+        self.axe("dark-all-dialog-release")
+        self.page.keyboard.press("Escape")
+        self.until(lambda: self.page.locator("dialog[open]").count() == 0, "the dialog closed")
+        self.page.locator(".menu > summary").click()
+        self.axe("dark-all-downloads-menu")
+
+
 class T20Attachments(PageTest):
     def test_open_in_new_tab_and_download(self):
         needs("parts")

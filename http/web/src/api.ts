@@ -85,6 +85,8 @@ export interface Message {
 
 export interface WebUIConfig {
   Label?: string;
+  SpamAssassin?: boolean;
+  Rspamd?: boolean;
   HideDeleteAllButton?: boolean;
   MessageRelay?: Relay & { Enabled?: boolean };
 }
@@ -229,6 +231,19 @@ export interface LinkCheck {
 export const linkCheck = (id: string, follow: boolean, signal?: AbortSignal) =>
   getJSON<LinkCheck>(`api/v1/message/${enc(id)}/link-check${follow ? "?follow=true" : ""}`, signal);
 
+/** Mailpit's spam check answers: SpamAssassin's (sa-check) and Rspamd's (rspamd-check). */
+export type SpamService = "spamassassin" | "rspamd";
+export interface SpamCheck {
+  IsSpam: boolean;
+  Error: string;
+  Score: number;
+  Threshold?: number; // Rspamd only
+  Action?: string; // Rspamd only
+  Rules: { Score: number; Name: string; Description: string }[] | null;
+}
+export const spamCheck = (id: string, service: SpamService, signal?: AbortSignal) =>
+  getJSON<SpamCheck>(`api/v1/message/${enc(id)}/${service === "rspamd" ? "rspamd-check" : "sa-check"}`, signal);
+
 /** The raw message as text: bytes decoded as UTF-8 (invalid sequences become U+FFFD). */
 export async function raw(id: string, signal?: AbortSignal): Promise<{ text: string; bytes: number }> {
   const r = await check(await fetch(rawUrl(id), { cache: "no-store", signal }));
@@ -307,6 +322,7 @@ export interface Capabilities {
   release: boolean; // POST api/v1/message/{ID}/release, relay configured
   label: string;
   hideDeleteAll: boolean;
+  spam: SpamService | ""; // the spam check the server runs, if one is configured
   relay?: Relay; // the relay's settings, shown when releasing
 }
 
@@ -329,5 +345,6 @@ export async function probe(): Promise<Capabilities> {
     relay: cfg.MessageRelay,
     label: cfg.Label ?? "",
     hideDeleteAll: !!cfg.HideDeleteAllButton,
+    spam: cfg.SpamAssassin ? "spamassassin" : cfg.Rspamd ? "rspamd" : "",
   };
 }

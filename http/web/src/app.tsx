@@ -15,7 +15,7 @@ import { rememberSearch, SearchBox, TagList } from "./search";
 import { listWidth, savedWidth, Splitter } from "./split";
 import * as theme from "./theme";
 
-const noCaps: Capabilities = { tags: false, send: false, release: false, label: "", hideDeleteAll: false };
+const noCaps: Capabilities = { tags: false, send: false, release: false, label: "", hideDeleteAll: false, spam: "" };
 
 /** The search for one tag: `tag:NAME`, quoted when the name has a space. */
 export function tagQuery(tag: string): string {

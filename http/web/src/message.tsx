@@ -80,6 +80,21 @@ export function MessageView(p: MessageProps) {
     return () => ac.abort();
   }, [m?.ID]);
 
+  // The spam check, when the server runs one, also once the message is there: its score
+  // labels the tab, as Mailpit's does.
+  const [spam, setSpam] = useState<api.SpamCheck | string | null>(null);
+  const spamService = p.caps.spam;
+  useEffect(() => {
+    setSpam(null);
+    if (!m || !spamService) return;
+    const ac = new AbortController();
+    api
+      .spamCheck(m.ID, spamService, ac.signal)
+      .then(setSpam)
+      .catch((e: unknown) => !ac.signal.aborted && setSpam(e instanceof Error ? e.message : String(e)));
+    return () => ac.abort();
+  }, [m?.ID, spamService]);
+
   useLayoutEffect(() => {
     const ac = new AbortController();
     setM(null);
@@ -148,6 +163,10 @@ export function MessageView(p: MessageProps) {
     ["check", (phone ? "Check" : "HTML Check") + score],
     ["links", phone ? "Links" : "Link Check"],
   ];
+  if (spamService) {
+    const n = spam && typeof spam !== "string" && !spam.Error ? ` ${spamScore(spam.Score)}` : "";
+    tabs.push(["spam", (phone ? "Spam" : "Spam Score") + n]);
+  }
   const tabIds = (t: Tab) => `tab-${t}`;
 
   return (
@@ -280,6 +299,7 @@ export function MessageView(p: MessageProps) {
         {tab === "raw" ? <RawView id={m.ID} /> : null}
         {tab === "check" ? <HtmlCheckView m={m} check={check} /> : null}
         {tab === "links" ? <LinkCheckView id={m.ID} /> : null}
+        {tab === "spam" ? <SpamView service={spamService} spam={spam} /> : null}
       </div>
     </article>
   );
@@ -798,6 +818,56 @@ function LinkCheckView({ id }: { id: string }) {
           </table>
         </>
       ) : null}
+    </div>
+  );
+}
+
+const spamScore = (n: number) => (Math.round(n * 10) / 10).toFixed(1);
+
+/** The spam check's answer as Mailpit shows it: the score, the verdict, the rules that hit. */
+function SpamView({ service, spam }: { service: api.SpamService | ""; spam: api.SpamCheck | string | null }) {
+  const name = service === "rspamd" ? "Rspamd" : "SpamAssassin";
+  if (!service) return <p class="muted">No spam check is configured on this server.</p>;
+  if (spam === null) return <p class="muted">Asking {name}…</p>;
+  if (typeof spam === "string") return <p class="error">The spam check is not available: {spam}</p>;
+  if (spam.Error) return <p class="error">{name} could not check this message: {spam.Error}</p>;
+  const rules = [...(spam.Rules ?? [])].sort((a, b) => b.Score - a.Score);
+  const threshold = service === "rspamd" ? spam.Threshold : 5; // SpamAssassin's default required_score
+  return (
+    <div class="spam-check">
+      <p class="spam-sum">
+        <strong class={`big ${spam.IsSpam ? "spam-yes" : "spam-no"}`}>{spamScore(spam.Score)}</strong>{" "}
+        <span class={`verdict ${spam.IsSpam ? "spam-yes" : "spam-no"}`}>{spam.IsSpam ? "Spam" : "Not spam"}</span>
+        <span class="muted">
+          {" "}
+          · {name}
+          {threshold ? `, spam from ${spamScore(threshold)}` : ""}
+          {spam.Action ? `, action: ${spam.Action}` : ""}
+        </span>
+      </p>
+      {rules.length ? (
+        <table class="links spam-rules">
+          <caption class="vh">Rules that matched, highest score first</caption>
+          <thead>
+            <tr>
+              <th scope="col">Score</th>
+              <th scope="col">Rule</th>
+              <th scope="col">Description</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rules.map((r, i) => (
+              <tr key={i}>
+                <td class={r.Score > 0 ? "bad" : r.Score < 0 ? "ok" : ""}>{r.Score > 0 ? "+" : ""}{spamScore(r.Score)}</td>
+                <td><code>{r.Name}</code></td>
+                <td>{r.Description}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : (
+        <p class="muted">No rule matched.</p>
+      )}
     </div>
   );
 }

@@ -1,14 +1,14 @@
 // The page's state in its URL: `?q=QUERY&m=ID&view=TAB`. Every list view and every open
 // message has its own link; Back and Forward walk the history the page pushes.
 
-export type Tab = "html" | "text" | "source" | "headers" | "raw" | "check" | "links";
-const tabs: readonly Tab[] = ["html", "text", "source", "headers", "raw", "check", "links"];
+export type Tab = "html" | "text" | "source" | "headers" | "raw" | "check" | "links" | "spam";
+const tabs: readonly Tab[] = ["html", "text", "source", "headers", "raw", "check", "links", "spam"];
 
 export interface Route {
   q: string; // the search (Mailpit's language, plus mailbox:ADDRESS); "" lists everything
   m: string; // the open message's ID, or ""
   view: Tab | ""; // the message's tab; "" picks HTML when there is any, else text
-  // (check: the HTML check, links: the link check)
+  // (check: the HTML check, links: the link check, spam: the spam score)
 }
 
 export function parse(search: string, hash = ""): Route {
