@@ -123,12 +123,26 @@ export function App({ model }: { model: ListModel }) {
   };
   const fail = (e: unknown) => flash(`Failed: ${e instanceof Error ? e.message : String(e)}`);
 
+  // The view changes once the message is there, so the list's new width and the message
+  // take one render and one layout (not a "Loading" frame first); a slow server gets the
+  // "Loading" view after 150 ms. Only the latest of quick successive opens goes through.
+  const opening = useRef(0);
   const open = (id: string, i: number, replace = false) => {
-    if (id !== r.m) prefetch(id);
     setCursor(i);
-    route.go({ q: r.q, m: id, view: r.m ? r.view : "" }, replace);
+    const to = { q: r.q, m: id, view: r.m ? r.view : "" } as const;
+    const n = ++opening.current;
+    if (id === r.m) return route.go(to, replace);
+    let done = false;
+    const go = () => {
+      if (done || n !== opening.current) return;
+      done = true;
+      route.go(to, replace);
+    };
+    prefetch(id).then(go, go);
+    setTimeout(go, 150);
   };
   const closeMessage = () => {
+    opening.current++; // a message still being fetched is not opened after all
     route.go({ q: r.q, m: "", view: "" });
     setFocusCursor((n) => n + 1);
   };

@@ -50,10 +50,11 @@ export function useMedia(q: string): boolean {
 // A message asked for when its row is clicked, before the view renders (opening marks
 // it read, so never on hover).
 let pending: { id: string; p: Promise<Message> } | null = null;
-export function prefetch(id: string) {
+export function prefetch(id: string): Promise<Message> {
   const p = api.message(id);
   p.catch(() => {});
   pending = { id, p };
+  return p;
 }
 function take(id: string, signal: AbortSignal): Promise<Message> {
   const p = pending && pending.id === id ? pending.p : api.message(id, signal);
