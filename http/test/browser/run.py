@@ -1323,6 +1323,59 @@ class T24Spam(FakeServices):
         self.assertEqual(self.page.locator(".spam-rules tbody tr").count(), 1)
 
 
+class T26OpenTiming(PageTest):
+    """A message opens in one step once it is fetched; a slow server shows "Loading" after
+    150 ms; of two quick clicks the later one wins, whichever answer comes first."""
+
+    RECORD = """() => {
+      const t0 = performance.now(), seen = window.__seen = {};
+      const note = (k) => { if (!(k in seen)) seen[k] = performance.now() - t0; };
+      new MutationObserver(() => {
+        if (location.search.includes('m=')) note('url');
+        if (document.querySelector('.msg-empty[aria-busy=true]')) note('loading');
+        const s = document.querySelector('#msg-subject');
+        if (s) { note('subject'); seen.text = s.textContent; }
+      }).observe(document.body, {subtree: true, childList: true, characterData: true});
+    }"""
+
+    def slow(self, id, ms):
+        """The page's own fetch of one message answered ms later (in the page: no test
+        thread blocked while it waits)."""
+        self.js("""([id, ms]) => { const f = window.fetch; window.fetch = (u, o) =>
+          String(u).endsWith('api/v1/message/' + id) ? new Promise(r => setTimeout(r, ms)).then(() => f(u, o)) : f(u, o); }""",
+                [id, ms])
+
+    def test_slow_message_shows_loading_then_it(self):
+        self.open_page()
+        slow = self.row_id(4)
+        self.slow(slow, 600)
+        self.js(self.RECORD)
+        self.page.locator(".row[data-index='4'] a.link").click()
+        self.page.locator("#msg-subject").wait_for()
+        seen = self.js("window.__seen")
+        self.assertLess(seen["loading"], seen["subject"], seen)
+        self.assertLess(seen["url"], 550, seen)  # the view changed before the answer came
+        self.assertEqual(self.js("document.querySelector('.row.open')?.dataset.id"), slow)
+
+    def test_fast_message_opens_in_one_step_and_later_click_wins(self):
+        self.open_page()
+        self.js(self.RECORD)
+        self.page.locator(".row[data-index='1'] a.link").click()
+        self.page.locator("#msg-subject").wait_for()
+        seen = self.js("window.__seen")
+        self.assertNotIn("loading", seen, "no Loading frame when the message comes quickly")
+        # The first of two clicks answered late, the second at once: the second is shown.
+        first, second = self.row_id(6), self.row_id(7)
+        self.slow(first, 400)
+        self.js("""() => { document.querySelector(".row[data-index='6'] a.link").click();
+                           document.querySelector(".row[data-index='7'] a.link").click(); }""")
+        self.until(lambda: f"m={second}" in self.page.url, "the second message's URL")
+        self.page.wait_for_timeout(700)
+        self.assertIn(f"m={second}", self.page.url)
+        self.assertEqual(self.js("document.querySelector('.row.open')?.dataset.id"), second)
+        self.assertEqual(self.page.locator("#msg-subject").inner_text(), self.srv.summary(second)["Subject"])
+
+
 class T25AxeDarkEveryView(FakeServices):
     """axe-core in dark mode on every view: the list, the message with each of its tabs,
     the search with its operators, the tag list, a selection, and every dialog."""

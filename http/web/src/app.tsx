@@ -127,15 +127,19 @@ export function App({ model }: { model: ListModel }) {
   // take one render and one layout (not a "Loading" frame first); a slow server gets the
   // "Loading" view after 150 ms. Only the latest of quick successive opens goes through.
   const opening = useRef(0);
+  const pendingOpen = useRef(""); // the message being fetched to be opened: where j/k go on from
   const open = (id: string, i: number, replace = false) => {
     setCursor(i);
     const to = { q: r.q, m: id, view: r.m ? r.view : "" } as const;
     const n = ++opening.current;
+    pendingOpen.current = "";
     if (id === r.m) return route.go(to, replace);
+    pendingOpen.current = id;
     let done = false;
     const go = () => {
       if (done || n !== opening.current) return;
       done = true;
+      pendingOpen.current = "";
       route.go(to, replace);
     };
     prefetch(id).then(go, go);
@@ -143,6 +147,7 @@ export function App({ model }: { model: ListModel }) {
   };
   const closeMessage = () => {
     opening.current++; // a message still being fetched is not opened after all
+    pendingOpen.current = "";
     route.go({ q: r.q, m: "", view: "" });
     setFocusCursor((n) => n + 1);
   };
@@ -262,7 +267,8 @@ export function App({ model }: { model: ListModel }) {
 
   /** Opens the message before (-1) or after (+1) the open one in the list. */
   const step = async (d: number) => {
-    const at = (r.m ? model.position(r.m) : undefined) ?? cursor;
+    const from = pendingOpen.current || r.m;
+    const at = (from ? model.position(from) : undefined) ?? cursor;
     const n = at + d;
     if (n < 0 || n >= model.total) return;
     if (!model.row(n)) await model.load(n, n);
@@ -282,7 +288,8 @@ export function App({ model }: { model: ListModel }) {
     scrollTo.current?.(n);
     setFocusCursor((k) => k + 1);
     if (r.m) {
-      if (openPos !== undefined && openPos !== cursor) return void step(d);
+      const pos = pendingOpen.current ? model.position(pendingOpen.current) : openPos;
+      if (pos !== undefined && pos !== cursor) return void step(d);
       const m = model.row(n);
       if (m && m.ID !== r.m) open(m.ID, n, true);
     }

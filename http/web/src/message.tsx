@@ -49,11 +49,13 @@ export function useMedia(q: string): boolean {
 
 // A message asked for when its row is clicked, before the view renders (opening marks
 // it read, so never on hover).
-let pending: { id: string; p: Promise<Message> } | null = null;
+let pending: { id: string; p: Promise<Message>; msg?: Message } | null = null;
 export function prefetch(id: string): Promise<Message> {
   const p = api.message(id);
-  p.catch(() => {});
-  pending = { id, p };
+  const entry: { id: string; p: Promise<Message>; msg?: Message } = { id, p };
+  // Kept once here, so a view opened after the answer draws it in its first render.
+  p.then((msg) => (entry.msg = msg)).catch(() => {});
+  pending = entry;
   return p;
 }
 function take(id: string, signal: AbortSignal): Promise<Message> {
@@ -61,12 +63,16 @@ function take(id: string, signal: AbortSignal): Promise<Message> {
   pending = null;
   return p;
 }
+/** The message already fetched for this ID, if any. */
+function ready(id: string): Message | null {
+  return pending && pending.id === id && pending.msg ? pending.msg : null;
+}
 
 export function MessageView(p: MessageProps) {
-  const [m, setM] = useState<Message | null>(null);
+  const [m, setM] = useState<Message | null>(() => ready(p.id));
   const [err, setErr] = useState("");
   const [read, setRead] = useState(true);
-  const [tags, setTags] = useState<string[]>([]);
+  const [tags, setTags] = useState<string[]>(() => ready(p.id)?.Tags ?? []);
   const phone = useMedia(PHONE);
   // The HTML check is asked for once the message is there: its score labels the tab.
   const [check, setCheck] = useState<api.HtmlCheck | string | null>(null);
@@ -98,21 +104,31 @@ export function MessageView(p: MessageProps) {
 
   useLayoutEffect(() => {
     const ac = new AbortController();
+    const t0 = performance.now();
+    const shown = (msg: Message) => {
+      setM(msg);
+      setErr("");
+      setRead(true); // opening a message marks it read, as in Mailpit
+      setTags(msg.Tags ?? []);
+      // The list marks the row read after the message is painted: the open message's
+      // frame does not also carry the list's and the counters' renders.
+      requestAnimationFrame(() => setTimeout(() => p.onLoaded(msg)));
+      requestAnimationFrame(() => {
+        performance.measure("inlet:open", { start: t0, end: performance.now() });
+      });
+    };
+    const now = ready(p.id);
+    if (now) {
+      pending = null;
+      if (m !== now) shown(now);
+      else requestAnimationFrame(() => setTimeout(() => p.onLoaded(now)));
+      return () => ac.abort();
+    }
     setM(null);
     setErr("");
-    const t0 = performance.now();
     take(p.id, ac.signal)
       .then((msg) => {
-        if (ac.signal.aborted) return;
-        setM(msg);
-        setRead(true); // opening a message marks it read, as in Mailpit
-        setTags(msg.Tags ?? []);
-        // The list marks the row read after the message is painted: the open message's
-        // frame does not also carry the list's and the counters' renders.
-        requestAnimationFrame(() => setTimeout(() => p.onLoaded(msg)));
-        requestAnimationFrame(() => {
-          performance.measure("inlet:open", { start: t0, end: performance.now() });
-        });
+        if (!ac.signal.aborted) shown(msg);
       })
       .catch((e: unknown) => {
         if (!ac.signal.aborted) setErr(e instanceof api.ApiError && e.status === 404 ? "gone" : String(e));
