@@ -202,7 +202,8 @@ function RowView({ m, i, total, p: ref, sel, cur, isOpen, query }: RowProps) {
   const moreTo = (m.Totals?.To ?? m.To?.length ?? 0) - (to ? 1 : 0);
   // The row is a grid; the link stretches over all of it (its ::after), so a click
   // anywhere opens the message, while the checkbox and the tag buttons sit above it.
-  // Every cell is always there, empty or not, so the dates line up.
+  // Every cell has its own column of the row's grid, so the dates line up whether or not
+  // a row has tags or attachments (an empty cell is not drawn at all).
   return (
     <div class={cls} role="listitem" aria-setsize={total} aria-posinset={i + 1} data-index={i} data-id={m.ID}>
       <input
@@ -240,7 +241,6 @@ function RowView({ m, i, total, p: ref, sel, cur, isOpen, query }: RowProps) {
             <bdi>{who(m.From) || "(no sender)"}</bdi>
           </span>
           <span class="to" title={(m.To ?? []).map(addr).join(", ")}>
-            <span class="arrow" aria-hidden="true">→ </span>
             <span class="vh">to </span>
             {to ? <bdi>{who(to)}</bdi> : <span class="muted">(no recipient)</span>}
             {moreTo > 0 ? <span class="more-to"> +{moreTo}</span> : null}
@@ -251,6 +251,7 @@ function RowView({ m, i, total, p: ref, sel, cur, isOpen, query }: RowProps) {
           {m.Snippet ? <span class="snip"> — {m.Snippet}</span> : null}
         </span>
       </a>
+      {tags.length ? (
       <span class="tags">
         {tags.slice(0, 3).map((t) => (
           <button
@@ -265,14 +266,13 @@ function RowView({ m, i, total, p: ref, sel, cur, isOpen, query }: RowProps) {
           </button>
         ))}
       </span>
-      <span class="att" title={m.Attachments > 0 ? `${m.Attachments} attachment${m.Attachments > 1 ? "s" : ""}` : undefined}>
-        {m.Attachments > 0 ? (
-          <>
-            <Paperclip />
-            <span class="vh">has attachments</span>
-          </>
-        ) : null}
-      </span>
+      ) : null}
+      {m.Attachments > 0 ? (
+        <span class="att" title={`${m.Attachments} attachment${m.Attachments > 1 ? "s" : ""}`}>
+          <Paperclip />
+          <span class="vh">has attachments</span>
+        </span>
+      ) : null}
       <span class="size">{size(m.Size)}</span>
       <time class="date" dateTime={m.Created} title={longDate(m.Created)}>
         {shortDate(m.Created)}
