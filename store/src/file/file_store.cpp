@@ -1308,6 +1308,168 @@ store_health file_store::health() const {
   return h;
 }
 
+namespace {
+
+// The raw bytes of a row (codec, data), or false when they do not decode to `size` bytes
+// (size < 0: any size up to the bound).
+bool decode_raw(std::int64_t codec, std::string_view data, std::int64_t size, std::string& out) {
+  if (codec == static_cast<int>(raw_codec::none)) {
+    out.assign(data);
+  } else if (codec != static_cast<int>(raw_codec::zstd) ||
+             !decompress(data, out, size >= 0 ? std::min<std::size_t>(static_cast<std::size_t>(size), max_raw_bytes)
+                                              : max_raw_bytes)) {
+    return false;
+  }
+  return size < 0 || out.size() == static_cast<std::size_t>(size);
+}
+
+}  // namespace
+
+file_store::reindex_result file_store::reindex(const reindex_options& opt) {
+  if (!opt.summarize) throw std::invalid_argument("reindex needs a summarize function");
+  auto& s = *impl_;
+  // The rows are read here, on the caller's thread, with a connection of its own; the
+  // MIME parse and the folding run here too, and only the UPDATEs go through the writer,
+  // one transaction per batch, so a running server's puts wait at most one batch.
+  connection rc = open_reader(s.cfg);
+  statement sel(rc, "SELECT m.seq, m.size, m.meta, m.mailboxes, m.tags, r.codec, r.data FROM " +
+                        s.t.messages + " m JOIN " + s.t.raw +
+                        " r ON r.seq=m.seq WHERE m.seq>? ORDER BY m.seq LIMIT ?");
+  struct update {
+    std::int64_t seq = 0, old_size = 0, size = 0;
+    std::string meta, search_text, tags_f;
+    search::prepared_fields fields;
+    std::int64_t attachments = 0, inline_parts = 0;
+  };
+  reindex_result out;
+  const auto batch = static_cast<std::int64_t>(std::max<std::size_t>(1, opt.batch_messages));
+  std::int64_t last = 0;
+  for (;;) {
+    auto ups = std::make_shared<std::vector<update>>();
+    bool more = false;
+    try {
+      rc.exec("BEGIN");
+      sel.reset().bind(1, last).bind(2, batch);
+      std::int64_t rows = 0;
+      while (sel.step()) {
+        ++rows;
+        last = sel.int64(0);
+        stored_message m;
+        if (!decode_raw(sel.int64(5), sel.bytes(6), -1, m.raw)) {
+          ++out.failed;
+          continue;
+        }
+        summary old;
+        const bool meta_ok = decode_meta(sel.bytes(2), m.envelope, old);
+        if (!meta_ok) {
+          m.envelope = envelope{};
+          for (auto& box : split_lines(sel.bytes(3))) m.envelope.rcpt_to.push_back(std::move(box));
+        }
+        opt.summarize(m.raw, m.envelope, m.summary);
+        if (!meta_ok) m.envelope.mail_from = m.summary.from.address;
+        update u;
+        u.seq = last;
+        u.old_size = sel.int64(1);
+        u.size = static_cast<std::int64_t>(m.raw.size());
+        u.search_text = opt.build_search_text
+                            ? opt.build_search_text(m.summary, m.raw)
+                            : search::build_search_text(m.summary, {}, 8192);
+        m.summary.search_text.clear();
+        u.fields = search::prepared_fields(m);
+        u.meta = encode_meta(m.envelope, m.summary);
+        u.attachments = static_cast<std::int64_t>(m.summary.attachments.size());
+        u.inline_parts = m.summary.inline_parts;
+        u.tags_f = folded_tags(split_lines(sel.bytes(4)));
+        ups->push_back(std::move(u));
+      }
+      sel.reset();
+      rc.exec("COMMIT");
+      more = rows == batch;
+    } catch (const sqlite_error& e) {
+      throw file_store_error(code_of(e), s.cfg.path + ": reindex: " + e.what());
+    }
+    if (!ups->empty()) {
+      std::mutex mu;
+      std::condition_variable cv;
+      std::optional<std::error_code> result;
+      auto tell = [&](std::error_code ec) {
+        std::lock_guard lk(mu);
+        result = ec;
+        cv.notify_all();
+      };
+      s.enqueue(impl::make_job(
+          [ups](impl& w) {
+            statement up(w.wdb, "UPDATE " + w.t.messages +
+                                    " SET size=?, attachments=?, inline_parts=?, meta=?, tags_f=?,"
+                                    " f_to=?, f_from=?, f_cc=?, f_bcc=?, f_reply_to=?, f_subject=?,"
+                                    " f_message_id=?, search_text=? WHERE seq=?");
+            for (const auto& u : *ups) {
+              up.reset().bind(1, u.size).bind(2, u.attachments).bind(3, u.inline_parts);
+              up.bind_blob(4, u.meta).bind_blob(5, u.tags_f);
+              using search::field;
+              int i = 6;
+              for (auto f : {field::to, field::from, field::cc, field::bcc, field::reply_to,
+                             field::subject, field::message_id})
+                up.bind_blob(i++, u.fields.get(f));
+              up.bind_blob(13, u.search_text).bind(14, u.seq);
+              up.run();
+              if (w.wdb.changes() > 0) w.tx.bytes += u.size - u.old_size;  // gone meanwhile: 0
+            }
+          },
+          [&tell](impl&) { tell({}); }, [&tell](std::error_code ec) { tell(ec); }));
+      std::unique_lock lk(mu);
+      cv.wait(lk, [&] { return result.has_value(); });
+      if (*result)
+        throw file_store_error(*result, s.cfg.path + ": reindex: a batch failed to commit: " +
+                                            result->message());
+      out.reindexed += ups->size();
+      if (opt.progress) opt.progress(out.reindexed);
+    }
+    if (!more) break;
+  }
+  return out;
+}
+
+void read_raw_messages(const file_store_config& cfg,
+                       const std::function<void(std::string_view, std::string_view)>& each) {
+  const table_names t(cfg.tenant_id);
+  auto refuse = [&](errc code, const std::string& why) {
+    throw file_store_error(make_error_code(code), cfg.path + ": " + why);
+  };
+  if (::access(cfg.path.c_str(), R_OK) != 0)
+    refuse(errc::unavailable, std::string("cannot read: ") + std::strerror(errno));
+  try {
+    connection c(cfg.path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX);
+    sqlite3_busy_timeout(c.get(), 10'000);
+    if (c.query_int("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='" +
+                    t.messages + "'") > 0) {
+      c.exec("BEGIN");  // one snapshot, also while a server writes
+      statement st(c, "SELECT m.id, m.size, r.codec, r.data FROM " + t.messages + " m JOIN " +
+                          t.raw + " r ON r.seq=m.seq ORDER BY m.seq");
+      std::string raw;
+      while (st.step()) {
+        const std::string id(st.bytes(0));
+        if (!decode_raw(st.int64(2), st.bytes(3), st.int64(1), raw))
+          throw sqlite_error(SQLITE_CORRUPT, "message " + id + ": raw bytes do not decode");
+        each(id, raw);
+      }
+      c.exec("COMMIT");
+      return;
+    }
+    const auto prefix = mailpit_prefix(cfg.tenant_id);
+    if (!has_mailpit_tables(c, prefix))
+      refuse(errc::foreign_file, "holds no messages of inlet or Mailpit" +
+                                     (cfg.tenant_id.empty() ? std::string()
+                                                            : " for tenant " + cfg.tenant_id));
+    read_mailpit(c, prefix, [&](mailpit_message&& m) { each(m.id, m.raw); });
+  } catch (const sqlite_error& e) {
+    refuse(e.primary() == SQLITE_NOTADB    ? errc::foreign_file
+           : e.primary() == SQLITE_CORRUPT ? errc::corrupt
+                                           : errc::unavailable,
+           e.what());
+  }
+}
+
 file_store::batch_stats file_store::batches() const {
   return {impl_->n_batches.load(), impl_->n_jobs.load(), impl_->max_jobs.load()};
 }
