@@ -288,10 +288,15 @@ struct file_store::impl {
       readers.emplace_back([this, c] { reader_loop(*c); });
     }
     if (cfg.wal) {
-      // The WAL exists from the first commit (the tables'); it is removed only when the
-      // last connection closes, so this descriptor names it as long as the store is open.
-      wal_fd = ::open((cfg.path + "-wal").c_str(), O_RDWR | O_CLOEXEC);
-      if (wal_fd >= 0) {
+      // The writer's WAL file, as SQLite's VFS opened it: it stays open as long as the
+      // connection does. Syncing through the VFS (not an fsync of a descriptor of our
+      // own) also syncs the directory of a WAL file that is new, and keeps a VFS that
+      // wraps the default one (a test's power-cut simulation) in the picture.
+      sqlite3_file* wf = nullptr;
+      if (sqlite3_file_control(wdb.get(), "main", SQLITE_FCNTL_JOURNAL_POINTER, &wf) == SQLITE_OK &&
+          wf && wf->pMethods)
+        wal_file = wf;
+      if (wal_file) {
         wdb.exec("PRAGMA synchronous=NORMAL");  // the syncer fsyncs (see sync_loop)
         syncer = std::thread([this] { sync_loop(); });
       }
@@ -317,7 +322,6 @@ struct file_store::impl {
     }
     sq_cv.notify_all();
     if (syncer.joinable()) syncer.join();
-    if (wal_fd >= 0) ::close(wal_fd);
     {
       std::lock_guard lk(rq_mutex);
       readers_stop = true;
@@ -673,7 +677,7 @@ struct file_store::impl {
     auto prev = max_jobs.load(std::memory_order_relaxed);
     while (prev < batch.size() && !max_jobs.compare_exchange_weak(prev, batch.size())) {
     }
-    if (wal_fd >= 0) {
+    if (wal_file) {
       // Committed, not yet on disk: the syncer makes it durable, then tells the callers;
       // the writer goes on with the next batch meanwhile.
       {
@@ -710,7 +714,9 @@ struct file_store::impl {
     std::vector<std::unique_ptr<job>> jobs;
     std::vector<std::error_code> outcome;
   };
-  int wal_fd = -1;
+  // The writer connection's WAL (its xSync runs on the syncer thread while the writer
+  // appends: an fsync and a write of one file may run at once).
+  sqlite3_file* wal_file = nullptr;
   std::mutex sq_mutex;
   std::condition_variable sq_cv;
   std::deque<synced_batch> sq;
@@ -726,11 +732,12 @@ struct file_store::impl {
         if (sq.empty()) return;  // stopping, and everything was told
         todo.swap(sq);
       }
-      const bool ok = ::fsync(wal_fd) == 0;
+      const int rc = wal_file->pMethods->xSync(wal_file, SQLITE_SYNC_NORMAL);
+      const bool ok = rc == SQLITE_OK;
       if (!ok) {
         {
           std::lock_guard lk(pub_mutex);
-          broken_detail = std::string("fsync of the WAL failed: ") + std::strerror(errno);
+          broken_detail = std::string("fsync of the WAL failed: ") + sqlite3_errstr(rc);
         }
         broken.store(true);
       }
