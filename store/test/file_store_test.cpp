@@ -2,6 +2,7 @@
 // shared search and totals tables, restart, compression, tenants, group commit, and the
 // files it must refuse (not SQLite, truncated, damaged, another application's).
 #include "inlet/store/file_store.hpp"
+#include "file/sqlite.hpp"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -1117,4 +1118,41 @@ TEST_F(FileStore, ReadRawMessagesFromInletsOrMailpitsTables) {
   EXPECT_THROW(read_all(config("other.db")), st::file_store_error);
   EXPECT_THROW(read_all(config("missing.db")), st::file_store_error);
   EXPECT_FALSE(fs::exists(path("missing.db")));
+}
+
+TEST_F(FileStore, StatementCacheReusesResetsAndNeverHandsOneOutTwice) {
+  namespace f = inlet::store::file;
+  f::connection c(path("cache.db").string(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  c.exec("CREATE TABLE t(x INTEGER); INSERT INTO t VALUES (1), (2), (3)");
+  const std::string q = "SELECT x FROM t WHERE x>? ORDER BY x";
+  f::statement* first = nullptr;
+  {
+    auto a = c.cached(q);
+    first = &*a;
+    a->bind(1, 0);
+    ASSERT_TRUE(a->step());
+    EXPECT_EQ(a->int64(0), 1);
+    auto b = c.cached(q);  // the same SQL while `a` is mid-rows: a statement of its own
+    EXPECT_NE(&*b, first);
+    b->bind(1, 2);
+    ASSERT_TRUE(b->step());
+    EXPECT_EQ(b->int64(0), 3);
+    ASSERT_TRUE(a->step());
+    EXPECT_EQ(a->int64(0), 2);
+  }
+  {
+    auto a = c.cached(q);
+    EXPECT_EQ(&*a, first);  // prepared once
+    EXPECT_FALSE(a->step());  // reset, bindings cleared: x > NULL matches nothing
+  }
+  // Past max_cached statements the cache starts over; a handle held meanwhile still works.
+  auto held = c.cached(q);
+  held->bind(1, 2);
+  for (std::size_t i = 0; i < f::connection::max_cached + 5; ++i) {
+    auto s = c.cached("SELECT " + std::to_string(i));
+    ASSERT_TRUE(s->step());
+    EXPECT_EQ(s->int64(0), static_cast<std::int64_t>(i));
+  }
+  ASSERT_TRUE(held->step());
+  EXPECT_EQ(held->int64(0), 3);
 }

@@ -932,10 +932,10 @@ struct file_store::impl {
   // A read transaction, so the counts and the page come from one snapshot.
   struct read_tx {
     connection& c;
-    explicit read_tx(connection& conn) : c(conn) { c.exec("BEGIN"); }
+    explicit read_tx(connection& conn) : c(conn) { c.cached("BEGIN")->run(); }
     ~read_tx() {
       try {
-        c.exec("COMMIT");
+        c.cached("COMMIT")->run();
       } catch (const sqlite_error&) {
       }
     }
@@ -953,21 +953,21 @@ struct file_store::impl {
     const std::string count_from =
         box.empty() ? t.messages + " m INDEXED BY " + t.prefix + "inlet_messages_read" : from;
     {
-      statement st(c, "SELECT count(*), coalesce(sum(m.read=0), 0) FROM " + count_from);
-      if (!box.empty()) st.bind_text(1, box);
-      st.step();
-      p.total = static_cast<std::size_t>(st.int64(0));
-      p.unread = static_cast<std::size_t>(st.int64(1));
+      auto st = c.cached("SELECT count(*), coalesce(sum(m.read=0), 0) FROM " + count_from);
+      if (!box.empty()) st->bind_text(1, box);
+      st->step();
+      p.total = static_cast<std::size_t>(st->int64(0));
+      p.unread = static_cast<std::size_t>(st->int64(1));
     }
     std::int64_t before = std::numeric_limits<std::int64_t>::max();
     if (!req.before_id.empty()) {
-      statement st(c, "SELECT seq FROM " + t.messages + " WHERE id=?");
-      st.bind_text(1, req.before_id);
-      if (!st.step()) {
+      auto st = c.cached("SELECT seq FROM " + t.messages + " WHERE id=?");
+      st->bind_text(1, req.before_id);
+      if (!st->step()) {
         ec = errc::not_found;
         return p;
       }
-      before = st.int64(0);
+      before = st->int64(0);
     }
     const auto cond = compile(req.query);
     const int first = box.empty() ? 1 : 2;
@@ -982,19 +982,19 @@ struct file_store::impl {
         p.matched = p.total;
         p.matched_unread = p.unread;
       } else {
-        statement st(c, "SELECT count(*), coalesce(sum(m.read=0), 0) FROM " + count_from + where);
-        bind_all(st);
-        st.step();
-        p.matched = static_cast<std::size_t>(st.int64(0));
-        p.matched_unread = static_cast<std::size_t>(st.int64(1));
+        auto st = c.cached("SELECT count(*), coalesce(sum(m.read=0), 0) FROM " + count_from + where);
+        bind_all(*st);
+        st->step();
+        p.matched = static_cast<std::size_t>(st->int64(0));
+        p.matched_unread = static_cast<std::size_t>(st->int64(1));
       }
       if (req.limit > 0 && req.start < p.matched) {
-        statement st(c, std::string("SELECT ") + row_columns + " FROM " + from + where +
+        auto st = c.cached(std::string("SELECT ") + row_columns + " FROM " + from + where +
                             " ORDER BY m.seq DESC LIMIT ? OFFSET ?");
-        int i = bind_all(st);
-        st.bind(i, static_cast<std::int64_t>(req.limit));
-        st.bind(i + 1, static_cast<std::int64_t>(req.start));
-        while (st.step()) p.messages.push_back(row_to_message(st));
+        int i = bind_all(*st);
+        st->bind(i, static_cast<std::int64_t>(req.limit));
+        st->bind(i + 1, static_cast<std::int64_t>(req.start));
+        while (st->step()) p.messages.push_back(row_to_message(*st));
       }
       return p;
     }
@@ -1002,20 +1002,20 @@ struct file_store::impl {
     // page's sequence numbers; the page's rows are read after.
     std::vector<std::int64_t> page_seqs;
     {
-      statement st(c, "SELECT m.seq, m.read FROM " + from + where + " ORDER BY m.seq DESC");
-      bind_all(st);
-      while (st.step()) {
-        if (p.matched >= req.start && page_seqs.size() < req.limit) page_seqs.push_back(st.int64(0));
+      auto st = c.cached("SELECT m.seq, m.read FROM " + from + where + " ORDER BY m.seq DESC");
+      bind_all(*st);
+      while (st->step()) {
+        if (p.matched >= req.start && page_seqs.size() < req.limit) page_seqs.push_back(st->int64(0));
         ++p.matched;
-        p.matched_unread += st.int64(1) == 0;
+        p.matched_unread += st->int64(1) == 0;
       }
     }
     if (!page_seqs.empty()) {
-      statement st(c, std::string("SELECT ") + row_columns + " FROM " + t.messages + " m WHERE m.seq=?");
+      auto st = c.cached(std::string("SELECT ") + row_columns + " FROM " + t.messages + " m WHERE m.seq=?");
       for (auto s : page_seqs) {
-        st.reset().bind(1, s);
-        if (st.step()) p.messages.push_back(row_to_message(st));
-        st.reset();
+        st->reset().bind(1, s);
+        if (st->step()) p.messages.push_back(row_to_message(*st));
+        st->reset();
       }
     }
     return p;
@@ -1023,16 +1023,16 @@ struct file_store::impl {
 
   message_ptr get_on(connection& c, const std::string& id, std::error_code& ec) {
     read_tx rt(c);
-    statement st(c, std::string("SELECT ") + row_columns + ", r.codec, r.data FROM " + t.messages +
+    auto st = c.cached(std::string("SELECT ") + row_columns + ", r.codec, r.data FROM " + t.messages +
                         " m JOIN " + t.raw + " r ON r.seq=m.seq WHERE m.id=?");
-    st.bind_text(1, id);
-    if (!st.step()) {
+    st->bind_text(1, id);
+    if (!st->step()) {
       ec = errc::not_found;
       return nullptr;
     }
-    auto m = row_to_message(st);
-    const auto codec = st.int64(7);
-    const auto data = st.bytes(8);
+    auto m = row_to_message(*st);
+    const auto codec = st->int64(7);
+    const auto data = st->bytes(8);
     if (codec == static_cast<int>(raw_codec::none)) {
       m->raw.assign(data);
     } else if (codec != static_cast<int>(raw_codec::zstd) ||
