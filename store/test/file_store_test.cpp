@@ -754,6 +754,8 @@ TEST_F(FileStore, ConcurrentPutsShareCommits) {
   EXPECT_LT(b.batches, b.jobs);
   EXPECT_GT(b.max_jobs, 1u);
   EXPECT_LE(b.max_jobs, s.config().max_batch_messages);
+  EXPECT_GT(b.syncs, 0u);
+  EXPECT_LE(b.syncs, b.batches);  // one sync covers every batch committed before it
 }
 
 TEST_F(FileStore, ReadsWhileWriting) {

@@ -192,7 +192,7 @@ struct file_store::impl {
   std::vector<std::string> tag_names;  // sorted by folded name
   std::atomic<std::uint64_t> stored_total{0}, evicted_total{0}, deleted_total{0},
       rejected_total{0};
-  std::atomic<std::uint64_t> n_batches{0}, n_jobs{0}, max_jobs{0};
+  std::atomic<std::uint64_t> n_batches{0}, n_jobs{0}, max_jobs{0}, n_syncs{0};
   std::atomic<bool> broken{false};
   std::string broken_detail;  // under pub_mutex
 
@@ -734,6 +734,7 @@ struct file_store::impl {
       }
       const int rc = wal_file->pMethods->xSync(wal_file, SQLITE_SYNC_NORMAL);
       const bool ok = rc == SQLITE_OK;
+      n_syncs.fetch_add(1, std::memory_order_relaxed);
       if (!ok) {
         {
           std::lock_guard lk(pub_mutex);
@@ -1478,7 +1479,8 @@ void read_raw_messages(const file_store_config& cfg,
 }
 
 file_store::batch_stats file_store::batches() const {
-  return {impl_->n_batches.load(), impl_->n_jobs.load(), impl_->max_jobs.load()};
+  return {impl_->n_batches.load(), impl_->n_jobs.load(), impl_->max_jobs.load(),
+          impl_->n_syncs.load()};
 }
 
 std::uint64_t file_store::subscribe(event_observer observer) {

@@ -108,9 +108,10 @@ class file_store final : public store {
   /// until committed. Returns how many went. Never call it from a store thread.
   std::size_t expire(time_point cutoff);
 
-  /// Group-commit counters: transactions committed and jobs they carried.
+  /// Group-commit counters: transactions committed and jobs they carried; WAL syncs
+  /// (each covers every batch committed since the one before; 0 without WAL).
   struct batch_stats {
-    std::uint64_t batches = 0, jobs = 0, max_jobs = 0;
+    std::uint64_t batches = 0, jobs = 0, max_jobs = 0, syncs = 0;
   };
   batch_stats batches() const;
 
