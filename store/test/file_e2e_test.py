@@ -174,8 +174,8 @@ class MailpitDatabase(unittest.TestCase):
             want_tags = api(mp.http_port, "GET", "/api/v1/tags")
             want_raw = {}
             for i in want:
-                with HTTP.open(f"http://127.0.0.1:{mp.http_port}/api/v1/message/{i}/raw",
-                               timeout=30) as r:
+                with support.HTTP.open(
+                        f"http://127.0.0.1:{mp.http_port}/api/v1/message/{i}/raw", timeout=30) as r:
                     want_raw[i] = r.read()
         finally:
             mp.stop()
