@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """inletd --database end to end: files it must refuse (exit 2, one line why, the file
 left byte for byte as it was), and a database real Mailpit wrote, opened by inletd with
-every message, ID, tag, read flag and date as Mailpit served them.
+every message, ID, tag, read flag and date as Mailpit served them (and, before that,
+`inletd dump --database` of Mailpit's file: the same bytes, the file untouched).
 
     python3 store/test/file_e2e_test.py --inletd build/bin/inletd [--mailpit PATH]
 
@@ -171,8 +172,25 @@ class MailpitDatabase(unittest.TestCase):
             api(mp.http_port, "PUT", "/api/v1/messages", {"IDs": ids[2:8], "Read": True})
             want = {m["ID"]: m for m in all_messages(mp.http_port)}
             want_tags = api(mp.http_port, "GET", "/api/v1/tags")
+            want_raw = {}
+            for i in want:
+                with support.HTTP.open(
+                        f"http://127.0.0.1:{mp.http_port}/api/v1/message/{i}/raw", timeout=30) as r:
+                    want_raw[i] = r.read()
         finally:
             mp.stop()
+
+        # `inletd dump --database` reads Mailpit's file in place: every message's bytes as
+        # Mailpit serves them, and the file left as it was.
+        before = slurp(path)
+        out = os.path.join(tmp, "dump")
+        r = subprocess.run([INLETD, "dump", "--database", path, out], capture_output=True,
+                           timeout=DEADLINE)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(slurp(path), before)
+        self.assertEqual(sorted(os.listdir(out)), sorted(i + ".eml" for i in want))
+        for i, raw in want_raw.items():
+            self.assertEqual(slurp(os.path.join(out, i + ".eml")), raw, i)
 
         srv = Server([INLETD, "--database", path, "--max", "0"])
         try:

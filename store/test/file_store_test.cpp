@@ -2,6 +2,7 @@
 // shared search and totals tables, restart, compression, tenants, group commit, and the
 // files it must refuse (not SQLite, truncated, damaged, another application's).
 #include "inlet/store/file_store.hpp"
+#include "file/sqlite.hpp"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -753,6 +754,8 @@ TEST_F(FileStore, ConcurrentPutsShareCommits) {
   EXPECT_LT(b.batches, b.jobs);
   EXPECT_GT(b.max_jobs, 1u);
   EXPECT_LE(b.max_jobs, s.config().max_batch_messages);
+  EXPECT_GT(b.syncs, 0u);
+  EXPECT_LE(b.syncs, b.batches);  // one sync covers every batch committed before it
 }
 
 TEST_F(FileStore, ReadsWhileWriting) {
@@ -1010,4 +1013,148 @@ TEST_F(FileStore, RefusesAMissingDirectory) {
     EXPECT_EQ(e.code(), st::errc::unavailable);
     EXPECT_NE(std::string(e.what()).find("mail.db"), std::string::npos);
   }
+}
+
+namespace {
+// A summarizer for reindex tests: the subject is the raw message's "Subject: " line.
+void subject_of_raw(std::string_view raw, const st::envelope&, st::summary& out) {
+  auto at = raw.find("Subject: ");
+  if (at == std::string_view::npos) return;
+  auto end = raw.find('\r', at);
+  out.subject = std::string(raw.substr(at + 9, end - at - 9));
+  out.from = st::address{"Ann", "ann@example.com"};
+}
+}  // namespace
+
+TEST_F(FileStore, ReindexRebuildsDerivedColumnsInBatchesAndKeepsState) {
+  std::vector<std::string> ids;
+  {
+    st::file_store s(config());
+    for (int i = 0; i < 7; ++i) {
+      const auto n = std::to_string(i);
+      ids.push_back(put(s, make(mail("pear " + n), {"Bob@Example.org"}, "pear " + n))->id);
+    }
+    set_read_ids(s, {ids[1], ids[4]}, true);
+    ASSERT_EQ(set_tags_sync(s, st::selection::of_ids({ids[2], ids[3]}), {"Keep", "x"}).value, 2u);
+  }
+  // Clear the derived columns, damage one summary and one size, as a broken write would.
+  sql(path(), "UPDATE inlet_messages SET search_text=x'', f_subject=x'', f_from=x'', tags_f=x'';"
+              "UPDATE inlet_messages SET meta=x'ff' WHERE seq=3;"
+              "UPDATE inlet_messages SET size=5 WHERE seq=5;");
+  st::file_store s(config());
+  EXPECT_EQ(search(s, "subject:pear").matched, 0u);
+  EXPECT_EQ(search(s, "tag:keep").matched, 0u);
+  st::file_store::reindex_options opt;
+  opt.summarize = &subject_of_raw;
+  opt.batch_messages = 3;
+  std::vector<std::size_t> progress;
+  opt.progress = [&](std::size_t n) {
+    progress.push_back(n);
+    if (progress.size() == 1) put(s, make(mail("late"), {"c@example.org"}, "late"));  // between batches
+  };
+  auto r = s.reindex(opt);
+  EXPECT_EQ(r.reindexed, 8u);  // the message put between batches came later in seq order
+  EXPECT_EQ(r.failed, 0u);
+  EXPECT_EQ(progress, (std::vector<std::size_t>{3, 6, 8}));
+  EXPECT_EQ(search(s, "subject:pear").matched, 7u);
+  EXPECT_EQ(search(s, "from:ann@example.com").matched, 8u);
+  EXPECT_EQ(search(s, "tag:keep").matched, 2u);
+  EXPECT_EQ(search(s, "is:read").matched, 2u);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    auto m = get(s, ids[i]);
+    ASSERT_TRUE(m) << i;
+    EXPECT_EQ(m->raw, mail("pear " + std::to_string(i)));
+    EXPECT_EQ(m->size, m->raw.size());
+    EXPECT_EQ(m->summary.subject, "pear " + std::to_string(i));
+    EXPECT_EQ(m->is_read(), i == 1 || i == 4);
+    const std::vector<std::string> tags = m->tags() ? *m->tags() : std::vector<std::string>{};
+    EXPECT_EQ(tags.size(), (i == 2 || i == 3) ? 2u : 0u) << i;
+    if (!tags.empty()) {
+      EXPECT_EQ(tags, (std::vector<std::string>{"Keep", "x"}));
+    }
+    // Envelopes are kept; the damaged summary's (seq 3) came back from the mailbox column.
+    EXPECT_EQ(m->envelope.rcpt_to,
+              (st::recipient_list{i == 2 ? "bob@example.org" : "Bob@Example.org"})) << i;
+  }
+  EXPECT_EQ(list(s, 0, 10, "bob@example.org").total, 7u);
+  const auto stats = s.stats();
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < ids.size(); ++i) bytes += mail("pear " + std::to_string(i)).size();
+  EXPECT_EQ(stats.bytes, bytes + mail("late").size());
+  EXPECT_THROW(s.reindex({}), std::invalid_argument);
+}
+
+TEST_F(FileStore, ReadRawMessagesFromInletsOrMailpitsTables) {
+  // inlet's tables: every message's ID and bytes, the file unchanged.
+  std::vector<std::pair<std::string, std::string>> want;
+  {
+    st::file_store s(config());
+    for (int i = 0; i < 3; ++i) {
+      auto raw = mail("fig " + std::to_string(i)) + std::string(i * 5000, 'z');
+      want.emplace_back(put(s, make(raw))->id, raw);
+    }
+  }
+  auto read_all = [](const st::file_store_config& cfg) {
+    std::vector<std::pair<std::string, std::string>> got;
+    st::read_raw_messages(cfg, [&](std::string_view id, std::string_view raw) {
+      got.emplace_back(std::string(id), std::string(raw));
+    });
+    return got;
+  };
+  const auto before = slurp(path());
+  EXPECT_EQ(read_all(config()), want);
+  EXPECT_EQ(slurp(path()), before);
+  // Mailpit's tables, never imported: read as Mailpit left them.
+  sql(path("mp.db"), mailpit_schema("").c_str());
+  mailpit_row(path("mp.db"), "", "Aaaaaaaaaaaaaaaaaaaaa1", 1767225600000, 1, "a", "{}", mail("a"), true);
+  mailpit_row(path("mp.db"), "", "Aaaaaaaaaaaaaaaaaaaaa2", 1767225660000, 0, "b", "{}", mail("b"), false);
+  const auto mp_before = slurp(path("mp.db"));
+  EXPECT_EQ(read_all(config("mp.db")),
+            (std::vector<std::pair<std::string, std::string>>{{"Aaaaaaaaaaaaaaaaaaaaa1", mail("a")},
+                                                              {"Aaaaaaaaaaaaaaaaaaaaa2", mail("b")}}));
+  EXPECT_EQ(slurp(path("mp.db")), mp_before);
+  // Not a database, another application's, missing: file_store_error.
+  spit(path("junk.db"), std::string(4096, 'j'));
+  EXPECT_THROW(read_all(config("junk.db")), st::file_store_error);
+  sql(path("other.db"), "CREATE TABLE t(x)");
+  EXPECT_THROW(read_all(config("other.db")), st::file_store_error);
+  EXPECT_THROW(read_all(config("missing.db")), st::file_store_error);
+  EXPECT_FALSE(fs::exists(path("missing.db")));
+}
+
+TEST_F(FileStore, StatementCacheReusesResetsAndNeverHandsOneOutTwice) {
+  namespace f = inlet::store::file;
+  f::connection c(path("cache.db").string(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  c.exec("CREATE TABLE t(x INTEGER); INSERT INTO t VALUES (1), (2), (3)");
+  const std::string q = "SELECT x FROM t WHERE x>? ORDER BY x";
+  f::statement* first = nullptr;
+  {
+    auto a = c.cached(q);
+    first = &*a;
+    a->bind(1, 0);
+    ASSERT_TRUE(a->step());
+    EXPECT_EQ(a->int64(0), 1);
+    auto b = c.cached(q);  // the same SQL while `a` is mid-rows: a statement of its own
+    EXPECT_NE(&*b, first);
+    b->bind(1, 2);
+    ASSERT_TRUE(b->step());
+    EXPECT_EQ(b->int64(0), 3);
+    ASSERT_TRUE(a->step());
+    EXPECT_EQ(a->int64(0), 2);
+  }
+  {
+    auto a = c.cached(q);
+    EXPECT_EQ(&*a, first);  // prepared once
+    EXPECT_FALSE(a->step());  // reset, bindings cleared: x > NULL matches nothing
+  }
+  // Past max_cached statements the cache starts over; a handle held meanwhile still works.
+  auto held = c.cached(q);
+  held->bind(1, 2);
+  for (std::size_t i = 0; i < f::connection::max_cached + 5; ++i) {
+    auto s = c.cached("SELECT " + std::to_string(i));
+    ASSERT_TRUE(s->step());
+    EXPECT_EQ(s->int64(0), static_cast<std::int64_t>(i));
+  }
+  ASSERT_TRUE(held->step());
+  EXPECT_EQ(held->int64(0), 3);
 }

@@ -166,6 +166,16 @@ int main(int argc, char** argv) {
       break;
     case inletd::store_kind::file:
       if (auto rc = start_file_store(cfg, durable)) return *rc;
+      // Group commit on /metrics: messages per commit is what bounds throughput.
+      store_metrics = [f = static_cast<inlet::store::file_store*>(durable.get())](std::string& o) {
+        const auto b = f->batches();
+        o += "# TYPE inlet_file_store_commits_total counter\ninlet_file_store_commits_total " +
+             std::to_string(b.batches) + "\n# TYPE inlet_file_store_commit_jobs_total counter\n"
+             "inlet_file_store_commit_jobs_total " + std::to_string(b.jobs) +
+             "\n# TYPE inlet_file_store_commit_jobs_max gauge\ninlet_file_store_commit_jobs_max " +
+             std::to_string(b.max_jobs) + "\n# TYPE inlet_file_store_wal_syncs_total counter\n"
+             "inlet_file_store_wal_syncs_total " + std::to_string(b.syncs) + "\n";
+      };
       break;
     case inletd::store_kind::sink:
       break;

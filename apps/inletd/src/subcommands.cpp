@@ -17,6 +17,9 @@
 #include <filesystem>
 #include <fstream>
 #include <inlet/mail/read_view.hpp>
+#include <inlet/mail/search_text.hpp>
+#include <inlet/mail/summary.hpp>
+#include <inlet/store/file_store.hpp>
 #include <inlet/mime/message.hpp>
 #include <iostream>
 #include <iterator>
@@ -408,19 +411,130 @@ int ingest(int argc, char** argv) {
   return failed ? 1 : 0;
 }
 
+// A file the ID names in `dir`: nothing but letters, digits, '-' and '_' (neither a server
+// nor a database can make dump write elsewhere).
+bool safe_id(const std::string& id) {
+  return !id.empty() && id.size() <= 64 &&
+         id.find_first_not_of("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_") ==
+             std::string::npos;
+}
+
+// The journal mode a file was left in (header bytes 18-19: 2 for WAL), so a tool that
+// opens it keeps that mode: a file of --disable-wal stays without WAL.
+bool file_uses_wal(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char h[20] = {};
+  if (!in.read(h, sizeof h)) return true;
+  return h[18] == 2 || h[19] == 2;
+}
+
+// `dump --database FILE DIR`: read in place (inlet's tables, or Mailpit's as Mailpit
+// left them), without a server and without writing to the file.
+int dump_database(const std::string& path, const std::string& tenant_id, const std::string& out_dir) {
+  inlet::store::file_store_config cfg;
+  cfg.path = path;
+  cfg.tenant_id = tenant_id;
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) {
+    std::fprintf(stderr, "dump: %s: %s\n", out_dir.c_str(), ec.message().c_str());
+    return 1;
+  }
+  std::size_t written = 0;
+  bool write_failed = false;
+  try {
+    inlet::store::read_raw_messages(cfg, [&](std::string_view id_view, std::string_view raw) {
+      std::string id(id_view);
+      if (!safe_id(id)) {
+        std::fprintf(stderr, "dump: skipping a message with the ID \"%s\"\n", id.c_str());
+        return;
+      }
+      std::ofstream f(fs::path(out_dir) / (id + ".eml"), std::ios::binary);
+      f.write(raw.data(), static_cast<std::streamsize>(raw.size()));
+      if (!f) write_failed = true;
+      ++written;
+    });
+  } catch (const inlet::store::file_store_error& e) {
+    std::fprintf(stderr, "dump: %s\n", e.what());
+    return 1;
+  }
+  if (write_failed) {
+    std::fprintf(stderr, "dump: writing into %s failed\n", out_dir.c_str());
+    return 1;
+  }
+  std::printf("dump: %zu messages written to %s\n", written, out_dir.c_str());
+  return 0;
+}
+
+// `reindex <database>`, as Mailpit's: every message's derived data rebuilt from its raw
+// bytes. A server may keep running on the file (its writes wait one batch at a time).
+int reindex(int argc, char** argv) {
+  CLI::App app{"inletd reindex: rebuild summaries and search text of every message in a database file"};
+  std::string database, tenant_id;
+  app.add_option("database", database, "the database file")->required();
+  app.add_option("--tenant-id", tenant_id, "the tenant whose messages to reindex");
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "verbose logging (accepted)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (!fs::exists(database)) {
+    // Never create an empty database where the user meant an existing one.
+    std::fprintf(stderr, "reindex: %s: no such file\n", database.c_str());
+    return 1;
+  }
+  inlet::store::file_store_config cfg;
+  cfg.path = database;
+  cfg.tenant_id = tenant_id;
+  cfg.wal = file_uses_wal(database);
+  cfg.reader_threads = 1;
+  cfg.summarize = [](std::string_view raw, inlet::store::summary& s) {
+    inlet::mail::analyze(inlet::mail::thread_parser().parse(raw), {}, s, nullptr);
+  };
+  cfg.build_search_text = &inlet::mail::search_text_of;
+  try {
+    inlet::store::file_store store(std::move(cfg));
+    inlet::store::file_store::reindex_options opt;
+    opt.summarize = [](std::string_view raw, const inlet::store::envelope& env,
+                       inlet::store::summary& s) {
+      inlet::mail::analyze(inlet::mail::thread_parser().parse(raw), env.rcpt_to, s, nullptr);
+    };
+    opt.build_search_text = &inlet::mail::search_text_of;
+    const auto r = store.reindex(opt);
+    std::printf("reindex: %zu messages reindexed%s\n", r.reindexed,
+                r.failed ? (", " + std::to_string(r.failed) + " whose raw bytes do not decode left as they were").c_str()
+                         : "");
+    return r.failed ? 1 : 0;
+  } catch (const inlet::store::file_store_error& e) {
+    std::fprintf(stderr, "reindex: %s\n", e.what());
+    return 1;
+  }
+}
+
 int dump(int argc, char** argv) {
   CLI::App app{"inletd dump: every message of a running server into a folder of .eml files"};
   std::string http, out_dir, database;
   app.add_option("--http", http, "the server's base URL, e.g. http://127.0.0.1:8025/");
-  app.add_option("--database", database, "a database file (not supported by inletd yet)");
+  std::string tenant_id;
+  app.add_option("--database", database, "a database file (inlet's or Mailpit's), read in place");
+  app.add_option("--tenant-id", tenant_id, "the tenant whose messages a database file holds");
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "verbose logging (accepted)");
   app.add_option("output", out_dir, "the folder to write into")->required();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  if (!database.empty() && !http.empty()) {
+    std::fprintf(stderr, "dump: --database and --http: one or the other\n");
+    return 2;
+  }
+  if (!database.empty()) return dump_database(database, tenant_id, out_dir);
   if (http.empty()) {
-    std::fprintf(stderr, "dump: --http URL is needed (dumping a database file: not yet)\n");
+    std::fprintf(stderr, "dump: --http URL or --database FILE is needed\n");
     return 2;
   }
   while (!http.empty() && http.back() == '/') http.pop_back();
@@ -447,11 +561,7 @@ int dump(int argc, char** argv) {
       const auto* idv = o ? o->if_contains("ID") : nullptr;
       if (!idv || !idv->is_string()) continue;
       std::string id(idv->get_string());
-      // The ID names a file in DIR: nothing but letters, digits, '-' and '_' (a server
-      // cannot make dump write elsewhere).
-      if (id.empty() || id.size() > 64 ||
-          id.find_first_not_of("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_") !=
-              std::string::npos) {
+      if (!safe_id(id)) {
         std::fprintf(stderr, "dump: skipping a message with the ID \"%s\"\n", id.c_str());
         continue;
       }
@@ -492,10 +602,7 @@ std::optional<int> run_subcommand(int argc, char** argv) {
     std::printf("%s\n", version_text);
     return 0;
   }
-  if (cmd == "reindex") {
-    std::fprintf(stderr, "inletd reindex: inletd keeps no database file to reindex yet\n");
-    return 1;
-  }
+  if (cmd == "reindex") return reindex(argc - 1, argv + 1);
   return std::nullopt;
 }
 

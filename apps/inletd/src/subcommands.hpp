@@ -2,10 +2,11 @@
 //   inletd sendmail [flags] [recipients] < message   (also when started as `sendmail`)
 //   inletd readyz [--listen HOST:PORT] [--webroot P] [--https] [--wait] [--timeout 30s]
 //   inletd ingest [-S HOST:PORT] [-r DAYS] [--max-message-size MB] FILE|DIR ...
-//   inletd dump --http URL DIR
+//   inletd dump --http URL DIR | inletd dump --database FILE [--tenant-id T] DIR
+//   inletd reindex [--tenant-id T] FILE
 //   inletd version
-// Each talks to a running server the way a client would (SMTP, HTTP): they share no state
-// with it.
+// Each talks to a running server the way a client would (SMTP, HTTP), or (dump
+// --database, reindex) opens a database file through the file store.
 #pragma once
 
 #include <optional>

@@ -2,9 +2,14 @@
 """Mailpit's subcommands driven as their users drive them: PHP's sendmail_path
 (`sendmail -t -i < message`, and a binary named `sendmail`), a HEALTHCHECK loop with
 `readyz --wait`, `dump` of a running server then `ingest` of the folder into a second one
-with the same bytes back, `version`."""
+with the same bytes back (also `dump --database` of a stopped server's file), `reindex`
+of a file whose derived columns were cleared, `version`."""
 import argparse
 import hashlib
+import json
+import sqlite3
+import urllib.parse
+import urllib.request
 import os
 import shutil
 import subprocess
@@ -119,6 +124,110 @@ class Subcommands(unittest.TestCase):
             self.assertEqual(wait_for(got, "every dumped message ingested"), want)
         finally:
             second.stop()
+
+    def send(self, srv, subject, body, to="r@example.com"):
+        msg = f"From: d@example.org\nTo: {to}\nSubject: {subject}\n\n{body}\n"
+        r = run("sendmail", "-S", f"127.0.0.1:{srv.smtp_port}", "-t", stdin=msg.encode())
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_dump_database_then_ingest_gives_the_same_bytes(self):
+        db = os.path.join(self.tmp, "dump.db")
+        first = Inletd("--database", db)
+        try:
+            for i in range(3):
+                self.send(first, f"file dump {i}", f"body {i}\n" + ("x" * 70 + "\n") * (i * 40))
+            wait_for(lambda: len(first.messages()["messages"]) == 3, "three messages stored")
+            ids = {m["ID"] for m in first.messages()["messages"]}
+            want = {hashlib.sha256(first.raw(i)).hexdigest() for i in ids}
+        finally:
+            self.assertEqual(first.stop(), 0)
+        # No server runs on the file now: dump reads it in place.
+        out = os.path.join(self.tmp, "dump-db")
+        before = open(db, "rb").read()
+        r = run("dump", "--database", db, out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(open(db, "rb").read(), before, "dump wrote to the database")
+        self.assertEqual(sorted(os.listdir(out)), sorted(i + ".eml" for i in ids))
+        second = Inletd()
+        try:
+            r = run("ingest", "-S", f"127.0.0.1:{second.smtp_port}", out)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            def got():
+                msgs = second.messages()["messages"]
+                return len(msgs) == 3 and {
+                    hashlib.sha256(second.raw(m["ID"])).hexdigest() for m in msgs}
+            self.assertEqual(wait_for(got, "every dumped message ingested"), want)
+        finally:
+            second.stop()
+        # A file that is not a database: a clear error, non-zero.
+        junk = os.path.join(self.tmp, "junk.db")
+        with open(junk, "wb") as f:
+            f.write(b"not sqlite" * 100)
+        r = run("dump", "--database", junk, os.path.join(self.tmp, "dump-junk"))
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(b"junk.db", r.stderr)
+
+    def test_reindex_rebuilds_search_and_keeps_tags_and_read_state(self):
+        db = os.path.join(self.tmp, "reindex.db")
+        words = ["aubergine", "brioche", "cardamom"]
+        def put(srv, path, body):
+            req = urllib.request.Request(srv.url(path), data=json.dumps(body).encode(),
+                                         method="PUT",
+                                         headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=DEADLINE) as r:
+                self.assertEqual(r.status, 200)
+        def search(srv, q):
+            return srv.get_json("/api/v1/search?query=" + urllib.parse.quote(q))["messages"]
+        def state(srv):
+            return {m["ID"]: (m["Subject"], m["Read"], sorted(m["Tags"]), m["Size"])
+                    for m in srv.messages()["messages"]}
+        srv = Inletd("--database", db)
+        try:
+            for i, w in enumerate(words):
+                self.send(srv, f"reindex {i}", f"a {w} recipe", to=f"cook{i}@example.com")
+            wait_for(lambda: len(srv.messages()["messages"]) == 3, "three messages stored")
+            ids = sorted(m["ID"] for m in srv.messages()["messages"])
+            put(srv, "/api/v1/messages", {"IDs": ids[:2], "Read": True})
+            put(srv, "/api/v1/tags", {"IDs": ids[1:], "Tags": ["Kept", "two"]})
+            before = state(srv)
+            self.assertEqual(len(search(srv, "brioche")), 1)
+        finally:
+            self.assertEqual(srv.stop(), 0)
+        # Clear what the store derives from the raw message.
+        con = sqlite3.connect(db)
+        con.execute("UPDATE inlet_messages SET search_text=x'', f_to=x'', f_from=x'', f_cc=x'',"
+                    " f_bcc=x'', f_reply_to=x'', f_subject=x'', f_message_id=x'', tags_f=x''")
+        con.commit()
+        con.close()
+        srv = Inletd("--database", db)
+        try:
+            self.assertEqual(search(srv, "brioche"), [])  # the clearing is what search reads
+            self.assertEqual(search(srv, "subject:reindex"), [])
+        finally:
+            self.assertEqual(srv.stop(), 0)
+        con = sqlite3.connect(db)
+        con.execute("UPDATE inlet_messages SET meta=x'ff', size=1, attachments=7")
+        con.commit()
+        con.close()
+        r = run("reindex", db)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn(b"3 messages reindexed", r.stdout)
+        srv = Inletd("--database", db)
+        try:
+            self.assertEqual(state(srv), before)
+            for w in words:
+                self.assertEqual(len(search(srv, w)), 1, w)
+            self.assertEqual(len(search(srv, "subject:reindex")), 3)
+            self.assertEqual(len(search(srv, "tag:kept")), 2)
+            self.assertEqual(len(search(srv, "is:unread")), 1)
+            self.assertEqual(len(search(srv, "to:cook1@example.com")), 1)
+            m = srv.get_json(f"/api/v1/message/{ids[0]}")
+            self.assertEqual(m["Attachments"], [])
+        finally:
+            self.assertEqual(srv.stop(), 0)
+        r = run("reindex", os.path.join(self.tmp, "missing.db"))
+        self.assertNotEqual(r.returncode, 0)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "missing.db")))
 
 
 if __name__ == "__main__":

@@ -192,7 +192,7 @@ struct file_store::impl {
   std::vector<std::string> tag_names;  // sorted by folded name
   std::atomic<std::uint64_t> stored_total{0}, evicted_total{0}, deleted_total{0},
       rejected_total{0};
-  std::atomic<std::uint64_t> n_batches{0}, n_jobs{0}, max_jobs{0};
+  std::atomic<std::uint64_t> n_batches{0}, n_jobs{0}, max_jobs{0}, n_syncs{0};
   std::atomic<bool> broken{false};
   std::string broken_detail;  // under pub_mutex
 
@@ -288,10 +288,15 @@ struct file_store::impl {
       readers.emplace_back([this, c] { reader_loop(*c); });
     }
     if (cfg.wal) {
-      // The WAL exists from the first commit (the tables'); it is removed only when the
-      // last connection closes, so this descriptor names it as long as the store is open.
-      wal_fd = ::open((cfg.path + "-wal").c_str(), O_RDWR | O_CLOEXEC);
-      if (wal_fd >= 0) {
+      // The writer's WAL file, as SQLite's VFS opened it: it stays open as long as the
+      // connection does. Syncing through the VFS (not an fsync of a descriptor of our
+      // own) also syncs the directory of a WAL file that is new, and keeps a VFS that
+      // wraps the default one (a test's power-cut simulation) in the picture.
+      sqlite3_file* wf = nullptr;
+      if (sqlite3_file_control(wdb.get(), "main", SQLITE_FCNTL_JOURNAL_POINTER, &wf) == SQLITE_OK &&
+          wf && wf->pMethods)
+        wal_file = wf;
+      if (wal_file) {
         wdb.exec("PRAGMA synchronous=NORMAL");  // the syncer fsyncs (see sync_loop)
         syncer = std::thread([this] { sync_loop(); });
       }
@@ -317,7 +322,6 @@ struct file_store::impl {
     }
     sq_cv.notify_all();
     if (syncer.joinable()) syncer.join();
-    if (wal_fd >= 0) ::close(wal_fd);
     {
       std::lock_guard lk(rq_mutex);
       readers_stop = true;
@@ -673,7 +677,7 @@ struct file_store::impl {
     auto prev = max_jobs.load(std::memory_order_relaxed);
     while (prev < batch.size() && !max_jobs.compare_exchange_weak(prev, batch.size())) {
     }
-    if (wal_fd >= 0) {
+    if (wal_file) {
       // Committed, not yet on disk: the syncer makes it durable, then tells the callers;
       // the writer goes on with the next batch meanwhile.
       {
@@ -710,7 +714,9 @@ struct file_store::impl {
     std::vector<std::unique_ptr<job>> jobs;
     std::vector<std::error_code> outcome;
   };
-  int wal_fd = -1;
+  // The writer connection's WAL (its xSync runs on the syncer thread while the writer
+  // appends: an fsync and a write of one file may run at once).
+  sqlite3_file* wal_file = nullptr;
   std::mutex sq_mutex;
   std::condition_variable sq_cv;
   std::deque<synced_batch> sq;
@@ -726,11 +732,13 @@ struct file_store::impl {
         if (sq.empty()) return;  // stopping, and everything was told
         todo.swap(sq);
       }
-      const bool ok = ::fsync(wal_fd) == 0;
+      const int rc = wal_file->pMethods->xSync(wal_file, SQLITE_SYNC_NORMAL);
+      const bool ok = rc == SQLITE_OK;
+      n_syncs.fetch_add(1, std::memory_order_relaxed);
       if (!ok) {
         {
           std::lock_guard lk(pub_mutex);
-          broken_detail = std::string("fsync of the WAL failed: ") + std::strerror(errno);
+          broken_detail = std::string("fsync of the WAL failed: ") + sqlite3_errstr(rc);
         }
         broken.store(true);
       }
@@ -925,10 +933,10 @@ struct file_store::impl {
   // A read transaction, so the counts and the page come from one snapshot.
   struct read_tx {
     connection& c;
-    explicit read_tx(connection& conn) : c(conn) { c.exec("BEGIN"); }
+    explicit read_tx(connection& conn) : c(conn) { c.cached("BEGIN")->run(); }
     ~read_tx() {
       try {
-        c.exec("COMMIT");
+        c.cached("COMMIT")->run();
       } catch (const sqlite_error&) {
       }
     }
@@ -946,21 +954,21 @@ struct file_store::impl {
     const std::string count_from =
         box.empty() ? t.messages + " m INDEXED BY " + t.prefix + "inlet_messages_read" : from;
     {
-      statement st(c, "SELECT count(*), coalesce(sum(m.read=0), 0) FROM " + count_from);
-      if (!box.empty()) st.bind_text(1, box);
-      st.step();
-      p.total = static_cast<std::size_t>(st.int64(0));
-      p.unread = static_cast<std::size_t>(st.int64(1));
+      auto st = c.cached("SELECT count(*), coalesce(sum(m.read=0), 0) FROM " + count_from);
+      if (!box.empty()) st->bind_text(1, box);
+      st->step();
+      p.total = static_cast<std::size_t>(st->int64(0));
+      p.unread = static_cast<std::size_t>(st->int64(1));
     }
     std::int64_t before = std::numeric_limits<std::int64_t>::max();
     if (!req.before_id.empty()) {
-      statement st(c, "SELECT seq FROM " + t.messages + " WHERE id=?");
-      st.bind_text(1, req.before_id);
-      if (!st.step()) {
+      auto st = c.cached("SELECT seq FROM " + t.messages + " WHERE id=?");
+      st->bind_text(1, req.before_id);
+      if (!st->step()) {
         ec = errc::not_found;
         return p;
       }
-      before = st.int64(0);
+      before = st->int64(0);
     }
     const auto cond = compile(req.query);
     const int first = box.empty() ? 1 : 2;
@@ -975,19 +983,19 @@ struct file_store::impl {
         p.matched = p.total;
         p.matched_unread = p.unread;
       } else {
-        statement st(c, "SELECT count(*), coalesce(sum(m.read=0), 0) FROM " + count_from + where);
-        bind_all(st);
-        st.step();
-        p.matched = static_cast<std::size_t>(st.int64(0));
-        p.matched_unread = static_cast<std::size_t>(st.int64(1));
+        auto st = c.cached("SELECT count(*), coalesce(sum(m.read=0), 0) FROM " + count_from + where);
+        bind_all(*st);
+        st->step();
+        p.matched = static_cast<std::size_t>(st->int64(0));
+        p.matched_unread = static_cast<std::size_t>(st->int64(1));
       }
       if (req.limit > 0 && req.start < p.matched) {
-        statement st(c, std::string("SELECT ") + row_columns + " FROM " + from + where +
+        auto st = c.cached(std::string("SELECT ") + row_columns + " FROM " + from + where +
                             " ORDER BY m.seq DESC LIMIT ? OFFSET ?");
-        int i = bind_all(st);
-        st.bind(i, static_cast<std::int64_t>(req.limit));
-        st.bind(i + 1, static_cast<std::int64_t>(req.start));
-        while (st.step()) p.messages.push_back(row_to_message(st));
+        int i = bind_all(*st);
+        st->bind(i, static_cast<std::int64_t>(req.limit));
+        st->bind(i + 1, static_cast<std::int64_t>(req.start));
+        while (st->step()) p.messages.push_back(row_to_message(*st));
       }
       return p;
     }
@@ -995,20 +1003,20 @@ struct file_store::impl {
     // page's sequence numbers; the page's rows are read after.
     std::vector<std::int64_t> page_seqs;
     {
-      statement st(c, "SELECT m.seq, m.read FROM " + from + where + " ORDER BY m.seq DESC");
-      bind_all(st);
-      while (st.step()) {
-        if (p.matched >= req.start && page_seqs.size() < req.limit) page_seqs.push_back(st.int64(0));
+      auto st = c.cached("SELECT m.seq, m.read FROM " + from + where + " ORDER BY m.seq DESC");
+      bind_all(*st);
+      while (st->step()) {
+        if (p.matched >= req.start && page_seqs.size() < req.limit) page_seqs.push_back(st->int64(0));
         ++p.matched;
-        p.matched_unread += st.int64(1) == 0;
+        p.matched_unread += st->int64(1) == 0;
       }
     }
     if (!page_seqs.empty()) {
-      statement st(c, std::string("SELECT ") + row_columns + " FROM " + t.messages + " m WHERE m.seq=?");
+      auto st = c.cached(std::string("SELECT ") + row_columns + " FROM " + t.messages + " m WHERE m.seq=?");
       for (auto s : page_seqs) {
-        st.reset().bind(1, s);
-        if (st.step()) p.messages.push_back(row_to_message(st));
-        st.reset();
+        st->reset().bind(1, s);
+        if (st->step()) p.messages.push_back(row_to_message(*st));
+        st->reset();
       }
     }
     return p;
@@ -1016,16 +1024,16 @@ struct file_store::impl {
 
   message_ptr get_on(connection& c, const std::string& id, std::error_code& ec) {
     read_tx rt(c);
-    statement st(c, std::string("SELECT ") + row_columns + ", r.codec, r.data FROM " + t.messages +
+    auto st = c.cached(std::string("SELECT ") + row_columns + ", r.codec, r.data FROM " + t.messages +
                         " m JOIN " + t.raw + " r ON r.seq=m.seq WHERE m.id=?");
-    st.bind_text(1, id);
-    if (!st.step()) {
+    st->bind_text(1, id);
+    if (!st->step()) {
       ec = errc::not_found;
       return nullptr;
     }
-    auto m = row_to_message(st);
-    const auto codec = st.int64(7);
-    const auto data = st.bytes(8);
+    auto m = row_to_message(*st);
+    const auto codec = st->int64(7);
+    const auto data = st->bytes(8);
     if (codec == static_cast<int>(raw_codec::none)) {
       m->raw.assign(data);
     } else if (codec != static_cast<int>(raw_codec::zstd) ||
@@ -1308,8 +1316,171 @@ store_health file_store::health() const {
   return h;
 }
 
+namespace {
+
+// The raw bytes of a row (codec, data), or false when they do not decode to `size` bytes
+// (size < 0: any size up to the bound).
+bool decode_raw(std::int64_t codec, std::string_view data, std::int64_t size, std::string& out) {
+  if (codec == static_cast<int>(raw_codec::none)) {
+    out.assign(data);
+  } else if (codec != static_cast<int>(raw_codec::zstd) ||
+             !decompress(data, out, size >= 0 ? std::min<std::size_t>(static_cast<std::size_t>(size), max_raw_bytes)
+                                              : max_raw_bytes)) {
+    return false;
+  }
+  return size < 0 || out.size() == static_cast<std::size_t>(size);
+}
+
+}  // namespace
+
+file_store::reindex_result file_store::reindex(const reindex_options& opt) {
+  if (!opt.summarize) throw std::invalid_argument("reindex needs a summarize function");
+  auto& s = *impl_;
+  // The rows are read here, on the caller's thread, with a connection of its own; the
+  // MIME parse and the folding run here too, and only the UPDATEs go through the writer,
+  // one transaction per batch, so a running server's puts wait at most one batch.
+  connection rc = open_reader(s.cfg);
+  statement sel(rc, "SELECT m.seq, m.size, m.meta, m.mailboxes, m.tags, r.codec, r.data FROM " +
+                        s.t.messages + " m JOIN " + s.t.raw +
+                        " r ON r.seq=m.seq WHERE m.seq>? ORDER BY m.seq LIMIT ?");
+  struct update {
+    std::int64_t seq = 0, old_size = 0, size = 0;
+    std::string meta, search_text, tags_f;
+    search::prepared_fields fields;
+    std::int64_t attachments = 0, inline_parts = 0;
+  };
+  reindex_result out;
+  const auto batch = static_cast<std::int64_t>(std::max<std::size_t>(1, opt.batch_messages));
+  std::int64_t last = 0;
+  for (;;) {
+    auto ups = std::make_shared<std::vector<update>>();
+    bool more = false;
+    try {
+      rc.exec("BEGIN");
+      sel.reset().bind(1, last).bind(2, batch);
+      std::int64_t rows = 0;
+      while (sel.step()) {
+        ++rows;
+        last = sel.int64(0);
+        stored_message m;
+        if (!decode_raw(sel.int64(5), sel.bytes(6), -1, m.raw)) {
+          ++out.failed;
+          continue;
+        }
+        summary old;
+        const bool meta_ok = decode_meta(sel.bytes(2), m.envelope, old);
+        if (!meta_ok) {
+          m.envelope = envelope{};
+          for (auto& box : split_lines(sel.bytes(3))) m.envelope.rcpt_to.push_back(std::move(box));
+        }
+        opt.summarize(m.raw, m.envelope, m.summary);
+        if (!meta_ok) m.envelope.mail_from = m.summary.from.address;
+        update u;
+        u.seq = last;
+        u.old_size = sel.int64(1);
+        u.size = static_cast<std::int64_t>(m.raw.size());
+        u.search_text = opt.build_search_text
+                            ? opt.build_search_text(m.summary, m.raw)
+                            : search::build_search_text(m.summary, {}, 8192);
+        m.summary.search_text.clear();
+        u.fields = search::prepared_fields(m);
+        u.meta = encode_meta(m.envelope, m.summary);
+        u.attachments = static_cast<std::int64_t>(m.summary.attachments.size());
+        u.inline_parts = m.summary.inline_parts;
+        u.tags_f = folded_tags(split_lines(sel.bytes(4)));
+        ups->push_back(std::move(u));
+      }
+      sel.reset();
+      rc.exec("COMMIT");
+      more = rows == batch;
+    } catch (const sqlite_error& e) {
+      throw file_store_error(code_of(e), s.cfg.path + ": reindex: " + e.what());
+    }
+    if (!ups->empty()) {
+      std::mutex mu;
+      std::condition_variable cv;
+      std::optional<std::error_code> result;
+      auto tell = [&](std::error_code ec) {
+        std::lock_guard lk(mu);
+        result = ec;
+        cv.notify_all();
+      };
+      s.enqueue(impl::make_job(
+          [ups](impl& w) {
+            statement up(w.wdb, "UPDATE " + w.t.messages +
+                                    " SET size=?, attachments=?, inline_parts=?, meta=?, tags_f=?,"
+                                    " f_to=?, f_from=?, f_cc=?, f_bcc=?, f_reply_to=?, f_subject=?,"
+                                    " f_message_id=?, search_text=? WHERE seq=?");
+            for (const auto& u : *ups) {
+              up.reset().bind(1, u.size).bind(2, u.attachments).bind(3, u.inline_parts);
+              up.bind_blob(4, u.meta).bind_blob(5, u.tags_f);
+              using search::field;
+              int i = 6;
+              for (auto f : {field::to, field::from, field::cc, field::bcc, field::reply_to,
+                             field::subject, field::message_id})
+                up.bind_blob(i++, u.fields.get(f));
+              up.bind_blob(13, u.search_text).bind(14, u.seq);
+              up.run();
+              if (w.wdb.changes() > 0) w.tx.bytes += u.size - u.old_size;  // gone meanwhile: 0
+            }
+          },
+          [&tell](impl&) { tell({}); }, [&tell](std::error_code ec) { tell(ec); }));
+      std::unique_lock lk(mu);
+      cv.wait(lk, [&] { return result.has_value(); });
+      if (*result)
+        throw file_store_error(*result, s.cfg.path + ": reindex: a batch failed to commit: " +
+                                            result->message());
+      out.reindexed += ups->size();
+      if (opt.progress) opt.progress(out.reindexed);
+    }
+    if (!more) break;
+  }
+  return out;
+}
+
+void read_raw_messages(const file_store_config& cfg,
+                       const std::function<void(std::string_view, std::string_view)>& each) {
+  const table_names t(cfg.tenant_id);
+  auto refuse = [&](errc code, const std::string& why) {
+    throw file_store_error(make_error_code(code), cfg.path + ": " + why);
+  };
+  if (::access(cfg.path.c_str(), R_OK) != 0)
+    refuse(errc::unavailable, std::string("cannot read: ") + std::strerror(errno));
+  try {
+    connection c(cfg.path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX);
+    sqlite3_busy_timeout(c.get(), 10'000);
+    if (c.query_int("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='" +
+                    t.messages + "'") > 0) {
+      c.exec("BEGIN");  // one snapshot, also while a server writes
+      statement st(c, "SELECT m.id, m.size, r.codec, r.data FROM " + t.messages + " m JOIN " +
+                          t.raw + " r ON r.seq=m.seq ORDER BY m.seq");
+      std::string raw;
+      while (st.step()) {
+        const std::string id(st.bytes(0));
+        if (!decode_raw(st.int64(2), st.bytes(3), st.int64(1), raw))
+          throw sqlite_error(SQLITE_CORRUPT, "message " + id + ": raw bytes do not decode");
+        each(id, raw);
+      }
+      c.exec("COMMIT");
+      return;
+    }
+    const auto prefix = mailpit_prefix(cfg.tenant_id);
+    if (!has_mailpit_tables(c, prefix))
+      refuse(errc::foreign_file, "holds no messages of inlet or Mailpit" +
+                                     (cfg.tenant_id.empty() ? std::string()
+                                                            : " for tenant " + cfg.tenant_id));
+    read_mailpit(c, prefix, [&](mailpit_message&& m) { each(m.id, m.raw); });
+  } catch (const sqlite_error& e) {
+    refuse(e.primary() == SQLITE_NOTADB    ? errc::foreign_file
+           : e.primary() == SQLITE_CORRUPT ? errc::corrupt
+                                           : errc::unavailable,
+           e.what());
+  }
+}
+
 file_store::batch_stats file_store::batches() const {
-  return {impl_->n_batches.load(), impl_->n_jobs.load(), impl_->max_jobs.load()};
+  return {impl_->n_batches.load(), impl_->n_jobs.load(), impl_->max_jobs.load(),
+          impl_->n_syncs.load()};
 }
 
 std::uint64_t file_store::subscribe(event_observer observer) {

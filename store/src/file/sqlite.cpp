@@ -14,16 +14,34 @@ connection::connection(const std::string& path, int flags) {
 }
 
 connection::~connection() {
+  cache_.clear();  // finalized before the close
   if (db_) sqlite3_close_v2(db_);
 }
 
 connection& connection::operator=(connection&& o) noexcept {
   if (this != &o) {
+    cache_.clear();
     if (db_) sqlite3_close_v2(db_);
     db_ = o.db_;
+    cache_ = std::move(o.cache_);
     o.db_ = nullptr;
   }
   return *this;
+}
+
+cached_statement connection::cached(const std::string& sql) {
+  auto it = cache_.find(sql);
+  if (it == cache_.end()) {
+    // Entries in use stay alive through their handles when the map starts over.
+    if (cache_.size() >= max_cached) cache_.clear();
+    auto e = std::make_shared<cache_entry>();
+    e->st = statement(*this, sql, SQLITE_PREPARE_PERSISTENT);
+    it = cache_.emplace(sql, std::move(e)).first;
+  }
+  if (it->second->in_use)
+    return cached_statement(nullptr, std::make_unique<statement>(*this, sql));
+  it->second->in_use = true;
+  return cached_statement(it->second, nullptr);
 }
 
 void connection::fail(int rc, std::string_view context) const {
@@ -53,9 +71,11 @@ std::string connection::query_text(const std::string& sql) {
   return st.step() ? std::string(st.bytes(0)) : std::string();
 }
 
-statement::statement(connection& c, std::string_view sql) : db_(c.get()) {
-  const int rc =
-      sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &st_, nullptr);
+statement::statement(connection& c, std::string_view sql) : statement(c, sql, 0) {}
+
+statement::statement(connection& c, std::string_view sql, unsigned prepare_flags) : db_(c.get()) {
+  const int rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()), prepare_flags,
+                                    &st_, nullptr);
   if (rc != SQLITE_OK) c.fail(rc, "prepare");
 }
 

@@ -108,11 +108,36 @@ class file_store final : public store {
   /// until committed. Returns how many went. Never call it from a store thread.
   std::size_t expire(time_point cutoff);
 
-  /// Group-commit counters: transactions committed and jobs they carried.
+  /// Group-commit counters: transactions committed and jobs they carried; WAL syncs
+  /// (each covers every batch committed since the one before; 0 without WAL).
   struct batch_stats {
-    std::uint64_t batches = 0, jobs = 0, max_jobs = 0;
+    std::uint64_t batches = 0, jobs = 0, max_jobs = 0, syncs = 0;
   };
   batch_stats batches() const;
+
+  /// Rebuilding what the store derives from a message's raw bytes (Mailpit's `reindex`):
+  /// the summary, the folded search fields and search text, the size, the attachment and
+  /// inline counts, the folded tags. IDs, received times, read flags, tags and envelopes
+  /// are kept (an envelope whose summary row no longer decodes is rebuilt from the
+  /// mailbox column: recipients kept, the sender from the From header).
+  struct reindex_options {
+    /// Required: the summary of a raw message (inletd passes its MIME analysis).
+    std::function<void(std::string_view raw, const envelope& env, summary& out)> summarize;
+    /// The search text (without it: search::build_search_text of the summary alone).
+    search_text_builder build_search_text = nullptr;
+    /// Messages per transaction: a running server's writes wait at most one batch.
+    std::size_t batch_messages = 200;
+    /// Called after each committed batch with the count so far.
+    std::function<void(std::size_t)> progress;
+  };
+  struct reindex_result {
+    std::size_t reindexed = 0;
+    std::size_t failed = 0;  ///< rows whose raw bytes do not decode (left as they were)
+  };
+  /// Runs batch after batch (oldest first) through the writer; blocks until the last is
+  /// committed. Throws std::invalid_argument without `summarize`, file_store_error when
+  /// the file cannot be read. Never call it from a store thread.
+  reindex_result reindex(const reindex_options& opt);
 
  protected:
   void do_list(list_request req, handler<void(std::error_code, page)> h) override;
@@ -131,5 +156,13 @@ class file_store final : public store {
   struct impl;
   std::unique_ptr<impl> impl_;
 };
+
+/// Every message of a database file, oldest first, without writing to the file and
+/// without a running server (`inletd dump --database`): inlet's tables of cfg.tenant_id,
+/// or Mailpit's tables when inlet never imported them (a Mailpit database as Mailpit left
+/// it). `each` gets the message's ID and raw bytes. Throws file_store_error (a file that
+/// is missing, not SQLite, damaged, or holds neither store's tables).
+void read_raw_messages(const file_store_config& cfg,
+                       const std::function<void(std::string_view id, std::string_view raw)>& each);
 
 }  // namespace inlet::store
