@@ -38,6 +38,17 @@ TEST(BoundedQueue, CloseDropsQueuedAndWakesConsumer) {
   EXPECT_FALSE(r.pop().has_value());
 }
 
+TEST(BoundedQueue, FinishKeepsQueuedItemsForTheConsumer) {
+  bounded_queue<int> q(4);
+  EXPECT_TRUE(q.try_push(1));
+  EXPECT_TRUE(q.try_push(2));
+  q.finish();
+  EXPECT_FALSE(q.try_push(3));
+  EXPECT_EQ(q.pop(), 1);
+  EXPECT_EQ(q.pop(), 2);
+  EXPECT_EQ(q.pop(), std::nullopt);
+}
+
 TEST(BoundedQueue, ZeroCapacityMeansOne) {
   bounded_queue<int> q(0);
   EXPECT_EQ(q.capacity(), 1u);
