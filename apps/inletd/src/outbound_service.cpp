@@ -7,6 +7,13 @@ namespace inletd {
 
 namespace {
 
+// Kept connections per auto-relay or forwarding destination (a sender thread each).
+constexpr std::size_t kConnections = 2;
+// Messages waiting per destination: a burst of SMTP at several thousand a second outruns
+// the relay for a while; the byte bound is what limits memory.
+constexpr std::size_t kQueued = 100000;
+constexpr std::size_t kQueuedBytes = std::size_t{128} << 20;
+
 // One message through the sender's client (Mailpit's override-from and subject prefix
 // applied); the client keeps its connection to the server between messages.
 std::string send_copy(inlet::outbound::smtp_client& client, const inlet::store::stored_message& m,
@@ -139,10 +146,12 @@ outbound_service::outbound_service(const config& cfg) : webhook_cfg_(cfg.webhook
   if (gate_relay || gate_forward) gate_ = std::make_unique<gate>(cfg, gate_relay, gate_forward);
   if (relay_on && !gate_relay) {
     relay_ = std::make_unique<inlet::outbound::mail_sender>(
-        inlet::outbound::mail_sender_config{"relay", 1000},
-        [client = std::make_shared<inlet::outbound::smtp_client>(cfg.relay),
-         a = cfg.auto_relay](const inlet::store::stored_message& m) {
-          return send_copy(*client, m, relay_recipients(a, m.envelope.rcpt_to));
+        inlet::outbound::mail_sender_config{"relay", kQueued, kQueuedBytes, kConnections},
+        [&cfg]() -> inlet::outbound::mail_sender::send_fn {
+          return [client = std::make_shared<inlet::outbound::smtp_client>(cfg.relay),
+                  a = cfg.auto_relay](const inlet::store::stored_message& m) {
+            return send_copy(*client, m, relay_recipients(a, m.envelope.rcpt_to));
+          };
         },
         [a = cfg.auto_relay](const inlet::store::stored_message& m) {
           return !relay_recipients(a, m.envelope.rcpt_to).empty();
@@ -150,10 +159,12 @@ outbound_service::outbound_service(const config& cfg) : webhook_cfg_(cfg.webhook
   }
   if (!cfg.forward.host.empty() && !gate_forward) {
     forward_ = std::make_unique<inlet::outbound::mail_sender>(
-        inlet::outbound::mail_sender_config{"forward", 1000},
-        [client = std::make_shared<inlet::outbound::smtp_client>(cfg.forward),
-         to = cfg.forward_to](const inlet::store::stored_message& m) {
-          return send_copy(*client, m, to);
+        inlet::outbound::mail_sender_config{"forward", kQueued, kQueuedBytes, kConnections},
+        [&cfg]() -> inlet::outbound::mail_sender::send_fn {
+          return [client = std::make_shared<inlet::outbound::smtp_client>(cfg.forward),
+                  to = cfg.forward_to](const inlet::store::stored_message& m) {
+            return send_copy(*client, m, to);
+          };
         });
   }
 }

@@ -153,7 +153,8 @@ class Relay(unittest.TestCase):
             wait_for(lambda: metric(src, "inlet_relay_sent_total") == 10, "all relayed")
             for i in range(10):
                 self.assertIsNotNone(wait_for(lambda: self.target.find(f"reused {i}"), "arrived"))
-            self.assertEqual(proxy.accepted, 1)  # the connection was kept between messages
+            # The connections were kept between messages: at most one per sender thread.
+            self.assertLessEqual(proxy.accepted, 2)
         finally:
             src.stop()
             proxy.close()
