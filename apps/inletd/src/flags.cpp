@@ -1002,7 +1002,10 @@ std::vector<flag> make_table() {
         "(not those matching the relay's `blocked-recipients`), with its `override-from` and "
         "`subject-prefix`. After the message is stored and answered, from a queue of its own "
         "(docs/outbound.md); a relay that fails is logged and counted "
-        "(`inlet_relay_failed_total`), the SMTP client still got its 250."));
+        "(`inlet_relay_failed_total`), the SMTP client still got its 250. A recipient the "
+        "relay refuses is skipped; with `forward-smtp-errors: true` in the relay file the "
+        "message is relayed before it is stored and the relay's refusal is the client's "
+        "reply, as in Mailpit. The relay's `allowed-recipients` limits release only."));
   add(f(relay, "--smtp-relay-matching", "MP_SMTP_RELAY_MATCHING",
         "Mailpit: relay new messages to the recipients matching this regular expression",
         text([](config& c) -> std::string& { return c.auto_relay.matching; }, "REGEX"),
@@ -1016,8 +1019,8 @@ std::vector<flag> make_table() {
         "file of `to` (comma-separated), `host`, `port`, `starttls`, `tls`, `allow-insecure`, "
         "`auth`, `username`, `password`/`secret`, `return-path`, `override-from`, "
         "`subject-prefix`; or the `MP_SMTP_FORWARD_*` variables of the same names (`TO`, "
-        "`HOST`, ...). Sent as auto-relay is, from a queue of its own "
-        "(`inlet_forward_*_total`).",
+        "`HOST`, ...), and `forward-smtp-errors`. Sent as auto-relay is, from a queue of its "
+        "own (`inlet_forward_*_total`).",
         "off"));
 
   // ---- Webhooks ----
