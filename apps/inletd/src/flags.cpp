@@ -1077,6 +1077,12 @@ std::vector<flag> make_table() {
          [](config&) { return std::string("off"); }},
         "With `--pop3-tls-cert`: the listener speaks clear text and offers STLS (RFC 2595) "
         "instead of Mailpit's implicit TLS."));
+  add(f(pop3, "--pop3-max-connections-per-ip", "", "POP3 connections per client IP",
+        number<std::size_t>(
+            [](config& c) -> std::size_t& { return c.pop3.server.max_connections_per_ip; }, 1,
+            std::numeric_limits<std::size_t>::max()),
+        "POP3 connections from one client address at once; past it `-ERR [SYS/TEMP] too many "
+        "connections from your address` and the connection is closed (1,000 in all)."));
 
   // ---- Mailpit's deprecated spellings ----
   add(deprecated("--db-file", "MP_DATA_FILE", "--database",
