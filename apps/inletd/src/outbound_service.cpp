@@ -58,8 +58,8 @@ std::string send_received(inlet::outbound::smtp_client& client, const std::strin
 class outbound_service::gate {
  public:
   gate(const config& cfg, bool relay, bool forward) : jobs_(1000) {
-    if (relay) relay_ = std::make_unique<inlet::outbound::smtp_client>(cfg.relay);
-    if (forward) forward_ = std::make_unique<inlet::outbound::smtp_client>(cfg.forward);
+    if (relay) relay_.client = std::make_unique<inlet::outbound::smtp_client>(cfg.relay);
+    if (forward) forward_.client = std::make_unique<inlet::outbound::smtp_client>(cfg.forward);
     auto_relay_ = cfg.auto_relay;
     forward_to_ = cfg.forward_to;
     worker_ = std::thread([this] {
@@ -80,7 +80,25 @@ class outbound_service::gate {
     auto msg = std::make_shared<inlet::smtp::received_message>(std::move(m));
     auto cb = std::make_shared<inlet::smtp::delivery_callback>(std::move(done));
     bool queued = jobs_.try_push([this, msg, cb, next] { run(*msg, *cb, next); });
-    if (!queued) (*cb)({inlet::smtp::delivery_status::rejected(451, "4.3.5", "Unable to process mail"), {}});
+    if (!queued) {
+      full_.fetch_add(1, std::memory_order_relaxed);
+      (*cb)({inlet::smtp::delivery_status::rejected(451, "4.3.5", "Unable to process mail"), {}});
+    }
+  }
+
+  // The same metric names as the queued senders', for the destinations the gate has.
+  void append_metrics(std::string& out) const {
+    auto line = [&](const std::string& name, const char* type, std::uint64_t v) {
+      out += "# TYPE " + name + " " + type + "\n" + name + " " + std::to_string(v) + "\n";
+    };
+    for (const auto* d : {&relay_, &forward_}) {
+      if (!d->client) continue;
+      const std::string n = std::string("inlet_") + d->name;
+      line(n + "_sent_total", "counter", d->sent.load());
+      line(n + "_failed_total", "counter", d->failed.load());
+      line(n + "_dropped_total", "counter", full_.load());  // answered 451: the gate was full
+      line(n + "_queue_depth", "gauge", jobs_.size());
+    }
   }
 
  private:
@@ -92,25 +110,35 @@ class outbound_service::gate {
     }
     std::string raw(m.body.size(), '\0');
     m.body.copy_to(raw.data(), 0, raw.size());
-    if (relay_) {
+    if (relay_.client) {
       auto to = relay_recipients(auto_relay_, m.envelope.rcpt_to);
-      if (!to.empty() && !refused(*relay_, send_received(*relay_, raw, m.envelope.mail_from, to),
-                                  "relay", done))
+      if (!to.empty() &&
+          !taken(relay_, send_received(*relay_.client, raw, m.envelope.mail_from, to), done))
         return;
     }
-    if (forward_ &&
-        !refused(*forward_, send_received(*forward_, raw, m.envelope.mail_from, forward_to_),
-                 "forward", done))
+    if (forward_.client &&
+        !taken(forward_,
+               send_received(*forward_.client, raw, m.envelope.mail_from, forward_to_), done))
       return;
     next(std::move(m), std::move(done));
   }
 
+  struct destination {
+    const char* name;
+    std::unique_ptr<inlet::outbound::smtp_client> client;
+    std::atomic<std::uint64_t> sent{0}, failed{0};
+  };
+
   // False (and `done` answered) when `why` says the destination did not take the message.
-  static bool refused(const inlet::outbound::smtp_client& c, const std::string& why,
-                      const char* what, inlet::smtp::delivery_callback& done) {
-    if (why.empty()) return true;
-    const std::string& r = c.last_reply();
-    std::fprintf(stderr, "inletd: %s: %s (%s)\n", what, why.c_str(), r.c_str());
+  static bool taken(destination& d, const std::string& why,
+                    inlet::smtp::delivery_callback& done) {
+    if (why.empty()) {
+      d.sent.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+    d.failed.fetch_add(1, std::memory_order_relaxed);
+    const std::string& r = d.client->last_reply();
+    std::fprintf(stderr, "inletd: %s: %s (%s)\n", d.name, why.c_str(), r.c_str());
     inlet::smtp::delivery_status st =
         inlet::smtp::delivery_status::rejected(451, "4.3.5", "Unable to process mail");
     if (r.size() >= 4 && (r[0] == '4' || r[0] == '5') && std::isdigit((unsigned char)r[1]) &&
@@ -131,7 +159,8 @@ class outbound_service::gate {
     return false;
   }
 
-  std::unique_ptr<inlet::outbound::smtp_client> relay_, forward_;
+  destination relay_{"relay", {}}, forward_{"forward", {}};
+  std::atomic<std::uint64_t> full_{0};
   config::auto_relay_settings auto_relay_;
   std::vector<std::string> forward_to_;
   inlet::outbound::bounded_queue<std::function<void()>> jobs_;
@@ -194,6 +223,7 @@ void outbound_service::on_stored(const inlet::store::message_ptr& m) {
 }
 
 void outbound_service::append_metrics(std::string& out) const {
+  if (gate_) gate_->append_metrics(out);
   if (webhook_) webhook_->append_metrics(out);
   if (relay_) relay_->append_metrics(out);
   if (forward_) forward_->append_metrics(out);

@@ -289,6 +289,8 @@ class ForwardSmtpErrors(unittest.TestCase):
             self.assertIsNotNone(wait_for(lambda: full(self.target, "taken whole"), "relayed"))
             self.assertIsNone(src.find("refused whole"))
             self.assertIsNone(self.target.find("refused whole"))
+            self.assertEqual(metric(src, "inlet_relay_sent_total"), 1)
+            self.assertEqual(metric(src, "inlet_relay_failed_total"), 1)
         finally:
             src.stop()
 

@@ -57,7 +57,8 @@ class smtp_client {
   const smtp_relay_config& config() const noexcept { return cfg_; }
 
   /// The server's first refusal (else its last reply line) of the latest send(), e.g.
-  /// "550 5.1.1 no such user"; kept only with forward_smtp_errors (the refusal is then the SMTP client's reply).
+  /// "550 5.1.1 no such user"; kept only with forward_smtp_errors (the refusal is then
+  /// the SMTP client's reply).
   const std::string& last_reply() const noexcept { return last_reply_; }
 
  private:
