@@ -6,11 +6,21 @@
 namespace inlet::outbound {
 
 mail_sender::mail_sender(mail_sender_config cfg, send_fn send, wants_fn wants)
-    : cfg_(std::move(cfg)),
-      send_(std::move(send)),
-      wants_(std::move(wants)),
-      queue_(cfg_.queue_capacity) {
-  worker_ = std::thread([this] { run(); });
+    : cfg_(std::move(cfg)), wants_(std::move(wants)), queue_(cfg_.queue_capacity) {
+  sends_.assign(cfg_.workers == 0 ? 1 : cfg_.workers, std::move(send));
+  start();
+}
+
+mail_sender::mail_sender(mail_sender_config cfg, const std::function<send_fn()>& make_send,
+                         wants_fn wants)
+    : cfg_(std::move(cfg)), wants_(std::move(wants)), queue_(cfg_.queue_capacity) {
+  for (std::size_t i = 0; i < (cfg_.workers == 0 ? 1 : cfg_.workers); ++i)
+    sends_.push_back(make_send());
+  start();
+}
+
+void mail_sender::start() {
+  for (const auto& send : sends_) workers_.emplace_back([this, &send] { run(send); });
 }
 
 mail_sender::~mail_sender() { stop(); }
@@ -18,12 +28,18 @@ mail_sender::~mail_sender() { stop(); }
 void mail_sender::enqueue(store::message_ptr m) {
   if (!m) return;
   if (wants_ && !wants_(*m)) return;
-  if (!queue_.try_push(std::move(m))) dropped_.fetch_add(1, std::memory_order_relaxed);
+  const std::size_t bytes = m->raw.size();
+  if (queued_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes > cfg_.queue_bytes ||
+      !queue_.try_push(std::move(m))) {
+    queued_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 void mail_sender::stop() {
   dropped_.fetch_add(queue_.close(), std::memory_order_relaxed);
-  if (worker_.joinable()) worker_.join();
+  for (auto& w : workers_)
+    if (w.joinable()) w.join();
 }
 
 void mail_sender::append_metrics(std::string& out) const {
@@ -38,9 +54,10 @@ void mail_sender::append_metrics(std::string& out) const {
   line("queue_depth", "gauge", queue_.size());
 }
 
-void mail_sender::run() {
+void mail_sender::run(const send_fn& send) {
   while (auto m = queue_.pop()) {
-    std::string why = send_(**m);
+    queued_bytes_.fetch_sub((*m)->raw.size(), std::memory_order_relaxed);
+    std::string why = send(**m);
     if (why.empty()) {
       sent_.fetch_add(1, std::memory_order_relaxed);
     } else {

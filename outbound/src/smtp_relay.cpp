@@ -29,6 +29,19 @@ std::size_t read_upload(char* buf, std::size_t size, std::size_t n, void* p) {
   return k;
 }
 
+// libcurl's debug hook, on only with forward-smtp-errors: keeps the server's refusal
+// (libcurl's error text has the code alone).
+int keep_reply(CURL*, curl_infotype type, char* data, std::size_t size, void* p) {
+  if (type != CURLINFO_HEADER_IN) return 0;
+  std::string_view line(data, size);
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  if (line.size() > 512) line = line.substr(0, 512);  // a reply we pass on stays short
+  // The first refusal wins: libcurl may still say QUIT after it (and read "221").
+  auto& kept = *static_cast<std::string*>(p);
+  if (kept.empty() || (kept[0] != '4' && kept[0] != '5')) kept.assign(line);
+  return 0;
+}
+
 // The options every transfer of `cfg` shares; set once per handle.
 void set_server(CURL* h, const smtp_relay_config& cfg, const std::string& url,
                 const std::string& mech) {
@@ -41,6 +54,12 @@ void set_server(CURL* h, const smtp_relay_config& cfg, const std::string& url,
                    static_cast<long>(std::min<long>(cfg.timeout.count(), 10)));
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+  // libcurl's default is forward-smtp-errors; Mailpit's default skips refused recipients.
+#if LIBCURL_VERSION_NUM >= 0x080200
+  curl_easy_setopt(h, CURLOPT_MAIL_RCPT_ALLOWFAILS, cfg.forward_smtp_errors ? 0L : 1L);
+#else
+  curl_easy_setopt(h, CURLOPT_MAIL_RCPT_ALLLOWFAILS, cfg.forward_smtp_errors ? 0L : 1L);
+#endif
   if (cfg.starttls) curl_easy_setopt(h, CURLOPT_USE_SSL, static_cast<long>(CURLUSESSL_ALL));
   if (cfg.allow_insecure) {
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
@@ -112,6 +131,12 @@ std::string smtp_client::send(const std::string& mail_from, const std::vector<st
   }
   auto* h = static_cast<CURL*>(handle_);
   set_server(h, cfg_, url_of(cfg_), mech_of(cfg_));  // libcurl copies option strings
+  last_reply_.clear();
+  if (cfg_.forward_smtp_errors) {
+    curl_easy_setopt(h, CURLOPT_DEBUGFUNCTION, keep_reply);
+    curl_easy_setopt(h, CURLOPT_DEBUGDATA, &last_reply_);
+    curl_easy_setopt(h, CURLOPT_VERBOSE, 1L);
+  }
   char err[CURL_ERROR_SIZE] = {0};
   CURLcode rc = transfer(h, mail_from, rcpt, raw, err);
   if (rc != CURLE_OK && connected_ && connection_lost(rc)) {
@@ -123,7 +148,9 @@ std::string smtp_client::send(const std::string& mail_from, const std::vector<st
     connected_ = true;
     return {};
   }
-  // A failed transfer may leave the session in any state: start over next time.
+  // A failed transfer may leave the session in any state: start over next time (the
+  // QUIT's reply is not the refusal kept above).
+  curl_easy_setopt(h, CURLOPT_VERBOSE, 0L);
   curl_easy_cleanup(h);
   handle_ = nullptr;
   connected_ = false;

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <thread>
 
@@ -36,6 +37,17 @@ TEST(BoundedQueue, CloseDropsQueuedAndWakesConsumer) {
   r.try_push(2);
   EXPECT_EQ(r.close(), 2u);
   EXPECT_FALSE(r.pop().has_value());
+}
+
+TEST(BoundedQueue, FinishKeepsQueuedItemsForTheConsumer) {
+  bounded_queue<int> q(4);
+  EXPECT_TRUE(q.try_push(1));
+  EXPECT_TRUE(q.try_push(2));
+  q.finish();
+  EXPECT_FALSE(q.try_push(3));
+  EXPECT_EQ(q.pop(), 1);
+  EXPECT_EQ(q.pop(), 2);
+  EXPECT_EQ(q.pop(), std::nullopt);
 }
 
 TEST(BoundedQueue, ZeroCapacityMeansOne) {
@@ -158,6 +170,61 @@ TEST(MailSender, FullQueueDropsAndCounts) {
   s.stop();
   EXPECT_GE(s.dropped(), 3u);
   EXPECT_EQ(s.sent() + s.dropped(), 5u);
+}
+
+TEST(MailSender, ByteBoundDropsAndCounts) {
+  std::atomic<bool> release{false}, taken{false};
+  inlet::outbound::mail_sender_config cfg{"relay", 100, 10};  // 10 bytes may wait
+  inlet::outbound::mail_sender s(cfg, [&](const inlet::store::stored_message&) {
+    taken = true;
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return std::string();
+  });
+  s.enqueue(stored("in hand", {"a@x"}));  // the worker holds it: no longer waiting
+  for (int i = 0; i < 500 && !taken.load(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  s.enqueue(stored("123456", {"a@x"}));
+  s.enqueue(stored("123456", {"a@x"}));  // 12 bytes waiting at once: over the bound
+  s.enqueue(stored("1234", {"a@x"}));    // fits beside the first
+  release = true;
+  for (int i = 0; i < 500 && s.sent() < 3; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  s.stop();
+  EXPECT_EQ(s.sent(), 3u);
+  EXPECT_EQ(s.dropped(), 1u);
+}
+
+TEST(MailSender, EachWorkerHasItsOwnSendFunction) {
+  std::atomic<int> made{0};
+  std::mutex mu;
+  std::set<int> used;
+  std::atomic<bool> go{false};
+  inlet::outbound::mail_sender_config cfg{"relay", 100, 1 << 20, 2};
+  inlet::outbound::mail_sender s(cfg, [&]() -> inlet::outbound::mail_sender::send_fn {
+    int me = made++;
+    return [&, me](const inlet::store::stored_message&) {
+      {
+        std::lock_guard lk(mu);
+        used.insert(me);
+      }
+      // Hold the first two until both workers have one, so both are seen working.
+      for (int i = 0; i < 500 && !go.load(); ++i) {
+        {
+          std::lock_guard lk(mu);
+          if (used.size() == 2) go = true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      return std::string();
+    };
+  });
+  for (int i = 0; i < 4; ++i) s.enqueue(stored("m", {"a@x"}));
+  for (int i = 0; i < 500 && s.sent() < 4; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  s.stop();
+  EXPECT_EQ(made.load(), 2);
+  EXPECT_EQ(s.sent(), 4u);
+  EXPECT_EQ(used, (std::set<int>{0, 1}));
 }
 
 TEST(Headers, ReplacePrefixAndOverride) {

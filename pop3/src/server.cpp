@@ -27,6 +27,8 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -49,6 +51,9 @@ struct counters {
 // (pipelined RETRs would otherwise pile up whole messages).
 constexpr std::size_t flush_threshold = 64 * 1024;
 
+// Why a new connection is turned away at once (none: it is served).
+enum class refusal : std::uint8_t { none, total, per_ip };
+
 class connection : public std::enable_shared_from_this<connection> {
  public:
   connection(tcp::socket sock, const server_config& cfg,
@@ -62,7 +67,7 @@ class connection : public std::enable_shared_from_this<connection> {
         cnt_(cnt),
         session_(std::move(scfg)) {}
 
-  asio::awaitable<void> serve(bool refuse);
+  asio::awaitable<void> serve(refusal refuse);
   asio::awaitable<void> watchdog();
   // On the strand: the server stops.
   void stop() {
@@ -232,11 +237,13 @@ asio::awaitable<void> connection::run_store_step(step_kind kind) {
   }
 }
 
-asio::awaitable<void> connection::serve(bool refuse) {
+asio::awaitable<void> connection::serve(refusal refuse) {
   auto self = shared_from_this();
-  if (refuse) {  // over the connection limit: say so where the client can read it
+  if (refuse != refusal::none) {  // over a limit: say so where the client can read it
     if (!tls_ctx_ || cfg_.tls == tls_mode::stls)
-      co_await write_plain("-ERR [SYS/TEMP] too many connections\r\n");
+      co_await write_plain(refuse == refusal::total
+                               ? "-ERR [SYS/TEMP] too many connections\r\n"
+                               : "-ERR [SYS/TEMP] too many connections from your address\r\n");
     close();
     co_return;
   }
@@ -304,6 +311,7 @@ struct server::impl {
   counters cnt;
   std::mutex mu;
   std::unordered_set<std::shared_ptr<connection>> live;
+  std::unordered_map<std::string, std::size_t> per_ip;  // admitted connections, under mu
   std::atomic<bool> stopping{false};
   bool started = false;
 
@@ -325,8 +333,19 @@ asio::awaitable<void> server::impl::accept_loop() {
 }
 
 void server::impl::launch(tcp::socket sock) {
-  const bool refuse = cnt.active.load() >= cfg.max_connections;
-  (refuse ? cnt.refused : cnt.accepted).fetch_add(1, std::memory_order_relaxed);
+  error_code peer_ec;
+  const std::string ip = sock.remote_endpoint(peer_ec).address().to_string();
+  refusal refuse = cnt.active.load() >= cfg.max_connections ? refusal::total : refusal::none;
+  if (refuse == refusal::none && !peer_ec) {
+    std::lock_guard lock(mu);
+    std::size_t& n = per_ip[ip];
+    if (n >= cfg.max_connections_per_ip)
+      refuse = refusal::per_ip;
+    else
+      ++n;  // given back when the connection ends
+  }
+  const bool counted = refuse == refusal::none && !peer_ec;
+  (refuse != refusal::none ? cnt.refused : cnt.accepted).fetch_add(1, std::memory_order_relaxed);
   error_code ignored;
   sock.set_option(tcp::no_delay(true), ignored);
   sock.non_blocking(true, ignored);  // write_plain tries a direct write first
@@ -339,11 +358,13 @@ void server::impl::launch(tcp::socket sock) {
   }
   auto ex = c->executor();
   asio::co_spawn(ex, c->watchdog(), asio::detached);
-  asio::co_spawn(ex, c->serve(refuse), [this, c](std::exception_ptr) {
+  asio::co_spawn(ex, c->serve(refuse), [this, c, counted, ip](std::exception_ptr) {
     // An exception (bad_alloc) ends the connection alone; the socket closes with it.
     {
       std::lock_guard lock(mu);
       live.erase(c);
+      if (counted)
+        if (auto it = per_ip.find(ip); it != per_ip.end() && --it->second == 0) per_ip.erase(it);
     }
     cnt.active.fetch_sub(1);
   });

@@ -17,6 +17,7 @@
 #include <inlet/store/memory_store.hpp>
 #include <istream>
 #include <string>
+#include <thread>
 
 namespace asio = boost::asio;
 namespace pop3 = inlet::pop3;
@@ -221,6 +222,34 @@ TEST_F(pop3_server, connection_limit) {
   EXPECT_EQ(cb.line(), "-ERR [SYS/TEMP] too many connections");
   EXPECT_EQ(cb.line(), "<End of file>");
   EXPECT_EQ(ca.cmd("NOOP"), "-ERR sign in first");  // the first one is served on
+  EXPECT_EQ(srv.stats().connections_refused, 1u);
+}
+
+TEST_F(pop3_server, connection_limit_per_address) {
+  auto cfg = config();
+  cfg.max_connections_per_ip = 2;
+  pop3::server srv(cfg, st);
+  ASSERT_FALSE(srv.start());
+  asio::io_context io;
+  auto a = connect(io, srv.port());
+  client<tcp::socket> ca(a);
+  EXPECT_THAT(ca.line(), StartsWith("+OK"));
+  auto b = connect(io, srv.port());
+  client<tcp::socket> cb(b);
+  EXPECT_THAT(cb.line(), StartsWith("+OK"));
+  auto c = connect(io, srv.port());  // a third from 127.0.0.1
+  client<tcp::socket> cc(c);
+  EXPECT_EQ(cc.line(), "-ERR [SYS/TEMP] too many connections from your address");
+  EXPECT_EQ(cc.line(), "<End of file>");
+  EXPECT_EQ(ca.cmd("NOOP"), "-ERR sign in first");  // the first two are served on
+  EXPECT_THAT(cb.cmd("QUIT"), StartsWith("+OK"));
+  EXPECT_EQ(cb.line(), "<End of file>");
+  // Its slot is given back once the server has closed it (bounded wait, no timing asserted).
+  for (int i = 0; i < 500 && srv.stats().active_connections > 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  auto d = connect(io, srv.port());
+  client<tcp::socket> cd(d);
+  EXPECT_THAT(cd.line(), StartsWith("+OK"));
   EXPECT_EQ(srv.stats().connections_refused, 1u);
 }
 

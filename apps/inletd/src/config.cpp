@@ -127,8 +127,7 @@ bool set_relay_key(inlet::http::relay_config& r, const std::string& key, const s
   } else if (key == "subject-prefix") {
     r.subject_prefix = value;
   } else if (key == "forward-smtp-errors") {
-    // Mailpit answers the SMTP client with the relay's error; inletd relays after the 250
-    // (never holding a reply back): accepted, without effect.
+    r.forward_smtp_errors = truthy(value);
   } else {
     error = "unknown relay setting '" + key + "'";
     return false;

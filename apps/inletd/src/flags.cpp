@@ -1000,7 +1000,10 @@ std::vector<flag> make_table() {
         "(not those matching the relay's `blocked-recipients`), with its `override-from` and "
         "`subject-prefix`. After the message is stored and answered, from a queue of its own "
         "(docs/outbound.md); a relay that fails is logged and counted "
-        "(`inlet_relay_failed_total`), the SMTP client still got its 250."));
+        "(`inlet_relay_failed_total`), the SMTP client still got its 250. A recipient the "
+        "relay refuses is skipped; with `forward-smtp-errors: true` in the relay file the "
+        "message is relayed before it is stored and the relay's refusal is the client's "
+        "reply, as in Mailpit. The relay's `allowed-recipients` limits release only."));
   add(f(relay, "--smtp-relay-matching", "MP_SMTP_RELAY_MATCHING",
         "Mailpit: relay new messages to the recipients matching this regular expression",
         text([](config& c) -> std::string& { return c.auto_relay.matching; }, "REGEX"),
@@ -1014,8 +1017,8 @@ std::vector<flag> make_table() {
         "file of `to` (comma-separated), `host`, `port`, `starttls`, `tls`, `allow-insecure`, "
         "`auth`, `username`, `password`/`secret`, `return-path`, `override-from`, "
         "`subject-prefix`; or the `MP_SMTP_FORWARD_*` variables of the same names (`TO`, "
-        "`HOST`, ...). Sent as auto-relay is, from a queue of its own "
-        "(`inlet_forward_*_total`).",
+        "`HOST`, ...), and `forward-smtp-errors`. Sent as auto-relay is, from a queue of its "
+        "own (`inlet_forward_*_total`).",
         "off"));
 
   // ---- Webhooks ----
@@ -1072,6 +1075,12 @@ std::vector<flag> make_table() {
          [](config&) { return std::string("off"); }},
         "With `--pop3-tls-cert`: the listener speaks clear text and offers STLS (RFC 2595) "
         "instead of Mailpit's implicit TLS."));
+  add(f(pop3, "--pop3-max-connections-per-ip", "", "POP3 connections per client IP",
+        number<std::size_t>(
+            [](config& c) -> std::size_t& { return c.pop3.server.max_connections_per_ip; }, 1,
+            std::numeric_limits<std::size_t>::max()),
+        "POP3 connections from one client address at once; past it `-ERR [SYS/TEMP] too many "
+        "connections from your address` and the connection is closed (1,000 in all)."));
 
   // ---- Mailpit's deprecated spellings ----
   add(deprecated("--db-file", "MP_DATA_FILE", "--database",

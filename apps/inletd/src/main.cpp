@@ -286,10 +286,17 @@ int main(int argc, char** argv) {
     sc.session.policy = chain_policies(std::move(sc.session.policy), std::move(shard_check));
   }
 
-  inlet::smtp::server smtp(
-      sc, [&pipe](inlet::smtp::received_message&& m, inlet::smtp::delivery_callback done) {
-        pipe.deliver(std::move(m), std::move(done));
-      });
+  inlet::smtp::deliver_fn to_store = [&pipe](inlet::smtp::received_message&& m,
+                                             inlet::smtp::delivery_callback done) {
+    pipe.deliver(std::move(m), std::move(done));
+  };
+  // forward-smtp-errors (Mailpit): the relay or forwarding target sees the message first.
+  if (outbound.gates_delivery() && !process_model)
+    to_store = [&outbound, next = std::move(to_store)](inlet::smtp::received_message&& m,
+                                                       inlet::smtp::delivery_callback done) {
+      outbound.deliver_through(std::move(m), std::move(done), next);
+    };
+  inlet::smtp::server smtp(sc, std::move(to_store));
   if (auto ec = smtp.start()) {
     const auto& l = sc.listen.front();
     std::fprintf(stderr, "inletd: smtp %s: %s\n", endpoint_text(l.address, l.port).c_str(),

@@ -220,6 +220,22 @@ class SansCertificateTest(Server):
         p.quit()
 
 
+class PerAddressLimitTest(Server):
+    args = ("--pop3-max-connections-per-ip", "2")
+
+    def test_third_connection_from_one_address_is_refused(self):
+        a, b = self.connect(), self.connect()
+        with self.assertRaises(poplib.error_proto) as e:
+            self.connect()
+        self.assertEqual(e.exception.args[0],
+                         b"-ERR [SYS/TEMP] too many connections from your address")
+        a.user("alice")
+        a.pass_("s3cret")
+        self.assertEqual(a.stat(), (0, 0))  # the two admitted are served on
+        b.quit()
+        a.quit()
+
+
 class WithoutCredentialsTest(unittest.TestCase):
     def test_pop3_needs_credentials_as_in_mailpit(self):
         srv = Inletd("--pop3", "127.0.0.1:0")

@@ -58,6 +58,15 @@ class bounded_queue {
     return dropped;
   }
 
+  /// Refuses new items and wakes the consumer; items already queued are still popped.
+  void finish() {
+    {
+      std::lock_guard lock(mutex_);
+      closed_ = true;
+    }
+    ready_.notify_all();
+  }
+
   std::size_t size() const {
     std::lock_guard lock(mutex_);
     return items_.size();

@@ -13,6 +13,7 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "inlet/outbound/bounded_queue.hpp"
 #include "inlet/store/types.hpp"
@@ -22,6 +23,13 @@ namespace inlet::outbound {
 struct mail_sender_config {
   std::string name = "relay";          ///< in the metric names: inlet_<name>_sent_total, ...
   std::size_t queue_capacity = 1000;   ///< messages waiting; more are dropped (counted)
+  /// Bytes of the messages waiting (their raw size); past it a message is dropped too.
+  /// Queued messages stay alive while they wait, even once the store let them go.
+  std::size_t queue_bytes = std::size_t{64} << 20;
+  /// Threads sending at once, each with a send function (a connection) of its own: one
+  /// connection waits on the server's replies most of the time, so a second keeps the
+  /// queue short when mail arrives faster than one round-trip chain can pass it on.
+  std::size_t workers = 1;
 };
 
 class mail_sender {
@@ -31,7 +39,11 @@ class mail_sender {
   /// Whether a message is for this sender at all (auto-relay: a recipient matches).
   using wants_fn = std::function<bool(const store::stored_message&)>;
 
+  /// One `send` shared by every worker (cfg.workers of them).
   mail_sender(mail_sender_config cfg, send_fn send, wants_fn wants = {});
+  /// `make_send()` once per worker: each sends through what its call made (a client).
+  mail_sender(mail_sender_config cfg, const std::function<send_fn()>& make_send,
+              wants_fn wants = {});
   ~mail_sender();
   mail_sender(const mail_sender&) = delete;
   mail_sender& operator=(const mail_sender&) = delete;
@@ -48,14 +60,16 @@ class mail_sender {
   std::uint64_t dropped() const noexcept { return dropped_.load(); }
 
  private:
-  void run();
+  void start();
+  void run(const send_fn& send);
 
   mail_sender_config cfg_;
-  send_fn send_;
+  std::vector<send_fn> sends_;  // one per worker
   wants_fn wants_;
   bounded_queue<store::message_ptr> queue_;
   std::atomic<std::uint64_t> sent_{0}, failed_{0}, dropped_{0};
-  std::thread worker_;
+  std::atomic<std::size_t> queued_bytes_{0};
+  std::vector<std::thread> workers_;
 };
 
 /// `raw` with header field `name` set to `value` (every earlier instance, folded lines

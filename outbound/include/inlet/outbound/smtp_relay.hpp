@@ -31,6 +31,10 @@ struct smtp_relay_config {
   bool preserve_message_ids = false;
   std::string override_from;   ///< Mailpit's override-from (auto-relay and forwarding)
   std::string subject_prefix;  ///< Mailpit's subject-prefix (auto-relay and forwarding)
+  /// Mailpit's forward-smtp-errors: a recipient the server refuses fails the whole message
+  /// (nothing sent). Without it, as in Mailpit, refused recipients are skipped and the
+  /// message goes to the others (it fails only when the server takes none).
+  bool forward_smtp_errors = false;
   std::chrono::seconds timeout{30};
 };
 
@@ -52,8 +56,14 @@ class smtp_client {
 
   const smtp_relay_config& config() const noexcept { return cfg_; }
 
+  /// The server's first refusal (else its last reply line) of the latest send(), e.g.
+  /// "550 5.1.1 no such user"; kept only with forward_smtp_errors (the refusal is then
+  /// the SMTP client's reply).
+  const std::string& last_reply() const noexcept { return last_reply_; }
+
  private:
   smtp_relay_config cfg_;
+  std::string last_reply_;
   void* handle_ = nullptr;  // CURL*, kept for the connection it holds
   bool connected_ = false;  // a transfer succeeded on handle_ since it was made
 };

@@ -37,6 +37,9 @@ struct server_config {
   tls_mode tls = tls_mode::implicit;
   unsigned threads = 1;                 ///< I/O threads (0: one per core)
   std::size_t max_connections = 1000;   ///< past it: -ERR [SYS/TEMP] and close
+  /// Connections from one client address at once (as SMTP's --max-connections-per-ip),
+  /// so one host cannot take every slot; past it: -ERR [SYS/TEMP] and close.
+  std::size_t max_connections_per_ip = 1000;
   /// Waiting for a command (RFC 1939 3: an autologout timer of at least 10 minutes).
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(10)};
   /// The whole TLS handshake (implicit TLS or after STLS).
@@ -47,7 +50,7 @@ struct server_config {
 
 struct server_stats {
   std::uint64_t connections_accepted = 0;
-  std::uint64_t connections_refused = 0;  ///< over max_connections
+  std::uint64_t connections_refused = 0;  ///< over max_connections or max_connections_per_ip
   std::uint64_t active_connections = 0;
   std::uint64_t sign_ins = 0;             ///< maildrops listed
   std::uint64_t messages_retrieved = 0;   ///< RETR and TOP answered from the store
