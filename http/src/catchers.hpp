@@ -18,6 +18,9 @@ namespace inlet::http::detail {
 awaitable<std::optional<reply>> mailhog_route(const ctx_t& c, const request& req,
                                               const target& t);
 
+/// MailHog's /api/v2/jim: Jim's settings over inlet's chaos (jim_state).
+response mailhog_jim(const ctx_t& c, const request& req);
+
 /// MailDev's paths: /api/email..., /api/config, /api/healthz and the 2.x paths without
 /// the /api prefix (/email..., /config, /healthz).
 awaitable<std::optional<reply>> maildev_route(const ctx_t& c, const request& req,

@@ -242,10 +242,7 @@ awaitable<std::optional<reply>> mailhog_route(const ctx_t& c, const request& req
     if (m != bh::verb::get) co_return not_allowed(req, "GET, HEAD");
     co_return co_await v2_list(c, req, t, true);
   }
-  if (path == "/api/v2/jim") {
-    // Jim is mapped onto inlet's chaos (/api/v1/chaos); MailHog's own Jim API is not.
-    co_return error_response(req, 404, "not found");
-  }
+  if (path == "/api/v2/jim") co_return mailhog_jim(c, req);
   if (path == "/api/v1/messages" && c.cfg.mailhog_v1) {
     if (m == bh::verb::get) co_return co_await v1_list(c, req);
     if (m == bh::verb::delete_) co_return co_await delete_all(c, req);
