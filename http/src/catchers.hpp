@@ -42,9 +42,49 @@ std::vector<part_entry> catcher_parts(std::string_view raw);
 std::optional<std::pair<part_entry, std::string>> catcher_part(std::string_view raw,
                                                                std::string_view part_id);
 
-/// A page of messages (newest first) with their raw bytes loaded, cut once the raw bytes
-/// pass a third of api_config::max_list_bytes (at least one message is kept).
-awaitable<std::pair<std::error_code, store::page>> catcher_list(const ctx_t& c,
-                                                                store::list_request lr);
+/// The two views kept in the render cache (its key's tag byte).
+inline constexpr char mailhog_view = 'h', maildev_view = 'd';
+
+/// A listed message with its rendering when the cache had it (else null: the message
+/// then has its raw bytes, to render from).
+struct catcher_item {
+  store::message_ptr msg;
+  render_cache::entry_ptr rendered;
+};
+
+/// A page of messages (newest first), each either rendered already (cache) or with its
+/// raw bytes loaded, cut once the raw bytes pass a third of api_config::max_list_bytes
+/// (at least one message is kept).
+awaitable<std::pair<std::error_code, store::page>> catcher_list(
+    const ctx_t& c, store::list_request lr, char view, std::vector<catcher_item>& items);
+
+/// `messages` (cut as catcher_list cuts), each rendered already or with its raw bytes.
+awaitable<std::error_code> catcher_load(const ctx_t& c,
+                                        const std::vector<store::message_ptr>& messages,
+                                        char view, std::vector<catcher_item>& items);
+
+/// The message's rendering in `view`: `cached` when given, else made by `render` (from
+/// the raw bytes) and kept.
+template <class Render>
+render_cache::entry_ptr catcher_rendered(const ctx_t& c, char view, const store::stored_message& m,
+                                         render_cache::entry_ptr cached, Render&& render) {
+  if (cached) return cached;
+  if (auto e = c.rendered->find(view, m.id.str())) return e;
+  auto e = std::make_shared<const render_cache::entry>(render(m));
+  c.rendered->put(view, m.id.str(), e);
+  return e;
+}
+
+/// Appends an entry's text to `out`, `splice` at its splice point.
+inline void append_rendered(std::string& out, const render_cache::entry& e,
+                            std::string_view splice) {
+  if (e.splice_at == std::string::npos) {
+    out += e.text;
+    return;
+  }
+  out.append(e.text, 0, e.splice_at);
+  out += splice;
+  out.append(e.text, e.splice_at, std::string::npos);
+}
 
 }  // namespace inlet::http::detail

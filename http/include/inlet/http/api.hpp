@@ -238,6 +238,9 @@ struct api_config {
   /// message is always given; `count` says how many were). With the store's bounded
   /// summaries a page is far below it; it bounds what a request can make the server build.
   std::size_t max_list_bytes = 8u << 20;
+  /// MailHog's and MailDev's views keep each message as rendered (it never changes) for
+  /// the next listing, up to this many bytes (least recently used out first); 0: none.
+  std::size_t catcher_cache_bytes = 64u << 20;
 };
 
 class api {
