@@ -1,7 +1,9 @@
-// MailHog's Jim settings over inlet's chaos triggers (no sockets).
+// The catchers' parts without sockets: MailHog's Jim settings over inlet's chaos
+// triggers, and the cache of rendered messages.
 #include <gtest/gtest.h>
 
 #include "inlet/http/api.hpp"
+#include "render_cache.hpp"
 
 namespace {
 
@@ -64,6 +66,49 @@ TEST(Jim, JsonIsMailHogsFieldsInOrderWithGoNumbers) {
             "{\"DisconnectChance\":0.005,\"AcceptChance\":0.99,\"LinkSpeedAffect\":0.1,"
             "\"LinkSpeedMin\":1024,\"LinkSpeedMax\":10240,\"RejectSenderChance\":0.05,"
             "\"RejectRecipientChance\":0.05,\"RejectAuthChance\":0.05}");
+}
+
+using inlet::http::detail::render_cache;
+
+std::shared_ptr<const render_cache::entry> text(std::size_t n, char ch = 'x') {
+  return std::make_shared<const render_cache::entry>(render_cache::entry{std::string(n, ch)});
+}
+
+TEST(RenderCache, KeysAreViewAndIdAndHitsAreShared) {
+  render_cache cache(1 << 20);
+  EXPECT_FALSE(cache.find('h', "a"));
+  auto e = text(10);
+  cache.put('h', "a", e);
+  EXPECT_EQ(cache.find('h', "a"), e);
+  EXPECT_FALSE(cache.find('d', "a"));  // another view of the same message
+  EXPECT_FALSE(cache.find('h', "ab"));
+  cache.put('h', "a", text(10, 'y'));  // a racing second render: the first stays
+  EXPECT_EQ(cache.find('h', "a"), e);
+}
+
+TEST(RenderCache, EvictsTheLeastRecentlyUsedPastItsBound) {
+  // Each entry costs its text plus a fixed overhead (under 200 bytes): three fit.
+  render_cache cache(3 * 1200);
+  cache.put('h', "1", text(1000));
+  cache.put('h', "2", text(1000));
+  cache.put('h', "3", text(1000));
+  EXPECT_TRUE(cache.find('h', "1"));  // 1 is now the most recent
+  cache.put('h', "4", text(1000));
+  cache.put('h', "5", text(1000));
+  EXPECT_TRUE(cache.find('h', "1"));
+  EXPECT_FALSE(cache.find('h', "2"));
+  EXPECT_FALSE(cache.find('h', "3"));
+  EXPECT_LE(cache.bytes(), 3u * 1200);
+  cache.put('h', "big", text(7000));  // larger than the bound: not kept, nothing evicted
+  EXPECT_FALSE(cache.find('h', "big"));
+  EXPECT_TRUE(cache.find('h', "5"));
+}
+
+TEST(RenderCache, ZeroBytesKeepsNothing) {
+  render_cache cache(0);
+  cache.put('d', "a", text(1));
+  EXPECT_FALSE(cache.find('d', "a"));
+  EXPECT_EQ(cache.bytes(), 0u);
 }
 
 }  // namespace
