@@ -142,23 +142,15 @@ render_cache::entry render_mail(const store::stored_message& m) {
 }
 
 // The items as MailDev's JSON array, each rendered once and kept, `read` as it is now.
-response mail_array(const ctx_t& c, const request& req, std::vector<catcher_item>& items) {
-  std::vector<render_cache::entry_ptr> texts;
+reply mail_array(const ctx_t& c, const request& req, std::vector<catcher_item>& items) {
+  std::vector<rendered_source::item> texts;
   texts.reserve(items.size());
-  std::size_t size = 2;
-  for (auto& it : items) {
-    texts.push_back(catcher_rendered(c, maildev_view, *it.msg, std::move(it.rendered), render_mail));
-    size += texts.back()->text.size() + 6;
-  }
-  std::string out;
-  out.reserve(size);
-  out += '[';
-  for (std::size_t i = 0; i < texts.size(); ++i) {
-    if (i) out += ',';
-    append_rendered(out, *texts[i], items[i].msg->is_read() ? "true" : "false");
-  }
-  out += ']';
-  return make_response(req, 200, "application/json", std::move(out));
+  for (auto& it : items)
+    texts.push_back({catcher_rendered(c, maildev_view, *it.msg, std::move(it.rendered), render_mail),
+                     it.msg->is_read() ? "true" : "false"});
+  auto res = make_response(req, 200, "application/json", std::string{});
+  return rendered_source::answer(std::move(res),
+                                 std::make_shared<rendered_source>("[", std::move(texts), "]"));
 }
 
 bool number(std::string_view q, std::string_view key, std::optional<std::size_t>& out) {

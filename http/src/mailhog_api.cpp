@@ -102,23 +102,20 @@ render_cache::entry render_message(const store::stored_message& m) {
   return render_cache::entry{json::serialize(message_json(m)), std::string::npos};
 }
 
-// The items as a JSON array of data.Message, each rendered once and kept.
-void append_items(const ctx_t& c, std::string& out, std::vector<catcher_item>& items) {
-  std::vector<render_cache::entry_ptr> texts;
+// An answer whose body is `head`, the items as a JSON array of data.Message (each
+// rendered once and kept), then `tail`.
+reply items_reply(const ctx_t& c, const request& req, std::string head,
+                  std::vector<catcher_item>& items, std::string tail) {
+  std::vector<rendered_source::item> texts;
   texts.reserve(items.size());
-  std::size_t size = 2;
-  for (auto& it : items) {
-    texts.push_back(catcher_rendered(c, mailhog_view, *it.msg, std::move(it.rendered),
-                                     render_message));
-    size += texts.back()->text.size() + 1;
-  }
-  out.reserve(out.size() + size + 1);
-  out += '[';
-  for (std::size_t i = 0; i < texts.size(); ++i) {
-    if (i) out += ',';
-    append_rendered(out, *texts[i], {});
-  }
-  out += ']';
+  for (auto& it : items)
+    texts.push_back({catcher_rendered(c, mailhog_view, *it.msg, std::move(it.rendered),
+                                      render_message),
+                     {}});
+  auto res = make_response(req, 200, "application/json", std::string{});
+  return rendered_source::answer(
+      std::move(res), std::make_shared<rendered_source>(std::move(head) + '[', std::move(texts),
+                                                        ']' + std::move(tail)));
 }
 
 bool read_index(std::string_view q, std::string_view key, std::size_t& out, std::size_t dflt) {
@@ -165,12 +162,10 @@ awaitable<reply> v2_list(const ctx_t& c, const request& req, const target& t, bo
   std::vector<catcher_item> items;
   auto [ec, p] = co_await catcher_list(c, std::move(lr), mailhog_view, items);
   if (ec) co_return store_error(req, ec);
-  std::string body = "{\"total\":" + std::to_string(p.matched) +
+  std::string head = "{\"total\":" + std::to_string(p.matched) +
                      ",\"count\":" + std::to_string(items.size()) +
                      ",\"start\":" + std::to_string(p.start) + ",\"items\":";
-  append_items(c, body, items);
-  body += '}';
-  co_return make_response(req, 200, "application/json", std::move(body));
+  co_return items_reply(c, req, std::move(head), items, "}");
 }
 
 awaitable<reply> v1_list(const ctx_t& c, const request& req) {
@@ -179,9 +174,7 @@ awaitable<reply> v1_list(const ctx_t& c, const request& req) {
   std::vector<catcher_item> items;
   auto [ec, p] = co_await catcher_list(c, std::move(lr), mailhog_view, items);
   if (ec) co_return store_error(req, ec);
-  std::string body;
-  append_items(c, body, items);
-  co_return make_response(req, 200, "application/json", std::move(body));
+  co_return items_reply(c, req, {}, items, {});
 }
 
 awaitable<reply> delete_all(const ctx_t& c, const request& req) {

@@ -82,6 +82,15 @@ def free_port():
         return s.getsockname()[1]
 
 
+def two_ports():
+    """Two distinct free ports (the kernel may hand the same one out twice in a row)."""
+    smtp = free_port()
+    web = free_port()
+    while web == smtp:
+        web = free_port()
+    return smtp, web
+
+
 PATH_KEYS = {"Relays", "Mailbox", "Domain", "Params"}
 MESSAGE_KEYS = {"ID", "From", "To", "Content", "Created", "MIME", "Raw"}
 CONTENT_KEYS = {"Headers", "Body", "Size", "MIME"}
@@ -457,7 +466,7 @@ class Started:
 
 class VariablesTest(unittest.TestCase):
     def test_mailhog_variables(self):
-        smtp, web = free_port(), free_port()
+        smtp, web = two_ports()
         srv = Started({"MH_SMTP_BIND_ADDR": f"127.0.0.1:{smtp}",
                        "MH_API_BIND_ADDR": f"127.0.0.1:{web}",
                        "MH_UI_BIND_ADDR": f"127.0.0.1:{web}",
@@ -475,10 +484,11 @@ class VariablesTest(unittest.TestCase):
             check_exit(srv.stop(), "".join(srv.log))
 
     def test_mailhog_invite_jim(self):
-        smtp, web = free_port(), free_port()
+        smtp, web = two_ports()
         srv = Started({"MH_SMTP_BIND_ADDR": f"127.0.0.1:{smtp}",
                        "MH_API_BIND_ADDR": f"127.0.0.1:{web}"}, web, smtp,
-                      ["-invite-jim", "-jim-reject-recipient=1", "-jim-linkspeed-max=999"])
+                      ["-invite-jim", "-jim-reject-sender=0", "-jim-reject-recipient=1",
+                       "-jim-linkspeed-max=999"])
         try:
             base = f"http://127.0.0.1:{web}"
             got = json.loads(request(base + "/api/v2/jim")[2])
@@ -491,7 +501,7 @@ class VariablesTest(unittest.TestCase):
             check_exit(srv.stop(), "".join(srv.log))
 
     def test_maildev_variables(self):
-        smtp, web = free_port(), free_port()
+        smtp, web = two_ports()
         srv = Started({"MAILDEV_SMTP_PORT": str(smtp), "MAILDEV_WEB_PORT": str(web),
                        "MAILDEV_IP": "127.0.0.1", "MAILDEV_WEB_IP": "127.0.0.1"}, web, smtp)
         try:
@@ -504,7 +514,7 @@ class VariablesTest(unittest.TestCase):
             check_exit(srv.stop(), "".join(srv.log))
 
     def test_maildev_flags(self):
-        smtp, web = free_port(), free_port()
+        smtp, web = two_ports()
         args = [e2e_test.INLETD, "--max-connections", "200", "-s", str(smtp), "-w", str(web),
                 "--ip", "127.0.0.1", "--web-ip", "127.0.0.1"]
         p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
