@@ -44,7 +44,9 @@ test-uring: build
 # ASan + UBSan build of the suite. Left out: the io_uring clone of the Asio libraries
 # (INLET_ASAN_URING=ON keeps it; the kernel writes into io_uring's buffers where ASan
 # cannot see, and compiling the clone is a third of this build), tests that run no
-# code of ours under the sanitizer (compile-fail, packaging) and the benchmark smokes.
+# code of ours under the sanitizer (compile-fail, packaging), the benchmark smokes, and
+# the browser test (its minute is chromium's; the server paths it drives are the API
+# end-to-end suites', which run here).
 INLET_ASAN_URING ?= OFF
 # -Og: ASan+UBSan at -O1 spends most of its compile time optimizing the checks; -Og
 # compiles the same suite in about 2/3 of the time and still inlines enough to run it.
@@ -54,7 +56,7 @@ test-asan: deps
 	  -DINLET_IO_URING=$(INLET_ASAN_URING) $(CMAKE_ARGS)
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --output-on-failure -j $(JOBS) --timeout 900 -LE 'bench-smoke|compile-fail|install'
+	  ctest --output-on-failure -j $(JOBS) --timeout 900 -LE 'bench-smoke|compile-fail|install|browser'
 
 # TSan build, for the pool and the multi-threaded parts (label "tsan").
 test-tsan: deps

@@ -668,6 +668,10 @@ boost::asio::awaitable<reply> api::handle_streamed(request req, client_info clie
       }
       if (t.path == "/metrics" && res.result_int() == 200) {
         res.body() = metrics_text();
+        if (c.cfg.mailpit_metrics) {  // Mailpit's per-tag gauge needs the store's counts
+          auto [tec, counts] = co_await detail::tag_counts(c);
+          if (!tec) res.body() += detail::tag_metric(counts);
+        }
         res.prepare_payload();
       }
       if (head && rep.body) {  // the length of the GET answer, counted piece by piece

@@ -76,6 +76,13 @@ bool gzip(std::string_view in, std::string& out);
 
 /// The process's resident memory (/proc/self/statm), for info and metrics.
 std::uint64_t resident_bytes();
+/// Mailpit's mailpit_tag_messages gauge ({tag="..."} per tag, sorted), HELP and TYPE
+/// included even when there is no tag, as Mailpit writes it.
+std::string tag_metric(const std::vector<std::pair<std::string, std::size_t>>& counts);
+/// Each tag with the number of messages that carry it (Mailpit's info Tags and its
+/// mailpit_tag_messages metric).
+awaitable<std::pair<std::error_code, std::vector<std::pair<std::string, std::size_t>>>>
+tag_counts(const ctx_t& c);
 
 // ---- JSON ----
 json::string js(std::string_view s);

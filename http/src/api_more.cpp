@@ -1,4 +1,5 @@
 // Tags, send, release, checks, chaos, info and the web UI's configuration.
+#include <algorithm>
 #include <openssl/evp.h>
 #include <regex.h>
 
@@ -63,18 +64,48 @@ std::uint64_t resident_bytes() {
   return resident * 4096;
 }
 
-awaitable<response> app_info(const ctx_t& c, const request& req) {
+std::string tag_metric(const std::vector<std::pair<std::string, std::size_t>>& counts) {
+  std::string out =
+      "# HELP mailpit_tag_messages Number of messages per tag\n"
+      "# TYPE mailpit_tag_messages gauge\n";
+  auto sorted = counts;
+  std::sort(sorted.begin(), sorted.end());
+  for (const auto& [tag, n] : sorted) {
+    out += "mailpit_tag_messages{tag=\"";
+    for (char ch : tag) {  // the exposition format's label escapes
+      if (ch == '\\' || ch == '"')
+        out += '\\', out += ch;
+      else if (ch == '\n')
+        out += "\\n";
+      else
+        out += ch;
+    }
+    out += "\"} " + std::to_string(n) + "\n";
+  }
+  return out;
+}
+
+awaitable<std::pair<std::error_code, std::vector<std::pair<std::string, std::size_t>>>>
+tag_counts(const ctx_t& c) {
+  std::vector<std::pair<std::string, std::size_t>> out;
   auto [ec, tags] = co_await c.store.async_list_tags();
-  if (ec) co_return store_error(req, ec);
-  json::object per_tag;
+  if (ec) co_return std::make_pair(ec, std::move(out));
   for (const auto& t : tags) {  // each a count of the messages with the tag
     store::list_request lr(0, 0);
     std::string q = "tag:\"" + t + "\"";
     if (store::search::parse(q, {}, lr.query)) continue;
     auto [lec, p] = co_await c.store.async_list(std::move(lr));
-    if (lec) co_return store_error(req, lec);
-    per_tag.emplace(t, p.matched);
+    if (lec) co_return std::make_pair(lec, std::move(out));
+    out.emplace_back(t, p.matched);
   }
+  co_return std::make_pair(std::error_code{}, std::move(out));
+}
+
+awaitable<response> app_info(const ctx_t& c, const request& req) {
+  auto [ec, counts] = co_await tag_counts(c);
+  if (ec) co_return store_error(req, ec);
+  json::object per_tag;
+  for (auto& [t, n] : counts) per_tag.emplace(t, n);
   const auto st = c.store.stats();
   const app_counters app = c.cfg.app_counters ? c.cfg.app_counters() : app_counters{};
   const auto uptime = std::chrono::duration_cast<std::chrono::seconds>(

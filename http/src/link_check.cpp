@@ -1,12 +1,16 @@
 // Link checks over libcurl (Debian libcurl4-openssl-dev), run on the
 // api's thread pool. Every transfer is bounded: http(s) only, connect and total
 // timeouts, no body read for link checks, at most a few redirects when asked.
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <set>
 
@@ -77,8 +81,18 @@ std::size_t discard_body(char*, std::size_t, std::size_t, void*) {
   return 0;
 }
 
+// Refuses a connection to an internal address (see link_check_config::allow_internal),
+// noting the address in the link's slot for its status text.
+curl_socket_t open_public_socket(void* blocked, curlsocktype, struct curl_sockaddr* a) {
+  if (internal_address(&a->addr)) {
+    *static_cast<bool*>(blocked) = true;
+    return CURL_SOCKET_BAD;
+  }
+  return ::socket(a->family, a->socktype, a->protocol);
+}
+
 CURL* new_link_handle(const std::string& url, bool head, bool follow,
-                      const link_check_config& cfg) {
+                      const link_check_config& cfg, bool* blocked) {
   CURL* h = curl_easy_init();
   if (!h) return nullptr;
   curl_easy_setopt(h, CURLOPT_URL, url.c_str());
@@ -93,6 +107,10 @@ CURL* new_link_handle(const std::string& url, bool head, bool follow,
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_USERAGENT, "inlet link check");
   curl_easy_setopt(h, CURLOPT_HEADEROPT, CURLHEADER_SEPARATE);
+  if (!cfg.allow_internal) {
+    curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, open_public_socket);
+    curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, static_cast<void*>(blocked));
+  }
   if (cfg.allow_untrusted_tls) {
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
@@ -113,7 +131,84 @@ void decode_entities(std::string& s) {
       s.replace(at, from.size(), to);
 }
 
+bool internal_v4(std::uint32_t a) {  // host byte order
+  struct range {
+    std::uint32_t net;
+    int bits;
+  };
+  // Loopback, private, link-local, multicast, and what RFC 6890 says is not globally
+  // reachable (this network, CGNAT, IETF protocol, documentation, benchmarking, 6to4
+  // relay, reserved), plus the cloud metadata address Azure uses.
+  static constexpr range ranges[] = {
+      {0x00000000, 8},  {0x0A000000, 8},  {0x64400000, 10}, {0x7F000000, 8},
+      {0xA9FE0000, 16}, {0xAC100000, 12}, {0xC0000000, 24}, {0xC0000200, 24},
+      {0xC0586300, 24}, {0xC0A80000, 16}, {0xC6120000, 15}, {0xC6336400, 24},
+      {0xCB007100, 24}, {0xE0000000, 4},  {0xF0000000, 4},  {0xA83F8110, 32},
+  };
+  for (const auto& r : ranges) {
+    const std::uint32_t mask = r.bits == 0 ? 0 : ~std::uint32_t{0} << (32 - r.bits);
+    if ((a & mask) == r.net) return true;
+  }
+  return false;
+}
+
+std::uint32_t be32(const unsigned char* p) {
+  return std::uint32_t{p[0]} << 24 | std::uint32_t{p[1]} << 16 | std::uint32_t{p[2]} << 8 | p[3];
+}
+
+bool internal_v6(const unsigned char* b) {
+  auto prefix = [&](std::initializer_list<unsigned char> bytes, int bits) {
+    int i = 0;
+    for (unsigned char v : bytes) {
+      const int take = std::min(8, bits - i * 8);
+      if (take <= 0) break;
+      const unsigned char mask = static_cast<unsigned char>(0xFF << (8 - take));
+      if ((b[i] & mask) != (v & mask)) return false;
+      ++i;
+    }
+    return true;
+  };
+  bool zero = true;
+  for (int i = 0; i < 16; ++i) zero = zero && b[i] == 0;
+  if (zero) return true;                                // unspecified
+  if ((b[0] & 0xFE) == 0xFC) return true;               // unique local fc00::/7
+  if (b[0] == 0xFF) return true;                        // multicast
+  if (b[0] == 0xFE && (b[1] & 0xC0) == 0x80) return true;  // link-local fe80::/10
+  if (b[0] == 0xFE && (b[1] & 0xC0) == 0xC0) return true;  // site-local fec0::/10
+  if (prefix({0x20, 0x01, 0x0D, 0xB8}, 32)) return true;  // documentation
+  // Forms that carry an IPv4 address, judged by that address: IPv4-compatible and
+  // -mapped (::/96, ::ffff:0:0/96, ::ffff:0:0:0/96 translated), NAT64 (64:ff9b::/96,
+  // 64:ff9b:1::/48), 6to4 (2002::/16), Teredo (2001::/32, inverted), ISATAP (::5efe:).
+  bool first10_zero = true;
+  for (int i = 0; i < 10; ++i) first10_zero = first10_zero && b[i] == 0;
+  if (first10_zero && ((b[10] == 0 && b[11] == 0) || (b[10] == 0xFF && b[11] == 0xFF)))
+    return internal_v4(be32(b + 12));  // ::1 lands here as 0.0.0.1: "this network"
+  bool translated = true;
+  for (int i = 0; i < 8; ++i) translated = translated && b[i] == 0;
+  if (translated && b[8] == 0xFF && b[9] == 0xFF && b[10] == 0 && b[11] == 0)
+    return internal_v4(be32(b + 12));
+  if (prefix({0x00, 0x64, 0xFF, 0x9B, 0, 0, 0, 0, 0, 0, 0, 0}, 96) ||
+      prefix({0x00, 0x64, 0xFF, 0x9B, 0x00, 0x01}, 48))
+    return internal_v4(be32(b + 12));
+  if (prefix({0x20, 0x02}, 16)) return internal_v4(be32(b + 2));
+  if (prefix({0x20, 0x01, 0x00, 0x00}, 32)) return internal_v4(~be32(b + 12));
+  if (b[10] == 0x5E && b[11] == 0xFE) return internal_v4(be32(b + 12));
+  return false;
+}
+
 }  // namespace
+
+bool internal_address(const sockaddr* a) {
+  if (a->sa_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(a);
+    return internal_v4(ntohl(v4->sin_addr.s_addr));
+  }
+  if (a->sa_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(a);
+    return internal_v6(v6->sin6_addr.s6_addr);
+  }
+  return true;  // not an internet address: never fetched
+}
 
 std::vector<std::string> extract_links(std::string_view html, std::string_view text,
                                        std::size_t max) {
@@ -169,13 +264,14 @@ std::vector<link_status> check_links(const std::vector<std::string>& urls, bool 
   init_curl();
   std::vector<link_status> out(urls.size());
   std::vector<bool> tried_get(urls.size(), false);
+  std::unique_ptr<bool[]> blocked(new bool[urls.size()]());  // refused: internal address
   CURLM* multi = curl_multi_init();
   if (!multi) return out;
   std::size_t next = 0, running_handles = 0;
   std::vector<CURL*> active;  // attached to `multi`, freed by the end whatever happens
   const std::size_t parallel = std::max<std::size_t>(1, cfg.parallel);
   auto start = [&](std::size_t i, bool head) {
-    CURL* h = new_link_handle(urls[i], head, follow, cfg);
+    CURL* h = new_link_handle(urls[i], head, follow, cfg, &blocked[i]);
     if (!h) {
       out[i].status = "cannot create a request";
       return;
@@ -221,6 +317,8 @@ std::vector<link_status> check_links(const std::vector<std::string>& urls, bool 
       if (code > 0) {
         auto r = reason(code);
         out[i].status = r.empty() ? std::to_string(code) : std::string(r);
+      } else if (blocked[i]) {
+        out[i].status = "private/reserved address";  // Mailpit's words
       } else {
         out[i].status = curl_easy_strerror(rc);
       }

@@ -4,6 +4,7 @@
 // Thread-safety: every function may run on several threads at once.
 #pragma once
 
+#include <sys/socket.h>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,6 +36,11 @@ struct link_status {
 /// distinct, in order, at most `max` of them.
 std::vector<std::string> extract_links(std::string_view html, std::string_view text,
                                        std::size_t max);
+
+/// True for an address a link check must not reach unless allowed: loopback, private,
+/// link-local, multicast, reserved and documentation ranges, and IPv6 forms that embed
+/// such an IPv4 address (mapped, NAT64, 6to4, Teredo, ISATAP).
+bool internal_address(const sockaddr* a);
 
 /// Requests each link (HEAD, then GET when the server refuses HEAD), `parallel` at a time,
 /// each within the timeout; redirects followed when asked. Never reads a body.

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <inlet/outbound/smtp_relay.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <future>
 
 #include "api_test_util.hpp"
@@ -287,6 +290,35 @@ TEST_F(Ops, ReleaseCopyGetsANewMessageIdAndReturnPath) {
   rc.return_path.clear();
   EXPECT_EQ(inlet::outbound::prepare_release("Message-ID: <a@b>\r\n\r\nx", rc, "n@i"),
             "Message-ID: <a@b>\r\n\r\nx");
+}
+
+namespace {
+bool internal(const char* text) {
+  sockaddr_storage ss{};
+  if (inet_pton(AF_INET, text, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr) == 1) {
+    ss.ss_family = AF_INET;
+  } else {
+    EXPECT_EQ(inet_pton(AF_INET6, text, &reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr), 1)
+        << text;
+    ss.ss_family = AF_INET6;
+  }
+  return inlet::http::detail::internal_address(reinterpret_cast<const sockaddr*>(&ss));
+}
+}  // namespace
+
+TEST(LinkCheck, InternalAddressesAreKnown) {
+  for (const char* a :
+       {"127.0.0.1", "127.9.9.9", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1",
+        "169.254.169.254", "100.64.0.1", "0.0.0.0", "224.0.0.251", "255.255.255.255",
+        "192.0.2.7", "198.18.0.1", "203.0.113.9", "168.63.129.16", "::", "::1", "fe80::1",
+        "fd00::1", "ff02::1", "fec0::1", "2001:db8::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1",
+        "64:ff9b::a9fe:a9fe", "2002:7f00:1::", "2001:0:4136:e378:8000:63bf:80ff:fffe",
+        "fe80::5efe:10.0.0.1", "2001:470:1:2::5efe:c0a8:101"})
+    EXPECT_TRUE(internal(a)) << a;
+  for (const char* a : {"8.8.8.8", "1.1.1.1", "172.32.0.1", "100.128.0.1", "192.169.0.1",
+                        "2606:4700:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808",
+                        "2002:808:808::"})
+    EXPECT_FALSE(internal(a)) << a;
 }
 
 TEST_F(Ops, ChecksAnswerAsMailpit) {

@@ -864,10 +864,8 @@ std::vector<flag> make_table() {
         "Mailpit: the link check does not verify certificates",
         on([](config& c) -> bool& { return c.http.api.link_check.allow_untrusted_tls; })));
   add(f(http, "--allow-internal-http-requests", "MP_ALLOW_INTERNAL_HTTP_REQUESTS",
-        "Mailpit: the link check may reach internal addresses (inletd's always may)",
-        already(),
-        "Accepted: inletd's link check always reaches internal addresses (Mailpit blocks them "
-        "unless this flag is given; a difference to know of when inletd is exposed)."));
+        "Mailpit: the link check may reach loopback, private and reserved addresses",
+        on([](config& c) -> bool& { return c.http.api.link_check.allow_internal; })));
   add(f(http, "--disable-link-check-rate-limit", "MP_DISABLE_LINK_CHECK_RATE_LIMIT",
         "Mailpit: no rate limit on the link check (inletd's has none but --api-rate-limit)",
         already(),
@@ -896,7 +894,7 @@ std::vector<flag> make_table() {
          [](config&) { return std::string("false"); }},
         "`/metrics` (Prometheus text, always served with inlet's own `inlet_*` metrics) also "
         "carries Mailpit's metric names (`mailpit_messages`, `mailpit_messages_unread`, "
-        "`mailpit_smtp_accepted_total`, ...; not yet `mailpit_tag_messages`), so its dashboards "
+        "`mailpit_smtp_accepted_total`, `mailpit_tag_messages`, ...), so its dashboards "
         "keep working. `HOST:PORT`: besides, a listener of its own that answers `GET /metrics` "
         "without authentication and nothing else, as Mailpit's separate Prometheus server."));
   add(f(http, "--hide-delete-all-button", "MP_HIDE_DELETE_ALL_BUTTON",

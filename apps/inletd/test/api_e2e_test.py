@@ -314,7 +314,8 @@ class OperationsTest(ApiTest, SchemaChecked):
         cls.links = http.server.ThreadingHTTPServer(("127.0.0.1", 0), LinkServer)
         threading.Thread(target=cls.links.serve_forever, daemon=True).start()
         cls.link_base = f"http://127.0.0.1:{cls.links.server_address[1]}"
-        cls.srv = Inletd("--enable-chaos", "--tag", "invoices=subject:invoice", "--api-cors", "*")
+        cls.srv = Inletd("--enable-chaos", "--tag", "invoices=subject:invoice", "--api-cors", "*",
+                         "--allow-internal-http-requests")  # the links are on loopback
 
     @classmethod
     def tearDownClass(cls):
@@ -526,6 +527,38 @@ class HttpDefenceTest(unittest.TestCase):
                 data += chunk
         head, _, body = data.partition(b"\r\n\r\n")
         return int(head.split()[1]), head.decode(errors="replace"), body
+
+    def test_link_check_does_not_reach_internal_addresses(self):
+        hits = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_HEAD(self):
+                hits.append(self.path)
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        links = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=links.serve_forever, daemon=True).start()
+        srv = Inletd()  # Mailpit's default: --allow-internal-http-requests not given
+        try:
+            url = f"http://127.0.0.1:{links.server_address[1]}/secret"
+            with smtplib.SMTP("127.0.0.1", srv.smtp_port, timeout=DEADLINE) as s:
+                s.sendmail("a@example.org", ["b@example.com"],
+                           f"Subject: probe\r\n\r\nSee {url} and http://[::1]:9/x\r\n".encode())
+            wait_for(lambda: srv.messages()["messages_count"] == 1, "1 message")
+            mid = srv.messages()["messages"][0]["ID"]
+            with HTTP.open(srv.url(f"/api/v1/message/{mid}/link-check"), timeout=DEADLINE) as r:
+                lc = json.loads(r.read())
+            self.assertEqual(lc["Errors"], 2)
+            for link in lc["Links"]:
+                self.assertEqual((link["StatusCode"], link["Status"]), (0, "private/reserved address"))
+            self.assertEqual(hits, [])  # nothing reached the loopback server
+        finally:
+            srv.stop()
+            links.shutdown()
 
     def test_address_lists_host_header_public_mode(self):
         srv = Inletd("--allowed-host", "mail.test.example")

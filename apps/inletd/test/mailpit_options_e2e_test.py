@@ -176,10 +176,26 @@ class MailpitOptions(unittest.TestCase):
             port = int(line.rsplit(":", 1)[1])
             with smtplib.SMTP("127.0.0.1", srv.smtp_port, timeout=DEADLINE) as s:
                 s.sendmail("a@example.org", ["b@example.com"], message("counted"))
+                s.sendmail("a@example.org", ["b@example.com"], message("counted too"))
+            code, body = fetch(f"http://127.0.0.1:{port}/metrics")
+            self.assertIn("# TYPE mailpit_tag_messages gauge", body)  # no tag yet: no sample
+            self.assertNotIn("mailpit_tag_messages{", body)
+            ids = [m["ID"] for m in json.loads(subprocess.run(
+                [curl, "-s", "-u", "u:p", srv.url("/api/v1/messages")], capture_output=True,
+                text=True, timeout=DEADLINE).stdout)["messages"]]
+            subprocess.run([curl, "-s", "-u", "u:p", "-X", "PUT", "-H", "Content-Type: application/json",
+                            "-d", json.dumps({"IDs": ids, "Tags": ["Blue", "say hi.2"]}),
+                            srv.url("/api/v1/tags")], check=True, capture_output=True, timeout=DEADLINE)
+            subprocess.run([curl, "-s", "-u", "u:p", "-X", "PUT", "-H", "Content-Type: application/json",
+                            "-d", json.dumps({"IDs": ids[:1], "Tags": ["Blue"]}),
+                            srv.url("/api/v1/tags")], check=True, capture_output=True, timeout=DEADLINE)
             code, body = fetch(f"http://127.0.0.1:{port}/metrics")  # no credentials needed
             self.assertEqual(code, 200)
             self.assertIn("# TYPE mailpit_messages gauge", body)
-            self.assertRegex(body, r"(?m)^mailpit_smtp_accepted_total 1$")
+            self.assertRegex(body, r"(?m)^mailpit_smtp_accepted_total 2$")
+            # Mailpit's per-tag gauge.
+            self.assertRegex(body, r'(?m)^mailpit_tag_messages\{tag="Blue"\} 2$')
+            self.assertRegex(body, r'(?m)^mailpit_tag_messages\{tag="say hi\.2"\} 1$')
             self.assertIn("inlet_store_messages", body)
             self.assertEqual(fetch(f"http://127.0.0.1:{port}/api/v1/messages")[0], 404)
             self.assertEqual(fetch(srv.url("/metrics"))[0], 401)  # the UI's keeps its auth

@@ -57,7 +57,8 @@ class Server:
         self.log = open(OUT / f"inletd-{name}.log", "wb")
         self.proc = subprocess.Popen(
             [INLETD, "--smtp", f"127.0.0.1:{self.smtp}", "--listen", f"127.0.0.1:{self.http}",
-             "--max-messages", "200000", *extra], stdout=self.log, stderr=subprocess.STDOUT)
+             "--max-messages", "200000", "--allow-internal-http-requests", *extra],
+            stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 15
         while True:
             try:

@@ -155,6 +155,11 @@ struct link_check_config {
   std::chrono::milliseconds timeout{5000};  ///< per link, connect to last byte
   std::size_t parallel = 8;                 ///< links in flight at once
   bool allow_untrusted_tls = false;         ///< Mailpit's --allow-untrusted-tls
+  /// Mailpit's --allow-internal-http-requests. Off: a link whose address is loopback,
+  /// private, link-local, multicast or otherwise reserved is not fetched (a message must
+  /// not make the server probe its own network), checked on the address actually
+  /// connected to, so redirects and DNS answers cannot slip past.
+  bool allow_internal = false;
 };
 
 /// Spam scores of a message (Mailpit's --enable-spamassassin and --enable-rspamd), asked
