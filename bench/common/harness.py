@@ -134,6 +134,27 @@ def measure(server, client_fn):
     return r
 
 
+def cluster_cpu(data_dir):
+    """CPU seconds of a PostgreSQL cluster: its postmaster and every child."""
+    try:
+        with open(os.path.join(data_dir, "postmaster.pid")) as f:
+            pm = int(f.readline())
+    except (OSError, ValueError):
+        return 0.0
+    total = 0
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                rest = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(d) == pm or int(rest[1]) == pm:
+            total += int(rest[11]) + int(rest[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def inlet_load(binary, port, args, count, timeout, cpus=None, server_pid=None):
     cmd = [binary, "--target", f"127.0.0.1:{port}", "--count", str(count),
            "--duration", str(timeout), "--json", "--quiet"] + list(args)

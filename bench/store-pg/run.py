@@ -42,25 +42,7 @@ def psql(dsn, sql):
     return out.stdout.strip()
 
 
-def cluster_cpu(data_dir):
-    """CPU seconds of a cluster: its postmaster and every child."""
-    try:
-        with open(os.path.join(data_dir, "postmaster.pid")) as f:
-            pm = int(f.readline())
-    except (OSError, ValueError):
-        return 0.0
-    total = 0
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                rest = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(d) == pm or int(rest[1]) == pm:
-            total += int(rest[11]) + int(rest[12])
-    return total / CLK
+cluster_cpu = harness.cluster_cpu
 
 
 class Shards:

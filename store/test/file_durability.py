@@ -18,117 +18,13 @@ import argparse
 import json
 import os
 import shutil
-import smtplib
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
-DEADLINE = 60.0
-HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def api(port, method, path, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
-    with HTTP.open(req, timeout=30) as r:
-        text = r.read().decode()
-        return json.loads(text) if text.startswith(("{", "[")) else text
-
-
-class Inletd:
-    def __init__(self, binary, database, extra):
-        self.binary, self.database, self.extra = binary, database, extra
-        self.smtp_port, self.http_port = free_port(), free_port()
-        self.proc = None
-
-    def start(self):
-        args = [self.binary, "--smtp", f"127.0.0.1:{self.smtp_port}", "--listen",
-                f"127.0.0.1:{self.http_port}", "--database", self.database, "--max", "0",
-                "--quiet"] + self.extra
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        end = time.monotonic() + DEADLINE
-        while time.monotonic() < end:
-            line = self.proc.stdout.readline()
-            if not line:
-                break
-            if "smtp listening" in line:
-                threading.Thread(target=self.proc.stdout.read, daemon=True).start()  # drain
-                return
-        raise RuntimeError("inletd did not start: " + (self.proc.stdout.read() or ""))
-
-    def kill9(self):
-        self.proc.kill()  # SIGKILL, this process only
-        self.proc.wait(timeout=DEADLINE)
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=DEADLINE)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=DEADLINE)
-
-
-class Sender(threading.Thread):
-    """One SMTP client: numbered messages, every outcome logged."""
-
-    def __init__(self, n, inletd, run_id, stop, limit):
-        super().__init__(daemon=True)
-        self.n, self.inletd, self.run_id, self.stop_flag, self.limit = n, inletd, run_id, stop, limit
-        self.acked, self.refused, self.lost = [], [], []
-
-    def run(self):
-        smtp = None
-        for i in range(self.limit):
-            if self.stop_flag.is_set():
-                break
-            token = f"{self.run_id}-{self.n}-{i}"
-            rcpt = [f"box{(self.n + i) % 8}@example.com"]
-            body = (f"Subject: {token}\r\nFrom: load@example.org\r\nTo: {rcpt[0]}\r\n\r\n" +
-                    ("durable " * 9 + "\r\n") * 120).encode()  # ~9 KB in 74-byte lines
-            try:
-                if smtp is None:
-                    smtp = smtplib.SMTP("127.0.0.1", self.inletd.smtp_port, timeout=30)
-                refused = smtp.sendmail("load@example.org", rcpt, body)
-                (self.refused if refused else self.acked).append(token)
-            except (smtplib.SMTPResponseException, smtplib.SMTPRecipientsRefused):
-                self.refused.append(token)
-            except (OSError, smtplib.SMTPException):
-                self.lost.append(token)  # the connection went away before the reply
-                try:
-                    if smtp is not None:
-                        smtp.close()
-                except Exception:
-                    pass
-                smtp = None
-                time.sleep(0.05)
-        if smtp is not None:
-            try:
-                smtp.quit()
-            except Exception:
-                pass
-
-
-def all_messages(port):
-    out, start = [], 0
-    while True:
-        page = api(port, "GET", f"/api/v1/messages?start={start}&limit=1000")
-        out += page["messages"]
-        start += len(page["messages"])
-        if not page["messages"] or start >= page["messages_count"]:
-            return out, page
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "support"))
+from inlet_support import DEADLINE, Inletd, Sender, all_messages, api, tally  # noqa: E402
 
 
 def main():
@@ -148,11 +44,12 @@ def main():
 
 
 def run(a, database):
-    d = Inletd(a.inletd, database, a.extra.split())
+    d = Inletd(a.inletd, ["--database", database, "--max", "0"] + a.extra.split())
     d.start()
     run_id = f"r{int(time.time())}"
     stop = threading.Event()
-    senders = [Sender(n, d, run_id, stop, a.max_messages) for n in range(a.senders)]
+    senders = [Sender(n, d.smtp_port, run_id, stop, lambda n, i: [f"box{(n + i) % 8}@example.com"],
+                      a.max_messages) for n in range(a.senders)]
     for s in senders:
         s.start()
     faults = []
@@ -168,9 +65,6 @@ def run(a, database):
         s.join(timeout=DEADLINE)
     d.kill9()
 
-    acked = [t for s in senders for t in s.acked]
-    refused = [t for s in senders for t in s.refused]
-    lost = [t for s in senders for t in s.lost]
     d.start()
     try:
         messages, page = all_messages(d.http_port)
@@ -178,9 +72,7 @@ def run(a, database):
         for m in messages:
             if m["Subject"].startswith(run_id + "-"):
                 present[m["Subject"]] = present.get(m["Subject"], 0) + 1
-        missing = [t for t in acked if present.get(t, 0) == 0]
-        doubled = [t for t, n in present.items() if n > 1]
-        unacked_present = [t for t in refused + lost if present.get(t, 0) > 0]
+        result, missing, doubled = tally(senders, present, faults)
 
         # Tags and read flags set through the API survive a restart.
         ids = [m["ID"] for m in messages[:10]]
@@ -197,19 +89,8 @@ def run(a, database):
         d.stop()
     flags_kept = (before == after and all(after[i][1] == ["Kept", "durable tag"] for i in ids[:5])
                   and all(after[i][0] for i in ids[3:8]) and not after[ids[9]][0])
-    result = {
-        "sent": len(acked) + len(refused) + len(lost),
-        "acknowledged": len(acked),
-        "refused": len(refused),
-        "connection_lost": len(lost),
-        "present": len(present),
-        "acknowledged_missing": len(missing),
-        "present_twice_or_more": len(doubled),
-        "unacknowledged_but_present": len(unacked_present),
-        "tags_and_read_flags_kept": flags_kept,
-        "tags_after_restart": tags_after,
-        "faults": [{"fault": f, "acknowledged_before": n} for f, n in faults],
-    }
+    result["tags_and_read_flags_kept"] = flags_kept
+    result["tags_after_restart"] = tags_after
     print(json.dumps(result, indent=2))
     if a.json:
         with open(a.json, "w") as f:
@@ -218,7 +99,7 @@ def run(a, database):
         print("LOST:", missing[:20], file=sys.stderr)
     if doubled:
         print("DOUBLED:", doubled[:20], file=sys.stderr)
-    ok = not missing and not doubled and len(acked) > 0 and flags_kept and \
+    ok = not missing and not doubled and result["acknowledged"] > 0 and flags_kept and \
         all(n > 0 for _, n in faults)
     return 0 if ok else 1
 

@@ -24,38 +24,12 @@ import unittest
 import urllib.request
 from email.message import EmailMessage
 
-DEADLINE = 60.0
-HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "support"))
+import inlet_support as support  # noqa: E402
+from inlet_support import DEADLINE, api, free_port, wait_http  # noqa: E402
+
 INLETD = None
 MAILPIT = None
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def api(port, method, path, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
-    with HTTP.open(req, timeout=30) as r:
-        text = r.read().decode()
-        return json.loads(text) if text.startswith(("{", "[")) else text
-
-
-def wait_http(port, proc):
-    end = time.monotonic() + DEADLINE
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            raise RuntimeError("exited with %d" % proc.returncode)
-        try:
-            api(port, "GET", "/api/v1/messages?limit=1")
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError("no HTTP answer")
 
 
 class Server:
@@ -66,7 +40,7 @@ class Server:
         self.proc = subprocess.Popen(argv + ["--smtp", f"127.0.0.1:{self.smtp_port}", "--listen",
                                              f"127.0.0.1:{self.http_port}"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_http(self.http_port, self.proc)
+        wait_http(self.http_port, self.proc, "/api/v1/messages?limit=1")
 
     def stop(self):
         if self.proc.poll() is None:
@@ -79,13 +53,7 @@ class Server:
 
 
 def all_messages(port):
-    out, start = [], 0
-    while True:
-        page = api(port, "GET", f"/api/v1/messages?start={start}&limit=250")
-        out += page["messages"]
-        start += len(page["messages"])
-        if not page["messages"] or start >= page["messages_count"]:
-            return out
+    return support.all_messages(port)[0]
 
 
 def when(text):

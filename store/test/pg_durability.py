@@ -27,13 +27,14 @@ import argparse
 import json
 import os
 import re
-import smtplib
 import subprocess
 import sys
 import threading
 import time
 
-DEADLINE = 60.0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "support"))
+from inlet_support import DEADLINE, Inletd, Sender, http_get, tally  # noqa: E402
+
 
 
 def env(name):
@@ -62,106 +63,12 @@ def pg_ctl_data(data, args):
     return subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120).returncode
 
 
-def http_get(port, path):
-    import urllib.error
-    import urllib.request
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
-            return r.status, r.read().decode(errors="replace")
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode(errors="replace")
-    except OSError as e:
-        return 0, str(e)
-
-
 def psql(dsn, sql):
     out = subprocess.run(["psql", dsn, "-At", "-F", "\t", "-c", sql], capture_output=True, text=True,
                          timeout=120)
     if out.returncode != 0:
         raise RuntimeError(out.stderr)
     return out.stdout
-
-
-class Inletd:
-    def __init__(self, binary, shards, smtp_port, http_port):
-        self.binary, self.shards = binary, shards
-        self.smtp_port, self.http_port = smtp_port, http_port
-        self.proc = None
-
-    def start(self):
-        args = [self.binary, "--smtp", f"127.0.0.1:{self.smtp_port}", "--listen", f"127.0.0.1:{self.http_port}",
-                "--store", self.shards[0], "--buckets", "64", "--quiet"]
-        for s in self.shards[1:]:
-            args += ["--shard", s]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        end = time.monotonic() + DEADLINE
-        while time.monotonic() < end:
-            line = self.proc.stdout.readline()
-            if not line:
-                break
-            if "smtp listening" in line:
-                threading.Thread(target=self.proc.stdout.read, daemon=True).start()  # drain
-                return
-        raise RuntimeError("inletd did not start")
-
-    def kill9(self):
-        self.proc.kill()  # SIGKILL, this process only
-        self.proc.wait(timeout=DEADLINE)
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=DEADLINE)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-
-
-class Sender(threading.Thread):
-    """One SMTP client: numbered messages, every outcome logged."""
-
-    def __init__(self, n, port, run, stop, mailboxes):
-        super().__init__(daemon=True)
-        self.n, self.port, self.run_id, self.stop_flag, self.mailboxes = n, port, run, stop, mailboxes
-        self.acked, self.refused, self.lost = [], [], []
-
-    def run(self):
-        i = 0
-        smtp = None
-        while not self.stop_flag.is_set():
-            token = f"{self.run_id}-{self.n}-{i}"
-            i += 1
-            rcpt = [self.mailboxes[(self.n * 7 + i) % len(self.mailboxes)]]
-            if i % 5 == 0:  # some messages for two mailboxes (often two shards)
-                rcpt.append(self.mailboxes[(self.n * 11 + i * 3) % len(self.mailboxes)])
-            body = (f"Subject: {token}\r\nFrom: load@example.org\r\n\r\n" +
-                    ("durable " * 9 + "\r\n") * 120).encode()  # ~9 KB in 74-byte lines
-            try:
-                if smtp is None:
-                    smtp = smtplib.SMTP("127.0.0.1", self.port, timeout=30)
-                refused = smtp.sendmail("load@example.org", rcpt, body)
-                if refused:
-                    self.refused.append(token)
-                else:
-                    self.acked.append(token)
-            except smtplib.SMTPResponseException:
-                self.refused.append(token)  # 451 and the like: not acknowledged
-            except smtplib.SMTPRecipientsRefused:
-                self.refused.append(token)
-            except (OSError, smtplib.SMTPException):
-                self.lost.append(token)  # the connection went away before the reply
-                try:
-                    if smtp is not None:
-                        smtp.close()
-                except Exception:
-                    pass
-                smtp = None
-                time.sleep(0.05)
-        if smtp is not None:
-            try:
-                smtp.quit()
-            except Exception:
-                pass
 
 
 def restart_faults(d, shards, faults, acked_now, step):
@@ -261,22 +168,23 @@ def main():
     if not shards:
         print("pg_durability: run under store/test/with-pg-shards.sh", file=sys.stderr)
         return 2
-    import socket
-
-    def free_port():
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
-
     if a.failover and a.replica_reads:
         i = int(env("INLET_PG_REPLICA_SHARD") or "0")
         shards[i] += ("&" if "?" in shards[i] else "?") + "target_session_attrs=prefer-standby"
-    d = Inletd(a.inletd, shards, free_port(), free_port())
+    d = Inletd(a.inletd, ["--store", shards[0], "--buckets", "64"] +
+               [x for sh in shards[1:] for x in ("--shard", sh)])
     d.start()
     run_id = f"r{int(time.time())}"
     stop = threading.Event()
     mailboxes = [f"box{i}@example.com" for i in range(40)]
-    senders = [Sender(n, d.smtp_port, run_id, stop, mailboxes) for n in range(a.senders)]
+
+    def recipients(n, i):
+        rcpt = [mailboxes[(n * 7 + i) % len(mailboxes)]]
+        if i % 5 == 0:  # some messages for two mailboxes (often two shards)
+            rcpt.append(mailboxes[(n * 11 + i * 3) % len(mailboxes)])
+        return rcpt
+
+    senders = [Sender(n, d.smtp_port, run_id, stop, recipients) for n in range(a.senders)]
     for s in senders:
         s.start()
     faults = []
@@ -294,9 +202,6 @@ def main():
         s.join(timeout=DEADLINE)
     d.stop()
 
-    acked = [t for s in senders for t in s.acked]
-    refused = [t for s in senders for t in s.refused]
-    lost = [t for s in senders for t in s.lost]
     present = {}
     for dsn in shards:
         out = psql(dsn, "SELECT subject, count(*) FROM mail.message WHERE home GROUP BY subject")
@@ -304,20 +209,7 @@ def main():
             subject, n = line.split("\t")
             if subject.startswith(run_id + "-"):
                 present[subject] = present.get(subject, 0) + int(n)
-    missing = [t for t in acked if present.get(t, 0) == 0]
-    doubled = [t for t, n in present.items() if n > 1]
-    unacked_present = [t for t in refused + lost if present.get(t, 0) > 0]
-    result = {
-        "sent": len(acked) + len(refused) + len(lost),
-        "acknowledged": len(acked),
-        "refused_451": len(refused),
-        "connection_lost": len(lost),
-        "present": len(present),
-        "acknowledged_missing": len(missing),
-        "present_twice_or_more": len(doubled),
-        "unacknowledged_but_present": len(unacked_present),
-        "faults": [{"fault": f, "acknowledged_before": n} for f, n in faults],
-    }
+    result, missing, doubled = tally(senders, present, faults)
     print(json.dumps(result, indent=2))
     if a.json:
         with open(a.json, "w") as f:
@@ -326,7 +218,7 @@ def main():
         print("LOST:", missing[:20], file=sys.stderr)
     if doubled:
         print("DOUBLED:", doubled[:20], file=sys.stderr)
-    ok = not missing and not doubled and len(acked) > 0
+    ok = not missing and not doubled and result["acknowledged"] > 0
     if a.failover:
         # Writes resumed on the promoted primary: messages acknowledged after the promotion
         # are stored there (home copies on that shard).

@@ -24,13 +24,8 @@ import urllib.request
 
 INLETD = None
 DEADLINE = 30.0
-HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "support"))
+from inlet_support import HTTP, free_port  # noqa: E402
 
 
 class Inletd:

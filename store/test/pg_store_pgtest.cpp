@@ -447,6 +447,99 @@ TEST_F(PgStore, ListsPagesNewestFirstAcrossShards) {
   EXPECT_EQ(uec, st::errc::not_found);
 }
 
+namespace {
+std::uint64_t cursor_pages(const st::pg_store& s) {
+  std::string m;
+  s.append_metrics(m);
+  const std::string name = "inlet_pg_list_cursor_pages_total ";
+  auto at = m.find("\n" + name);
+  return at == std::string::npos ? ~std::uint64_t{0} : std::stoull(m.substr(at + 1 + name.size()));
+}
+}  // namespace
+
+TEST_F(PgStore, DeepPagesContinueFromTheLastPageWhileNothingChanges) {
+  st::pg_store s(pgtest::config(3));
+  ASSERT_TRUE(s.wait_ready(20s));
+  const std::string box = mailbox_on(1, 3, pgtest::config(3).buckets);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 60; ++i) {
+    std::error_code ec;
+    // Every third message also to one mailbox, so that its listing pages too.
+    std::vector<std::string> to{"d" + std::to_string(i) + "@example.com"};
+    if (i % 3 == 0) to.push_back(box);
+    auto m = pgtest::put(s, pgtest::message(to, "deep " + std::to_string(i)), ec);
+    ASSERT_FALSE(ec);
+    ids.push_back(m->id);
+  }
+  std::vector<std::string> newest(ids.rbegin(), ids.rend());
+  std::size_t total = 60;
+  auto page_at = [&](st::list_request r) {
+    auto [ec, p] = pgtest::wait<st::page>([&](auto h) { s.async_list(r, std::move(h)); });
+    EXPECT_FALSE(ec);
+    std::vector<std::string> out;
+    for (auto& m : p.messages) out.push_back(m->id);
+    EXPECT_EQ(p.total, r.mailbox.empty() ? total : 20u);
+    EXPECT_EQ(p.start, r.start);
+    return out;
+  };
+  const auto before = cursor_pages(s);
+  // Page by page: the first by offset, each next one from its predecessor's cursor, and
+  // every page exactly what the offset would give.
+  for (std::size_t start = 0; start < 60; start += 7) {
+    auto got = page_at(st::list_request(start, 7));
+    std::vector<std::string> want(newest.begin() + static_cast<long>(start),
+                                  newest.begin() + static_cast<long>(std::min<std::size_t>(start + 7, 60)));
+    EXPECT_EQ(got, want) << "start " << start;
+  }
+  EXPECT_EQ(cursor_pages(s) - before, 8u);  // 9 pages; the first has no predecessor
+  // A search pages the same way, apart from the plain listing's cursors.
+  st::list_request q(0, 5);
+  ASSERT_FALSE(st::search::parse("subject:deep", {}, q.query));
+  auto first = page_at(q);
+  q.start = 5;
+  auto second = page_at(q);
+  EXPECT_EQ(second, std::vector<std::string>(newest.begin() + 5, newest.begin() + 10));
+  EXPECT_EQ(cursor_pages(s) - before, 9u);
+  // The mailbox's own listing (one shard) too.
+  auto mb = mailbox_req(box, 4);
+  std::vector<std::string> in_box;
+  for (std::size_t i = 0; i < newest.size(); ++i)
+    if ((59 - i) % 3 == 0) in_box.push_back(newest[i]);
+  for (std::size_t start = 0; start < 20; start += 4) {
+    mb.start = start;
+    EXPECT_EQ(page_at(mb), std::vector<std::string>(in_box.begin() + static_cast<long>(start),
+                                                    in_box.begin() + static_cast<long>(start + 4)));
+  }
+  EXPECT_EQ(cursor_pages(s) - before, 13u);
+  // A change retires every cursor: the next page is read by offset, and is right.
+  ASSERT_FALSE(pgtest::wait<std::size_t>([&](auto h) {
+                 s.async_remove(st::selection::of_ids({newest[3]}), std::move(h));
+               }).first);
+  total = 59;
+  auto after_delete = page_at(st::list_request(14, 7));
+  EXPECT_EQ(after_delete, std::vector<std::string>(newest.begin() + 15, newest.begin() + 22));
+  EXPECT_EQ(cursor_pages(s) - before, 13u);
+  // Another instance's change retires them too, once its notification is in.
+  EXPECT_EQ(page_at(st::list_request(21, 7)),
+            std::vector<std::string>(newest.begin() + 22, newest.begin() + 29));
+  EXPECT_EQ(cursor_pages(s) - before, 14u);
+  std::atomic<int> deleted{0};
+  s.subscribe([&deleted](const st::store_event& e) {
+    if (e.what == st::store_event::kind::deleted) ++deleted;
+  });
+  st::pg_store other(pgtest::config(3));
+  ASSERT_TRUE(other.wait_ready(20s));
+  ASSERT_FALSE(pgtest::wait<std::size_t>([&](auto h) {
+                 other.async_remove(st::selection::of_ids({newest[0]}), std::move(h));
+               }).first);
+  for (int i = 0; i < 500 && deleted.load() == 0; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(deleted.load(), 1);
+  total = 58;
+  EXPECT_EQ(page_at(st::list_request(28, 7)),
+            std::vector<std::string>(newest.begin() + 30, newest.begin() + 37));
+  EXPECT_EQ(cursor_pages(s) - before, 14u);
+}
+
 TEST_F(PgStore, ReadFlagsTagsSearchAndDeletes) {
   st::pg_store s(pgtest::config(3));
   ASSERT_TRUE(s.wait_ready(20s));

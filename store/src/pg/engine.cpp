@@ -367,6 +367,7 @@ void engine::copy_finished(const std::shared_ptr<put_state>& put, std::error_cod
   }
   auto done = std::move(put->done);
   puts_ok.fetch_add(1, std::memory_order_relaxed);
+  note_change();
   message_ptr rec = put->rec;
   if (has_observers()) {
     store_event ev;
@@ -406,6 +407,7 @@ bool engine::all_ready() const {
 
 void engine::trimmed(std::vector<std::string> ids) {
   evicted_.fetch_add(ids.size(), std::memory_order_relaxed);
+  note_change();
   if (!has_observers()) return;
   store_event ev;
   ev.what = store_event::kind::deleted;
@@ -427,6 +429,30 @@ void engine::unsubscribe(std::uint64_t h) {
   std::lock_guard lk(obs_mu_);
   observers_.erase(h);
   observer_count_.store(observers_.size());
+}
+
+std::optional<std::string> engine::find_cursor(const list_request& req) const {
+  const auto now = changes();
+  std::lock_guard lk(cursor_mu_);
+  for (const auto& c : cursors_)
+    if (c.made_at == now && c.start == req.start && c.mailbox == req.mailbox &&
+        c.before_id == req.before_id && c.query == req.query)
+      return c.after_id;
+  return std::nullopt;
+}
+
+void engine::keep_cursor(const list_request& req, std::size_t start, std::string after_id,
+                         std::uint64_t made_at) {
+  constexpr std::size_t kept = 64;
+  if (made_at != changes()) return;  // something changed while the page was read
+  std::lock_guard lk(cursor_mu_);
+  std::erase_if(cursors_, [&](const list_cursor& c) { return c.made_at != made_at; });
+  for (const auto& c : cursors_)
+    if (c.start == start && c.mailbox == req.mailbox && c.before_id == req.before_id &&
+        c.query == req.query)
+      return;
+  cursors_.push_front({req.mailbox, req.before_id, req.query, start, std::move(after_id), made_at});
+  if (cursors_.size() > kept) cursors_.pop_back();
 }
 
 void engine::emit(const store_event& ev) {

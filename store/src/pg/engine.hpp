@@ -265,12 +265,32 @@ class engine : public std::enable_shared_from_this<engine> {
   void delete_tag(std::string tag, handler<void(std::error_code, std::size_t)> h);
 
   /// Messages dropped by retention (called by a shard's maintenance).
-  void expired(std::uint64_t n) { evicted_.fetch_add(n, std::memory_order_relaxed); }
+  void expired(std::uint64_t n) {
+    evicted_.fetch_add(n, std::memory_order_relaxed);
+    note_change();
+  }
   void deleted(std::uint64_t n) { deleted_.fetch_add(n, std::memory_order_relaxed); }
   /// Messages a mailbox cap pushed out (their home copies), told to observers.
   void trimmed(std::vector<std::string> ids);
 
+  // ---- deep pages (list cursors) ----
+  /// A listing's page at `start` can continue from the last ID of the page before it
+  /// instead of reading start + limit rows on every shard. Such a cursor is valid while
+  /// nothing changed: any change (a put, a delete, read state, tags, a bucket move, a
+  /// notification from another instance) advances the change count and retires every
+  /// cursor. Only with events on (otherwise another instance's changes go unseen).
+  ///
+  /// Design: a handful of recent cursors (a deque of at most 64, newest first) keyed by
+  /// mailbox, query, before_id and start, each with the change count it was made at.
+  std::uint64_t changes() const noexcept { return changes_.load(std::memory_order_acquire); }
+  void note_change() noexcept { changes_.fetch_add(1, std::memory_order_acq_rel); }
+  std::optional<std::string> find_cursor(const list_request& req) const;
+  void keep_cursor(const list_request& req, std::size_t start, std::string after_id,
+                   std::uint64_t made_at);
+
   std::atomic<std::uint64_t> puts_ok{0}, puts_failed{0};
+  /// Listing pages read from a cursor (see find_cursor).
+  std::atomic<std::uint64_t> cursor_pages{0};
   /// Failed multi-shard puts whose committed copies were deleted, or could not be.
   std::atomic<std::uint64_t> orphans_removed{0}, orphans_left{0};
 
@@ -291,6 +311,17 @@ class engine : public std::enable_shared_from_this<engine> {
   std::uint64_t next_obs_ = 1;
   std::atomic<std::size_t> observer_count_{0};
   std::atomic<std::uint64_t> evicted_{0}, deleted_{0};
+
+  struct list_cursor {
+    std::string mailbox, before_id;
+    search::query query;
+    std::size_t start = 0;
+    std::string after_id;  // the last ID of the page that ends at `start`
+    std::uint64_t made_at = 0;
+  };
+  std::atomic<std::uint64_t> changes_{0};
+  mutable std::mutex cursor_mu_;
+  std::deque<list_cursor> cursors_;  // guarded by cursor_mu_
 };
 
 /// Upper bounds of the batch latency histogram (microseconds; the last is unbounded).

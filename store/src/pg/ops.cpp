@@ -281,7 +281,23 @@ asio::awaitable<std::pair<std::error_code, page>> list_co(engine& e, list_reques
     if (ec) co_return std::make_pair(ec, std::move(out));
     before = req.before_id;
   }
-  auto n = static_cast<std::int64_t>(std::min<std::size_t>(req.start + req.limit, 1u << 30));
+  // A deep page continues from the cursor its previous page left, when nothing changed
+  // since: limit rows per shard instead of start + limit.
+  const std::uint64_t made_at = e.changes();
+  std::size_t skip = req.start;
+  if (req.start > 0 && e.config().events) {
+    if (auto after = e.find_cursor(req)) {
+      before = std::move(*after);
+      skip = 0;
+      e.cursor_pages.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  auto keep = [&](const page& p) {
+    if (e.config().events && req.limit > 0 && p.messages.size() == req.limit)
+      e.keep_cursor(req, req.start + req.limit, std::string(p.messages.back()->id.str()),
+                    made_at);
+  };
+  auto n = static_cast<std::int64_t>(std::min<std::size_t>(skip + req.limit, 1u << 30));
   if (!req.mailbox.empty()) {
     auto mailbox = normalize_mailbox(req.mailbox);
     auto bucket = static_cast<std::int32_t>(bucket_of(mailbox, e.config().buckets));
@@ -299,8 +315,9 @@ asio::awaitable<std::pair<std::error_code, page>> list_co(engine& e, list_reques
         out.unread = p.unread;
         out.matched = p.matched;
         out.matched_unread = p.matched_unread;
-        for (std::size_t i = req.start; i < p.rows.size(); ++i)
+        for (std::size_t i = skip; i < p.rows.size(); ++i)
           out.messages.push_back(std::move(p.rows[i]));
+        keep(out);
         co_return std::make_pair(std::error_code{}, std::move(out));
       } catch (const bucket_moved&) {
         moved = true;
@@ -351,8 +368,9 @@ asio::awaitable<std::pair<std::error_code, page>> list_co(engine& e, list_reques
     co_return std::make_pair(make_error_code(errc::unavailable), std::move(out));
   std::sort(all.begin(), all.end(),
             [](const message_ptr& a, const message_ptr& b) { return a->id > b->id; });
-  for (std::size_t i = req.start; i < all.size() && out.messages.size() < req.limit; ++i)
+  for (std::size_t i = skip; i < all.size() && out.messages.size() < req.limit; ++i)
     out.messages.push_back(std::move(all[i]));
+  if (!out.partial) keep(out);
   co_return std::make_pair(std::error_code{}, std::move(out));
 }
 
@@ -732,6 +750,7 @@ void engine::get(std::string id, handler<void(std::error_code, message_ptr)> h) 
 }
 
 void engine::remove(selection which, handler<void(std::error_code, std::size_t)> h) {
+  note_change();  // list cursors made before this change are retired
   auto self = shared_from_this();
   auto op = [](std::shared_ptr<engine> e,
                selection sel) -> asio::awaitable<std::pair<std::error_code, std::size_t>> {
@@ -764,14 +783,16 @@ void engine::remove(selection which, handler<void(std::error_code, std::size_t)>
     co_return std::make_pair(ec, changed.size());
   };
   asio::co_spawn(io_, op(self, std::move(which)),
-                 [h = std::move(h), ex = io_.get_executor()](
+                 [this, h = std::move(h), ex = io_.get_executor()](
                      std::exception_ptr e, std::pair<std::error_code, std::size_t> r) mutable {
                    if (e) r.first = shard_error(e);
+                   note_change();  // also after: a cursor made meanwhile is retired
                    complete(std::move(h), ex, r.first, r.second);
                  });
 }
 
 void engine::set_read(selection which, bool read, handler<void(std::error_code, std::size_t)> h) {
+  note_change();  // list cursors made before this change are retired
   auto self = shared_from_this();
   auto op = [](std::shared_ptr<engine> e, selection sel,
                bool flag) -> asio::awaitable<std::pair<std::error_code, std::size_t>> {
@@ -796,15 +817,17 @@ void engine::set_read(selection which, bool read, handler<void(std::error_code, 
     co_return std::make_pair(ec, changed.size());
   };
   asio::co_spawn(io_, op(self, std::move(which), read),
-                 [h = std::move(h), ex = io_.get_executor()](
+                 [this, h = std::move(h), ex = io_.get_executor()](
                      std::exception_ptr e, std::pair<std::error_code, std::size_t> r) mutable {
                    if (e) r.first = shard_error(e);
+                   note_change();  // also after: a cursor made meanwhile is retired
                    complete(std::move(h), ex, r.first, r.second);
                  });
 }
 
 void engine::set_tags(selection which, std::vector<std::string> tags,
                       handler<void(std::error_code, std::size_t)> h) {
+  note_change();  // list cursors made before this change are retired
   auto self = shared_from_this();
   auto op = [](std::shared_ptr<engine> e, selection sel, std::vector<std::string> tags)
       -> asio::awaitable<std::pair<std::error_code, std::size_t>> {
@@ -839,9 +862,10 @@ void engine::set_tags(selection which, std::vector<std::string> tags,
     co_return std::make_pair(ec, changed.size());
   };
   asio::co_spawn(io_, op(self, std::move(which), std::move(tags)),
-                 [h = std::move(h), ex = io_.get_executor()](
+                 [this, h = std::move(h), ex = io_.get_executor()](
                      std::exception_ptr e, std::pair<std::error_code, std::size_t> r) mutable {
                    if (e) r.first = shard_error(e);
+                   note_change();  // also after: a cursor made meanwhile is retired
                    complete(std::move(h), ex, r.first, r.second);
                  });
 }
@@ -952,21 +976,25 @@ asio::awaitable<std::pair<std::error_code, std::size_t>> retag_all(std::shared_p
 
 void engine::rename_tag(std::string from, std::string to,
                         handler<void(std::error_code, std::size_t)> h) {
+  note_change();  // list cursors made before this change are retired
   asio::co_spawn(
       io_,
       retag_all(shared_from_this(), std::move(from), std::optional<std::string>(std::move(to))),
-      [h = std::move(h), ex = io_.get_executor()](
+      [this, h = std::move(h), ex = io_.get_executor()](
           std::exception_ptr e, std::pair<std::error_code, std::size_t> r) mutable {
         if (e) r.first = shard_error(e);
-        complete(std::move(h), ex, r.first, r.second);
+        note_change();  // also after: a cursor made meanwhile is retired
+                   complete(std::move(h), ex, r.first, r.second);
       });
 }
 
 void engine::delete_tag(std::string tag, handler<void(std::error_code, std::size_t)> h) {
+  note_change();  // list cursors made before this change are retired
   asio::co_spawn(io_, retag_all(shared_from_this(), std::move(tag), std::nullopt),
-                 [h = std::move(h), ex = io_.get_executor()](
+                 [this, h = std::move(h), ex = io_.get_executor()](
                      std::exception_ptr e, std::pair<std::error_code, std::size_t> r) mutable {
                    if (e) r.first = shard_error(e);
+                   note_change();  // also after: a cursor made meanwhile is retired
                    complete(std::move(h), ex, r.first, r.second);
                  });
 }
@@ -997,6 +1025,7 @@ asio::awaitable<std::vector<message_ptr>> home_rows(shard& s, std::vector<std::s
 }  // namespace
 
 void engine::on_gap() {
+  note_change();  // changes may have been missed
   if (!has_observers()) return;
   store_event ev;
   ev.what = store_event::kind::cleared;
@@ -1011,6 +1040,9 @@ void engine::on_notification(shard& from, std::string_view payload) {
   auto sp2 = rest.find(' ');
   std::string_view kind = rest.substr(0, sp2);
   std::string_view list = sp2 == std::string_view::npos ? std::string_view{} : rest.substr(sp2 + 1);
+  // Another instance's change, or a bucket move: listings may read differently now (this
+  // instance's own changes were counted when they were made).
+  if (kind == "m" || origin != cfg_.instance) note_change();
   if (kind == "m") {
     for (auto& s : shards_) s->refresh_soon();
     return;

@@ -124,6 +124,10 @@ void pg_store::append_metrics(std::string& out) const {
          std::to_string(engine_->orphans_removed.load()) + "\n";
   out += "inlet_pg_failed_put_cleanups_total{result=\"left\"} " +
          std::to_string(engine_->orphans_left.load()) + "\n";
+  out += "# HELP inlet_pg_list_cursor_pages_total Listing pages read on from the previous "
+         "page's last ID instead of by offset.\n";
+  out += "# TYPE inlet_pg_list_cursor_pages_total counter\n";
+  out += "inlet_pg_list_cursor_pages_total " + std::to_string(engine_->cursor_pages.load()) + "\n";
   out += "# TYPE inlet_pg_reads_total counter\n";
   for (auto& s : all) {
     line("inlet_pg_reads_total", s.index, "result=\"ok\"", s.reads);
