@@ -226,10 +226,14 @@ awaitable<reply> list_all(const ctx_t& c, const request& req, const target& t) {
       start = total - k - lim;
     }
     store::list_request page(start, lim);
-    std::vector<catcher_item> items;
-    auto [ec, p] = co_await catcher_list(c, std::move(page), maildev_view, items);
+    auto [ec, p] = co_await c.store.async_list(std::move(page));
     if (ec) co_return store_error(req, ec);
-    if (sort != "desc") std::reverse(items.begin(), items.end());
+    // In the order asked before the answer bound cuts it: the answer is then the first
+    // messages from `skip` on, as MailDev's (which has no bound).
+    if (sort != "desc") std::reverse(p.messages.begin(), p.messages.end());
+    std::vector<catcher_item> items;
+    if (auto lec = co_await catcher_load(c, p.messages, maildev_view, items))
+      co_return store_error(req, lec);
     co_return mail_array(c, req, items);
   }
   // Filters look at every message's summary, as MailDev does (bounded here by
