@@ -10,6 +10,18 @@ side costs the same per request whatever the path; the figure is the ratio of ea
 /api/v1/messages in the same round (median and range over the rounds). Both sides share
 this machine's cores: read the ratios, not the absolute numbers. Everything is bounded:
 the fill by --messages, each measurement by --seconds.
+
+Two figures per path, since the answers differ in what they hold:
+- requests/s, the issue's figure; a MailHog or MailDev message is the whole message
+  (MailHog's twice its raw size), a Mailpit one a summary, so the answers are 20-40 times
+  larger;
+- messages/s (requests/s x messages per answer): MailDev's `/email` without a limit, as
+  its 2.x helpers (cypress-maildev) call it, answers every message (inletd: at most
+  --max-limit), so a per-request ratio against a 50-message page says little.
+"Newest page" paths ask the same first page each time: after the first request inletd
+answers from its render cache (every message is immutable). "Spread" paths walk the pages
+of all messages, each client from its own offset, so the cache (64 MiB, smaller than
+10,000 rendered messages) misses: that is the cost of rendering.
 """
 import argparse
 import http.client
@@ -24,20 +36,27 @@ import sys
 import threading
 import time
 
+# name: (path, baseline). A path with {start} walks pages (start = 0, 50, 100, ...).
 PATHS = {
-    "mailpit /api/v1/messages": "/api/v1/messages?limit=50",
-    "mailhog /api/v2/messages": "/api/v2/messages?limit=50",
-    "maildev /api/email/summary": "/api/email/summary?limit=50",
-    "maildev /api/email?limit=50": "/api/email?limit=50&sort=desc",
+    "mailpit /api/v1/messages": ("/api/v1/messages?limit=50", None),
+    "mailhog /api/v2/messages": ("/api/v2/messages?limit=50", "mailpit /api/v1/messages"),
+    "maildev /api/email/summary": ("/api/email/summary?limit=50", "mailpit /api/v1/messages"),
+    "maildev /api/email?limit=50": ("/api/email?limit=50&sort=desc", "mailpit /api/v1/messages"),
+    "maildev /email (every message)": ("/email", "mailpit /api/v1/messages"),
+    "mailpit spread": ("/api/v1/messages?limit=50&start={start}", None),
+    "mailhog v2 spread": ("/api/v2/messages?limit=50&start={start}", "mailpit spread"),
+    "maildev /api/email spread": ("/api/email?limit=50&sort=desc&skip={start}", "mailpit spread"),
 }
 
 
-def client(port, path, seconds, out):
+def client(port, path, seconds, out, index, pages):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     n = 0
     end = time.monotonic() + seconds
+    page = index * pages // 4
     while time.monotonic() < end:
-        conn.request("GET", path)
+        conn.request("GET", path.format(start=(page % pages) * 50))
+        page += 1
         r = conn.getresponse()
         r.read()
         if r.status != 200:
@@ -46,10 +65,24 @@ def client(port, path, seconds, out):
     out.put(n)
 
 
-def measure(port, path, seconds, clients):
+def items(port, path):
+    """Messages in one answer of `path` (its first page)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("GET", path.format(start=0))
+    r = conn.getresponse()
+    body = json.loads(r.read())
+    if isinstance(body, list):
+        return len(body), None
+    for key in ("messages", "items"):
+        if key in body:
+            return len(body[key]), None
+    raise SystemExit(f"{path}: no list in the answer")
+
+
+def measure(port, path, seconds, clients, pages):
     q = multiprocessing.Queue()
-    procs = [multiprocessing.Process(target=client, args=(port, path, seconds, q))
-             for _ in range(clients)]
+    procs = [multiprocessing.Process(target=client, args=(port, path, seconds, q, i, pages))
+             for i in range(clients)]
     t0 = time.monotonic()
     for p in procs:
         p.start()
@@ -93,21 +126,30 @@ def main():
             web = int(m.group(1)) if m else web
         threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()
         fill(smtp, a.messages)
+        pages = max(1, a.messages // 50)
+        per_answer = {k: items(web, p)[0] for k, (p, _) in PATHS.items()}
         rates = {k: [] for k in PATHS}
         for _ in range(a.rounds):
-            for name, path in PATHS.items():
-                rates[name].append(measure(web, path, a.seconds, a.clients))
-        base = rates["mailpit /api/v1/messages"]
+            for name, (path, _) in PATHS.items():
+                rates[name].append(measure(web, path, a.seconds, a.clients, pages))
         result = {"messages": a.messages, "rounds": a.rounds, "seconds": a.seconds,
                   "clients": a.clients, "load": os.getloadavg(), "paths": {}}
         print(f"{a.messages} messages, {a.rounds} rounds x {a.seconds}s, {a.clients} clients, "
               f"load {os.getloadavg()[0]:.1f}")
-        print(f"{'path':32} {'req/s (median)':>15} {'ratio median':>13} {'ratio range':>14}")
-        for name in PATHS:
+        print(f"{'path':32} {'msgs/answer':>11} {'req/s':>8} {'req ratio':>10} "
+              f"{'range':>11} {'msg/s':>9} {'msg ratio':>10}")
+        for name, (path, base_name) in PATHS.items():
+            base = rates[base_name or name]
+            n = per_answer[name]
+            nb = per_answer[base_name or name]
             ratios = [r / b for r, b in zip(rates[name], base)]
-            result["paths"][name] = {"rps": rates[name], "ratios": ratios}
-            print(f"{name:32} {statistics.median(rates[name]):15.0f} "
-                  f"{statistics.median(ratios):13.2f} {min(ratios):6.2f}-{max(ratios):.2f}")
+            msg_ratios = [r * n / (b * nb) for r, b in zip(rates[name], base)]
+            result["paths"][name] = {"path": path, "baseline": base_name or name,
+                                     "messages_per_answer": n, "rps": rates[name],
+                                     "ratios": ratios, "message_ratios": msg_ratios}
+            print(f"{name:32} {n:11d} {statistics.median(rates[name]):8.0f} "
+                  f"{statistics.median(ratios):10.3f} {min(ratios):5.2f}-{max(ratios):<5.2f} "
+                  f"{statistics.median(rates[name]) * n:9.0f} {statistics.median(msg_ratios):10.3f}")
         if a.json:
             with open(a.json, "w") as f:
                 json.dump(result, f, indent=1)

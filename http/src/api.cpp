@@ -507,6 +507,7 @@ bool public_allowed(const request& req, const target& t) {
 
 api::context::context(store::store& s, api_config c)
     : store(s), cfg(std::move(c)), workers(cfg.workers == 0 ? 1 : cfg.workers) {
+  rendered = std::make_unique<detail::render_cache>(cfg.catcher_cache_bytes);
   root = cfg.webroot;
   if (root.empty() || root.front() != '/') root.insert(root.begin(), '/');
   if (root.back() != '/') root.push_back('/');

@@ -29,6 +29,7 @@
 #include "inlet/mail/read_view.hpp"
 #include "inlet/util/ascii.hpp"
 #include "rate_limit.hpp"
+#include "render_cache.hpp"
 
 namespace inlet::http {
 
@@ -44,6 +45,7 @@ struct api::context {
   mutable std::atomic<std::int64_t> event_clients{0};
   mutable boost::asio::thread_pool workers;
   std::unique_ptr<detail::rate_limiter> limiter;  // null: no rate limit
+  std::unique_ptr<detail::render_cache> rendered;  // the catchers' messages, as rendered
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
 

@@ -77,12 +77,12 @@ json::object mail_json(const store::stored_message& m) {
   o["cc"] = md_addresses(s.cc);
   o["bcc"] = md_addresses(s.bcc);
   o["date"] = s.date ? json::value(js(format_rfc3339(*s.date))) : json::value(nullptr);
-  auto [text, html] = catcher_bodies(m.raw);
-  o["text"] = js(text);
-  o["html"] = js(html);
+  inlet::mail::message_view view(m.raw);  // one parse for bodies, headers and parts
+  o["text"] = js(view.text());
+  o["html"] = js(view.html());
   json::object headers;
   std::string priority = "normal";
-  for (auto& [name, values] : catcher_headers(m.raw)) {
+  for (auto& [name, values] : view.headers()) {
     auto key = lower(name);
     if (values.empty()) continue;
     if (key == "x-priority" && !values[0].empty()) {
@@ -101,7 +101,7 @@ json::object mail_json(const store::stored_message& m) {
   o["headers"] = std::move(headers);
   o["priority"] = js(priority);
   json::array atts;
-  for (auto& p : catcher_parts(m.raw)) {
+  for (auto& p : view.parts(false)) {
     json::object a;
     a["filename"] = js(p.filename);
     a["generatedFileName"] = js(p.filename.empty() ? p.part_id : p.filename);
@@ -125,6 +125,32 @@ json::object mail_json(const store::stored_message& m) {
   o["size"] = m.size;
   o["sizeHuman"] = js(size_human(m.size));
   return o;
+}
+
+// The mail object with `read` left out: it is spliced in when written.
+render_cache::entry render_mail(const store::stored_message& m) {
+  auto o = mail_json(m);
+  o["read"] = false;
+  std::string text = json::serialize(o);
+  // "id" and "time" come first and hold no such text: the first match is the field.
+  constexpr std::string_view field = ",\"read\":false";
+  auto at = text.find(field);
+  if (at == std::string::npos) return {std::move(text), std::string::npos};
+  at += field.size() - 5;
+  text.erase(at, 5);
+  return {std::move(text), at};
+}
+
+// The items as MailDev's JSON array, each rendered once and kept, `read` as it is now.
+reply mail_array(const ctx_t& c, const request& req, std::vector<catcher_item>& items) {
+  std::vector<rendered_source::item> texts;
+  texts.reserve(items.size());
+  for (auto& it : items)
+    texts.push_back({catcher_rendered(c, maildev_view, *it.msg, std::move(it.rendered), render_mail),
+                     it.msg->is_read() ? "true" : "false"});
+  auto res = make_response(req, 200, "application/json", std::string{});
+  return rendered_source::answer(std::move(res),
+                                 std::make_shared<rendered_source>("[", std::move(texts), "]"));
 }
 
 bool number(std::string_view q, std::string_view key, std::optional<std::size_t>& out) {
@@ -200,16 +226,20 @@ awaitable<reply> list_all(const ctx_t& c, const request& req, const target& t) {
       start = total - k - lim;
     }
     store::list_request page(start, lim);
-    auto [ec, p] = co_await catcher_list(c, std::move(page));
+    auto [ec, p] = co_await c.store.async_list(std::move(page));
     if (ec) co_return store_error(req, ec);
+    // In the order asked before the answer bound cuts it: the answer is then the first
+    // messages from `skip` on, as MailDev's (which has no bound).
     if (sort != "desc") std::reverse(p.messages.begin(), p.messages.end());
-    json::array a;
-    for (auto& m : p.messages) a.emplace_back(mail_json(*m));
-    co_return json_response(req, a);
+    std::vector<catcher_item> items;
+    if (auto lec = co_await catcher_load(c, p.messages, maildev_view, items))
+      co_return store_error(req, lec);
+    co_return mail_array(c, req, items);
   }
-  // Filters look at every message, as MailDev does; bounded here by max_limit.
+  // Filters look at every message's summary, as MailDev does (bounded here by
+  // max_limit); only the matches of the asked page are loaded and rendered.
   store::list_request lr(0, c.cfg.max_limit);
-  auto [ec, p] = co_await catcher_list(c, std::move(lr));
+  auto [ec, p] = co_await c.store.async_list(std::move(lr));
   if (ec) co_return store_error(req, ec);
   std::vector<store::message_ptr> all;
   for (auto& m : p.messages)
@@ -217,9 +247,12 @@ awaitable<reply> list_all(const ctx_t& c, const request& req, const target& t) {
   if (sort != "desc") std::reverse(all.begin(), all.end());  // arrival order, or asc
   std::size_t from = std::min(skip.value_or(0), all.size());
   std::size_t n = std::min(limit.value_or(all.size()), all.size() - from);
-  json::array a;
-  for (std::size_t i = from; i < from + n; ++i) a.emplace_back(mail_json(*all[i]));
-  co_return json_response(req, a);
+  std::vector<store::message_ptr> wanted(all.begin() + static_cast<std::ptrdiff_t>(from),
+                                         all.begin() + static_cast<std::ptrdiff_t>(from + n));
+  std::vector<catcher_item> items;
+  if (auto lec = co_await catcher_load(c, wanted, maildev_view, items))
+    co_return store_error(req, lec);
+  co_return mail_array(c, req, items);
 }
 
 awaitable<reply> list_summary(const ctx_t& c, const request& req, const target& t) {
@@ -320,13 +353,16 @@ awaitable<reply> one_email(const ctx_t& c, const request& req, std::string_view 
     if (m != bh::verb::get) co_return not_allowed(req, "GET, HEAD, DELETE");
     auto msg = co_await fetch_message(c, req, id, fail);
     if (!msg) co_return not_found();
-    auto o = mail_json(*msg);
-    if (!msg->is_read()) {
+    bool read = msg->is_read();
+    if (!read) {
       auto [ec, n] = co_await c.store.async_set_read(store::selection::of_ids(std::vector<std::string>(1, id)), true);
       (void)n;
-      if (!ec) o["read"] = true;
+      read = !ec;
     }
-    co_return json_response(req, o);
+    std::string out;
+    append_rendered(out, *catcher_rendered(c, maildev_view, *msg, nullptr, render_mail),
+                    read ? "true" : "false");
+    co_return make_response(req, 200, "application/json", std::move(out));
   }
   if (seg.size() >= 2 && seg[1] == "relay") {
     if (m != bh::verb::post) co_return not_allowed(req, "POST");

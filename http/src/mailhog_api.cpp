@@ -51,7 +51,7 @@ json::object content_json(const mime::parsed_message& m, std::uint32_t p) {
   json::object o;
   o["Headers"] = std::move(headers);
   o["Size"] = body.size();
-  o["Body"] = js(sanitize_utf8(body));
+  o["Body"] = js(body);  // js makes it valid UTF-8
   if (part.kind == mime::part_kind::multipart) {
     json::array parts;
     for (auto ch = part.first_child; ch != mime::no_index; ch = m.parts()[ch].next_sibling)
@@ -92,10 +92,30 @@ json::object message_json(const store::stored_message& msg) {
   json::object raw;
   raw["From"] = js(msg.envelope.mail_from);
   raw["To"] = std::move(raw_to);
-  raw["Data"] = js(sanitize_utf8(msg.raw));
+  raw["Data"] = js(msg.raw);
   raw["Helo"] = js(msg.envelope.helo);
   o["Raw"] = std::move(raw);
   return o;
+}
+
+render_cache::entry render_message(const store::stored_message& m) {
+  return render_cache::entry{json::serialize(message_json(m)), std::string::npos};
+}
+
+// An answer whose body is `head`, the items as a JSON array of data.Message (each
+// rendered once and kept), then `tail`.
+reply items_reply(const ctx_t& c, const request& req, std::string head,
+                  std::vector<catcher_item>& items, std::string tail) {
+  std::vector<rendered_source::item> texts;
+  texts.reserve(items.size());
+  for (auto& it : items)
+    texts.push_back({catcher_rendered(c, mailhog_view, *it.msg, std::move(it.rendered),
+                                      render_message),
+                     {}});
+  auto res = make_response(req, 200, "application/json", std::string{});
+  return rendered_source::answer(
+      std::move(res), std::make_shared<rendered_source>(std::move(head) + '[', std::move(texts),
+                                                        ']' + std::move(tail)));
 }
 
 bool read_index(std::string_view q, std::string_view key, std::size_t& out, std::size_t dflt) {
@@ -139,26 +159,22 @@ awaitable<reply> v2_list(const ctx_t& c, const request& req, const target& t, bo
     std::string why;
     if (store::search::parse(text, "", lr.query, &why)) co_return error_response(req, 400, why);
   }
-  auto [ec, p] = co_await catcher_list(c, std::move(lr));
+  std::vector<catcher_item> items;
+  auto [ec, p] = co_await catcher_list(c, std::move(lr), mailhog_view, items);
   if (ec) co_return store_error(req, ec);
-  json::array items;
-  for (const auto& m : p.messages) items.emplace_back(message_json(*m));
-  json::object o;
-  o["total"] = p.matched;
-  o["count"] = items.size();
-  o["start"] = p.start;
-  o["items"] = std::move(items);
-  co_return json_response(req, o);
+  std::string head = "{\"total\":" + std::to_string(p.matched) +
+                     ",\"count\":" + std::to_string(items.size()) +
+                     ",\"start\":" + std::to_string(p.start) + ",\"items\":";
+  co_return items_reply(c, req, std::move(head), items, "}");
 }
 
 awaitable<reply> v1_list(const ctx_t& c, const request& req) {
   // MailHog v1 lists every message; bounded here by max_limit.
   store::list_request lr(0, c.cfg.max_limit);
-  auto [ec, p] = co_await catcher_list(c, std::move(lr));
+  std::vector<catcher_item> items;
+  auto [ec, p] = co_await catcher_list(c, std::move(lr), mailhog_view, items);
   if (ec) co_return store_error(req, ec);
-  json::array items;
-  for (const auto& m : p.messages) items.emplace_back(message_json(*m));
-  co_return json_response(req, items);
+  co_return items_reply(c, req, {}, items, {});
 }
 
 awaitable<reply> delete_all(const ctx_t& c, const request& req) {
@@ -190,7 +206,9 @@ awaitable<reply> one_message(const ctx_t& c, const request& req, std::string_vie
     std::optional<response> fail;
     auto msg = co_await fetch_message(c, req, std::move(id), fail);
     if (!msg) co_return std::move(*fail);
-    co_return json_response(req, message_json(*msg));
+    co_return make_response(
+        req, 200, "application/json",
+        catcher_rendered(c, mailhog_view, *msg, nullptr, render_message)->text);
   }
   if (seg.size() == 2 && seg[1] == "release") {
     // MailHog relays to the server named in the body; inlet releases through its
@@ -242,10 +260,7 @@ awaitable<std::optional<reply>> mailhog_route(const ctx_t& c, const request& req
     if (m != bh::verb::get) co_return not_allowed(req, "GET, HEAD");
     co_return co_await v2_list(c, req, t, true);
   }
-  if (path == "/api/v2/jim") {
-    // Jim is mapped onto inlet's chaos (/api/v1/chaos); MailHog's own Jim API is not.
-    co_return error_response(req, 404, "not found");
-  }
+  if (path == "/api/v2/jim") co_return mailhog_jim(c, req);
   if (path == "/api/v1/messages" && c.cfg.mailhog_v1) {
     if (m == bh::verb::get) co_return co_await v1_list(c, req);
     if (m == bh::verb::delete_) co_return co_await delete_all(c, req);
@@ -278,27 +293,39 @@ std::optional<std::pair<part_entry, std::string>> catcher_part(std::string_view 
   return inlet::mail::message_view(raw).part_content(part_id);
 }
 
-awaitable<std::pair<std::error_code, store::page>> catcher_list(const ctx_t& c,
-                                                                store::list_request lr) {
+awaitable<std::error_code> catcher_load(const ctx_t& c,
+                                        const std::vector<store::message_ptr>& messages,
+                                        char view, std::vector<catcher_item>& items) {
+  items.clear();
+  // Listings may come without raw bytes: a message not rendered yet is loaded in full.
+  // The answers hold each message in full (MailHog's about three times its raw size), so
+  // a page stops once its raw bytes pass a third of max_list_bytes (at least one).
+  std::size_t bytes = 0;
+  for (const auto& listed : messages) {
+    if (!items.empty() && bytes >= c.cfg.max_list_bytes / 3) break;
+    bytes += listed->size;
+    store::message_ptr m = listed;
+    auto cached = c.rendered->find(view, m->id.str());
+    if (!cached && !m->has_raw) {
+      std::string id(m->id.str());
+      auto [gec, full] = co_await c.store.async_get(std::move(id));
+      if (gec == store::errc::not_found) continue;  // deleted meanwhile
+      if (gec) co_return gec;
+      m = std::move(full);
+    }
+    items.push_back(catcher_item{std::move(m), std::move(cached)});
+  }
+  co_return std::error_code{};
+}
+
+awaitable<std::pair<std::error_code, store::page>> catcher_list(
+    const ctx_t& c, store::list_request lr, char view, std::vector<catcher_item>& items) {
   auto [ec, p] = co_await c.store.async_list(std::move(lr));
   if (ec) co_return std::pair{ec, store::page{}};
-  // Listings may come without raw bytes: the catchers' views show bodies, so load them.
-  // Their answers hold each message in full (MailHog's about three times its raw size),
-  // so a page stops once its raw bytes pass a third of max_list_bytes (at least one).
-  std::size_t bytes = 0, kept = 0;
-  for (auto& m : p.messages) {
-    if (kept > 0 && bytes >= c.cfg.max_list_bytes / 3) break;
-    ++kept;
-    bytes += m->size;
-    if (m->has_raw) continue;
-    std::string id(m->id.str());
-    auto [gec, full] = co_await c.store.async_get(std::move(id));
-    if (gec == store::errc::not_found) continue;  // deleted meanwhile
-    if (gec) co_return std::pair{gec, store::page{}};
-    m = std::move(full);
-  }
-  p.messages.resize(kept);
-  std::erase_if(p.messages, [](const store::message_ptr& m) { return !m->has_raw; });
+  if (auto lec = co_await catcher_load(c, p.messages, view, items))
+    co_return std::pair{lec, store::page{}};
+  p.messages.clear();
+  for (auto& it : items) p.messages.push_back(it.msg);
   co_return std::pair{ec, std::move(p)};
 }
 

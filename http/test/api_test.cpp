@@ -596,6 +596,18 @@ TEST(Util, SanitizeUtf8) {
   EXPECT_EQ(sanitize_utf8("\xc3\xa9"), "\xc3\xa9");
   EXPECT_EQ(sanitize_utf8("\xf0\x9f\x98\x80"), "\xf0\x9f\x98\x80");
   EXPECT_EQ(sanitize_utf8("\xe9t\xe9"), "\xef\xbf\xbdt\xef\xbf\xbd");
+  // Long ASCII runs (copied eight bytes at a time) around bad and good bytes at every
+  // offset across the eight-byte steps.
+  for (std::size_t at = 0; at < 20; ++at) {
+    std::string in(24, 'a');
+    in.insert(at, "\xff");
+    std::string want(24, 'a');
+    want.insert(at, "\xef\xbf\xbd");
+    EXPECT_EQ(sanitize_utf8(in), want) << at;
+    std::string ok(24, 'b');
+    ok.insert(at, "\xc3\xa9");
+    EXPECT_EQ(sanitize_utf8(ok), ok) << at;
+  }
   EXPECT_EQ(sanitize_utf8("\xc0\xaf"), "\xef\xbf\xbd\xef\xbf\xbd");                  // overlong
   EXPECT_EQ(sanitize_utf8("\xed\xa0\x80"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");  // surrogate
   EXPECT_EQ(sanitize_utf8("\xf4\x90\x80\x80").substr(0, 3), "\xef\xbf\xbd");         // > U+10FFFF

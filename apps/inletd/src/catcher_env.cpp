@@ -21,13 +21,11 @@ std::string endpoint(std::string host, std::string_view port) {
   return host + ":" + std::string(port);
 }
 
-// MailHog's Jim (probabilities 0..1) as Mailpit's chaos triggers (percentages).
-std::string jim_trigger(std::string_view name, std::string_view code, const std::string& p) {
-  char* end = nullptr;
-  double v = std::strtod(p.c_str(), &end);
-  if (end == p.c_str() || v < 0) v = 0;
-  if (v > 1) v = 1;
-  return std::string(name) + ":" + std::string(code) + ":" + std::to_string(static_cast<int>(v * 100 + 0.5));
+// Go's strconv.ParseBool, as MailHog reads MH_INVITE_JIM.
+bool go_true(const char* v) {
+  if (!v) return false;
+  std::string_view s = v;
+  return s == "1" || s == "t" || s == "T" || s == "true" || s == "TRUE" || s == "True";
 }
 
 }  // namespace
@@ -112,6 +110,7 @@ std::vector<std::string> translate_catcher_args(const std::vector<std::string>& 
     given.emplace_back(var, value);
   }
 
+  invite_jim = invite_jim || go_true(lookup("MH_INVITE_JIM"));
   const bool is_mailhog = invite_jim || lookup("MH_SMTP_BIND_ADDR") || lookup("MH_API_BIND_ADDR") ||
                           lookup("MH_UI_BIND_ADDR") || lookup("MH_HOSTNAME") ||
                           lookup("MH_STORAGE") || lookup("MH_CORS_ORIGIN") || lookup("MH_AUTH_FILE");
@@ -129,14 +128,22 @@ std::vector<std::string> translate_catcher_args(const std::vector<std::string>& 
     if (auto v = lookup("MH_AUTH_FILE")) out.push_back(std::string("--ui-auth-file=") + v);
     if (auto v = lookup("MH_UI_WEB_PATH"); v && *v) out.push_back(std::string("--webroot=/") + v);
     if (invite_jim) {
-      auto p = [&](const char* var, const char* dflt) {
+      // Every Jim setting, by MailHog's JSON name, with MailHog's default when unset.
+      static const char* const jim[][3] = {
+          {"DisconnectChance", "JIM_DISCONNECT", "0.005"},
+          {"AcceptChance", "JIM_ACCEPT", "0.99"},
+          {"LinkSpeedAffect", "JIM_LINKSPEED_AFFECT", "0.1"},
+          {"LinkSpeedMin", "JIM_LINKSPEED_MIN", "1024"},
+          {"LinkSpeedMax", "JIM_LINKSPEED_MAX", "10240"},
+          {"RejectSenderChance", "JIM_REJECT_SENDER", "0.05"},
+          {"RejectRecipientChance", "JIM_REJECT_RECIPIENT", "0.05"},
+          {"RejectAuthChance", "JIM_REJECT_AUTH", "0.05"}};
+      std::string list;
+      for (auto& [name, var, dflt] : jim) {
         auto v = lookup(var);
-        return std::string(v ? v : dflt);
-      };
-      out.push_back("--enable-chaos");
-      out.push_back("--chaos-triggers=" + jim_trigger("Sender", "451", p("JIM_REJECT_SENDER", "0.05")) +
-                    "," + jim_trigger("Recipient", "451", p("JIM_REJECT_RECIPIENT", "0.05")) + "," +
-                    jim_trigger("Authentication", "535", p("JIM_REJECT_AUTH", "0.05")));
+        list += (list.empty() ? "" : ",") + std::string(name) + ":" + (v ? v : dflt);
+      }
+      out.push_back("--mailhog-jim=" + list);
     }
   } else if (is_maildev) {
     flavour = "maildev";

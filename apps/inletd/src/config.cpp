@@ -565,8 +565,10 @@ std::string finish(config& c) {
   c.ingest.log_stored = c.log.verbose && !c.log.quiet;
   c.http.api.duplicates_ignored = c.ingest.ignore_duplicate_ids;
 
-  // Chaos: triggers alone enable it, as in Mailpit.
-  if (c.chaos.enabled || !c.chaos.triggers.empty()) {
+  // Chaos: triggers alone enable it, as in Mailpit; MailHog's flavour has it too, for
+  // Jim (/api/v2/jim), whose triggers stay off until Jim is invited.
+  if (c.chaos.enabled || !c.chaos.triggers.empty() || c.http.api.mailhog_v1 ||
+      !c.mailhog_jim.empty()) {
     inlet::smtp::chaos_triggers triggers;
     std::string error;
     if (!c.chaos.triggers.empty() &&
@@ -574,6 +576,13 @@ std::string finish(config& c) {
       return "--chaos-triggers: " + error;
     c.http.api.chaos = std::make_shared<inlet::smtp::chaos_state>(triggers);
     c.smtp.session.policy = inlet::smtp::chaos_policy(c.http.api.chaos);
+    c.http.api.jim = std::make_shared<inlet::http::jim_state>(c.http.api.chaos);
+    if (!c.mailhog_jim.empty()) {
+      inlet::http::jim_settings jim;
+      if (!inlet::http::jim_state::parse(c.mailhog_jim, jim, error))
+        return "--mailhog-jim: " + error;
+      c.http.api.jim->set(jim);  // Jim's rejections replace the triggers above
+    }
   }
 
   // The send API takes messages up to the SMTP size limit (its JSON carries attachments as

@@ -123,6 +123,7 @@ struct config {
     bool enabled = false;
     std::string triggers;
   } chaos;
+  std::string mailhog_jim;  ///< --mailhog-jim: Jim invited with these settings
 
   // ---- logging ----
   struct log_settings {

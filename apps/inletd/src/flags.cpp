@@ -950,6 +950,14 @@ std::vector<flag> make_table() {
         "`GET`/`DELETE /api/v1/messages` answer as MailHog's API v1 (an array of "
         "`data.Message`) instead of Mailpit's; turned on by MailHog's own `MH_*` variables and "
         "flags (docs/api.md, \"MailHog's and MailDev's APIs\")."));
+  add(f(http, "--mailhog-jim", "",
+        "MailHog's Jim, invited with these settings (-invite-jim sets it)",
+        text([](config& c) -> std::string& { return c.mailhog_jim; }, "LIST"),
+        "Invites MailHog's Jim at start with `Name:value,...` in its JSON field names (e.g. "
+        "`RejectSenderChance:0.5`; unnamed settings take MailHog's defaults); MailHog's "
+        "`-invite-jim` and `-jim-*` flags set it. Jim's rejection chances become the chaos "
+        "triggers; `/api/v2/jim` reads and changes them (docs/api.md, \"Jim\").",
+        "none"));
   add(f(http, "--enable-chaos", "MP_ENABLE_CHAOS",
         "Mailpit: allow SMTP failure triggers (/api/v1/chaos)",
         on([](config& c) -> bool& { return c.chaos.enabled; }),

@@ -68,6 +68,35 @@ class MailHogClient(unittest.TestCase):
             srv.stop()
 
 
+class MailDevClient(unittest.TestCase):
+    def test_npm_cypress_maildev_commands(self):
+        node = real_client(self, "node")
+        if not os.path.isdir(os.path.join(CLIENTS, "node_modules", "cypress-maildev")):
+            if os.environ.get("CI"):
+                self.fail("tests/clients is not installed (scripts/install-web-deps.sh)")
+            self.skipTest("tests/clients not installed")
+        # Started with a MailDev variable: MailDev's flavour (its 2.x paths are served in
+        # every flavour; the harness's own --listen and --smtp win over port 1080).
+        srv = Inletd(env={"MAILDEV_MAX_EMAILS": "100"})
+        try:
+            otp = EmailMessage()
+            otp["From"] = "Ann <ann@example.org>"
+            otp["To"] = "carl@example.com"
+            otp["Subject"] = "Your code"
+            otp.set_content("Your one-time code is 482913.\n")
+            with smtplib.SMTP("127.0.0.1", srv.smtp_port, timeout=DEADLINE) as s:
+                for m in messages() + [otp]:
+                    s.send_message(m)
+            wait_for(lambda: srv.messages()["total"] == 4, "four stored")
+            r = subprocess.run([node, os.path.join(CLIENTS, "maildev_client.mjs"),
+                                str(srv.http_port)], capture_output=True, text=True,
+                               timeout=DEADLINE, cwd=CLIENTS)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("every call answered", r.stdout)
+        finally:
+            srv.stop()
+
+
 class MailpitClient(unittest.TestCase):
     def test_npm_mailpit_api_client(self):
         node = real_client(self, "node")

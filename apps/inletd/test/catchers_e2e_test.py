@@ -82,6 +82,15 @@ def free_port():
         return s.getsockname()[1]
 
 
+def two_ports():
+    """Two distinct free ports (the kernel may hand the same one out twice in a row)."""
+    smtp = free_port()
+    web = free_port()
+    while web == smtp:
+        web = free_port()
+    return smtp, web
+
+
 PATH_KEYS = {"Relays", "Mailbox", "Domain", "Params"}
 MESSAGE_KEYS = {"ID", "From", "To", "Content", "Created", "MIME", "Raw"}
 CONTENT_KEYS = {"Headers", "Body", "Size", "MIME"}
@@ -240,6 +249,73 @@ class MailHogTest(Catchers):
         self.assertEqual(st, 400)  # no relay configured: nothing leaves
 
 
+JIM_KEYS = ["DisconnectChance", "AcceptChance", "LinkSpeedAffect", "LinkSpeedMin",
+            "LinkSpeedMax", "RejectSenderChance", "RejectRecipientChance", "RejectAuthChance"]
+
+
+class JimTest(Catchers):
+    """MailHog's /api/v2/jim, driving inlet's chaos: rejections seen by smtplib."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Inletd("--mailhog-api", "--smtp-auth-accept-any", "--smtp-auth-allow-insecure")
+
+    @classmethod
+    def tearDownClass(cls):
+        check_exit(cls.srv.stop(), "".join(cls.srv.log))
+
+    def jim(self, method, body=None):
+        return request(self.url("/api/v2/jim"), method, body)
+
+    def test_jim_lifecycle_and_rejections(self):
+        port = self.srv.smtp_port
+        self.assertEqual(self.jim("GET")[0], 404)       # Jim is out
+        self.assertEqual(self.jim("PUT", {})[0], 404)
+        self.assertEqual(self.jim("DELETE")[0], 404)
+        # Invited with a body: the named settings, every other one 0 (as MailHog decodes).
+        self.assertEqual(self.jim("POST", {"RejectSenderChance": 1, "LinkSpeedMin": 2048})[0], 201)
+        try:
+            st, headers, body = self.jim("GET")
+            self.assertEqual(st, 200)
+            self.assertIn("application/json", headers["Content-Type"])
+            got = json.loads(body)
+            self.assertEqual(list(got), JIM_KEYS)
+            self.assertEqual(got["RejectSenderChance"], 1)
+            self.assertEqual(got["LinkSpeedMin"], 2048)
+            self.assertEqual(got["AcceptChance"], 0)
+            self.assertEqual(self.jim("POST", {})[0], 400)  # already in
+            # Mailpit's view of the same chaos.
+            chaos = self.get_json("/api/v1/chaos")
+            self.assertEqual(chaos["Sender"], {"ErrorCode": 550, "Probability": 100})
+            with self.assertRaises(smtplib.SMTPSenderRefused) as e:
+                send(port, "ann@sender.example", ["bob@inbox.example"], b"Subject: x\r\n\r\nx\r\n")
+            self.assertEqual(e.exception.smtp_code, 550)
+
+            self.assertEqual(self.jim("PUT", {"RejectRecipientChance": 1.0})[0], 200)
+            self.assertEqual(json.loads(self.jim("GET")[2])["RejectSenderChance"], 0)
+            with self.assertRaises(smtplib.SMTPRecipientsRefused) as e:
+                send(port, "ann@sender.example", ["bob@inbox.example"], b"Subject: x\r\n\r\nx\r\n")
+            self.assertEqual(e.exception.recipients["bob@inbox.example"][0], 550)
+            self.assertEqual(self.jim("PUT", "not an object")[0], 400)
+
+            self.assertEqual(self.jim("PUT", {"RejectAuthChance": 1})[0], 200)
+            with smtplib.SMTP("127.0.0.1", port, timeout=DEADLINE) as s:
+                with self.assertRaises(smtplib.SMTPAuthenticationError) as e:
+                    s.login("user", "secret")
+                self.assertEqual(e.exception.smtp_code, 535)
+        finally:
+            self.assertEqual(self.jim("DELETE")[0], 200)
+        self.assertEqual(self.jim("GET")[0], 404)
+        self.assertEqual(self.get_json("/api/v1/chaos")["Recipient"]["Probability"], 0)
+        send(port, "ann@sender.example", ["bob@inbox.example"], b"Subject: ok\r\n\r\nx\r\n")
+        # A body-less POST invites Jim with the last settings, as MailHog does.
+        self.assertEqual(request(self.url("/api/v2/jim"), "POST")[0], 201)
+        try:
+            self.assertEqual(json.loads(self.jim("GET")[2])["RejectAuthChance"], 1)
+        finally:
+            self.assertEqual(self.jim("DELETE")[0], 200)
+
+
 class CollisionTest(unittest.TestCase):
     def test_mailpit_is_the_default(self):
         srv = Inletd()
@@ -360,10 +436,10 @@ class MailDevTest(Catchers):
 class Started:
     """inletd started with only a catcher's variables, as its compose files start it."""
 
-    def __init__(self, env, http_port, smtp_port):
+    def __init__(self, env, http_port, smtp_port, args=()):
         e = dict(os.environ)
         e.update(env)
-        self.proc = subprocess.Popen([e2e_test.INLETD, "--max-connections", "200"],
+        self.proc = subprocess.Popen([e2e_test.INLETD, "--max-connections", "200", *args],
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True, env=e)
         self.log = []
@@ -390,7 +466,7 @@ class Started:
 
 class VariablesTest(unittest.TestCase):
     def test_mailhog_variables(self):
-        smtp, web = free_port(), free_port()
+        smtp, web = two_ports()
         srv = Started({"MH_SMTP_BIND_ADDR": f"127.0.0.1:{smtp}",
                        "MH_API_BIND_ADDR": f"127.0.0.1:{web}",
                        "MH_UI_BIND_ADDR": f"127.0.0.1:{web}",
@@ -407,8 +483,25 @@ class VariablesTest(unittest.TestCase):
         finally:
             check_exit(srv.stop(), "".join(srv.log))
 
+    def test_mailhog_invite_jim(self):
+        smtp, web = two_ports()
+        srv = Started({"MH_SMTP_BIND_ADDR": f"127.0.0.1:{smtp}",
+                       "MH_API_BIND_ADDR": f"127.0.0.1:{web}"}, web, smtp,
+                      ["-invite-jim", "-jim-reject-sender=0", "-jim-reject-recipient=1",
+                       "-jim-linkspeed-max=999"])
+        try:
+            base = f"http://127.0.0.1:{web}"
+            got = json.loads(request(base + "/api/v2/jim")[2])
+            self.assertEqual(got["RejectRecipientChance"], 1)
+            self.assertEqual(got["LinkSpeedMax"], 999)
+            self.assertEqual(got["DisconnectChance"], 0.005)  # MailHog's default
+            with self.assertRaises(smtplib.SMTPRecipientsRefused):
+                send(smtp, "a@b.example", ["c@d.example"], b"Subject: hog\r\n\r\nx\r\n")
+        finally:
+            check_exit(srv.stop(), "".join(srv.log))
+
     def test_maildev_variables(self):
-        smtp, web = free_port(), free_port()
+        smtp, web = two_ports()
         srv = Started({"MAILDEV_SMTP_PORT": str(smtp), "MAILDEV_WEB_PORT": str(web),
                        "MAILDEV_IP": "127.0.0.1", "MAILDEV_WEB_IP": "127.0.0.1"}, web, smtp)
         try:
@@ -421,7 +514,7 @@ class VariablesTest(unittest.TestCase):
             check_exit(srv.stop(), "".join(srv.log))
 
     def test_maildev_flags(self):
-        smtp, web = free_port(), free_port()
+        smtp, web = two_ports()
         args = [e2e_test.INLETD, "--max-connections", "200", "-s", str(smtp), "-w", str(web),
                 "--ip", "127.0.0.1", "--web-ip", "127.0.0.1"]
         p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

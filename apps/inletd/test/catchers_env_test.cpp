@@ -56,8 +56,23 @@ TEST(CatcherEnv, MailHogFlagsWinOverVariablesAndJimMapsToChaos) {
   EXPECT_EQ(flavour, "mailhog");
   EXPECT_EQ(out, (std::vector<std::string>{
                      "--mailhog-api", "--smtp=127.0.0.1:2525", "--listen=127.0.0.1:9025",
-                     "--enable-chaos",
-                     "--chaos-triggers=Sender:451:50,Recipient:451:5,Authentication:535:5"}));
+                     "--mailhog-jim=DisconnectChance:0.005,AcceptChance:0.99,"
+                     "LinkSpeedAffect:0.1,LinkSpeedMin:1024,LinkSpeedMax:10240,"
+                     "RejectSenderChance:0.5,RejectRecipientChance:0.05,RejectAuthChance:0.05"}));
+}
+
+TEST(CatcherEnv, MailHogInviteJimVariable) {
+  std::string flavour;
+  auto out = translate({}, {{"MH_INVITE_JIM", "true"}, {"JIM_REJECT_AUTH", "1"}}, flavour);
+  EXPECT_EQ(flavour, "mailhog");
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0], "--mailhog-api");
+  EXPECT_TRUE(out[1].starts_with("--mailhog-jim=DisconnectChance:0.005,"));
+  EXPECT_TRUE(out[1].ends_with(",RejectAuthChance:1"));
+  flavour.clear();
+  out = translate({}, {{"MH_INVITE_JIM", "false"}}, flavour);
+  EXPECT_EQ(flavour, "");
+  EXPECT_TRUE(out.empty());
 }
 
 TEST(CatcherEnv, MailDevDefaultsToPort1080) {

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,6 +39,52 @@
 #include "inlet/store/store.hpp"
 
 namespace inlet::http {
+
+/// MailHog's chaos monkey "Jim" (its /api/v2/jim settings, MailHog's field names and
+/// defaults). Chances are 0..1; link speeds bytes per second.
+struct jim_settings {
+  double disconnect_chance = 0.005;
+  double accept_chance = 0.99;
+  double link_speed_affect = 0.1;
+  double link_speed_min = 1024;
+  double link_speed_max = 10240;
+  double reject_sender_chance = 0.05;
+  double reject_recipient_chance = 0.05;
+  double reject_auth_chance = 0.05;
+  friend bool operator==(const jim_settings&, const jim_settings&) = default;
+};
+
+/// Jim over inlet's chaos: while Jim is in, its three rejection chances are the chaos
+/// triggers (MAIL and RCPT fail with 550, AUTH with 535, as MailHog answers; chances
+/// rounded to whole percent); turning Jim out turns the triggers off. Its other settings
+/// (disconnect, accept, link speed) have no inlet counterpart: kept and echoed only.
+/// Thread-safety: every member may be called from any thread at once.
+class jim_state {
+ public:
+  explicit jim_state(std::shared_ptr<inlet::smtp::chaos_state> chaos) : chaos_(std::move(chaos)) {}
+
+  /// The settings while Jim is in, nullopt while it is out.
+  std::optional<jim_settings> get() const;
+  /// Invites Jim (or updates it) with `s`, or turns it out (nullopt).
+  void set(std::optional<jim_settings> s);
+  /// The settings a POST without a readable body invites Jim with: the last ones set
+  /// (at first MailHog's defaults), as MailHog does.
+  jim_settings last() const;
+
+  /// The chaos triggers that `s` maps onto.
+  static inlet::smtp::chaos_triggers triggers(const jim_settings& s);
+  /// Reads "Name:value,..." with MailHog's JSON field names (RejectSenderChance:0.5);
+  /// unnamed fields keep their value in `out`. False, with why, on a malformed list.
+  static bool parse(std::string_view text, jim_settings& out, std::string& error);
+  /// MailHog's JSON of the settings (its field order; numbers as Go writes them).
+  static std::string json(const jim_settings& s);
+
+ private:
+  mutable std::mutex mutex_;
+  std::shared_ptr<inlet::smtp::chaos_state> chaos_;
+  std::optional<jim_settings> current_;
+  jim_settings last_;
+};
 
 using request = boost::beast::http::request<boost::beast::http::string_body>;
 using response = boost::beast::http::response<boost::beast::http::string_body>;
@@ -156,6 +203,8 @@ struct api_config {
   /// Mailpit's --send-api-auth-accept-any: POST /api/v1/send needs no credentials.
   bool send_auth_accept_any = false;
   std::shared_ptr<inlet::smtp::chaos_state> chaos;            ///< null: chaos disabled (400 on /api/v1/chaos)
+  /// MailHog's Jim over `chaos` (/api/v2/jim); null when chaos is: Jim is not available.
+  std::shared_ptr<jim_state> jim;
   std::optional<relay_config> relay;
   link_check_config link_check;
   spam_check_config spam_check;
@@ -194,6 +243,9 @@ struct api_config {
   /// message is always given; `count` says how many were). With the store's bounded
   /// summaries a page is far below it; it bounds what a request can make the server build.
   std::size_t max_list_bytes = 8u << 20;
+  /// MailHog's and MailDev's views keep each message as rendered (it never changes) for
+  /// the next listing, up to this many bytes (least recently used out first); 0: none.
+  std::size_t catcher_cache_bytes = 64u << 20;
 };
 
 class api {
