@@ -295,6 +295,10 @@ void server::impl::admit(const std::shared_ptr<impl>& self, tcp::socket sock) {
     return;
   }
   auto info = client_of(sock);
+  // Answers go out in pieces (headers, then a streamed body in 64 KiB writes): without
+  // TCP_NODELAY a piece's short tail waits for the client's delayed ACK.
+  beast::error_code nd;
+  sock.set_option(tcp::no_delay(true), nd);
   auto s = std::make_shared<session>(std::move(sock), std::move(info), tls ? &*tls : nullptr);
   auto ex = s->stream.get_executor();
   asio::co_spawn(ex, run_session(self, std::move(s)), asio::detached);
