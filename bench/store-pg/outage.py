@@ -21,20 +21,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "support"))
-from inlet_support import Inletd, api  # noqa: E402
-
-
-def pg_ctl(i, args):
-    data, port = os.environ[f"INLET_PG_SHARD{i}_DATA"], os.environ[f"INLET_PG_SHARD{i}_PORT"]
-    d = os.path.dirname(data)
-    cmd = [os.path.join(os.environ["INLET_PG_BIN"], "pg_ctl"), "-D", data, "-l", os.path.join(d, "pg.log"),
-           "-w", "-t", "60"] + args
-    if args[0] == "start":
-        cmd += ["-o", f"-c listen_addresses=127.0.0.1 -p {port} -k {d} -c fsync=on "
-                      "-c synchronous_commit=on -c max_connections=200"]
-    if os.getuid() == 0:
-        cmd = ["runuser", "-u", "postgres", "--"] + cmd
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+from inlet_support import Inletd, api, pg_ctl  # noqa: E402
 
 
 def mailboxes_on(build, shards, wanted, n):
@@ -97,12 +84,12 @@ def main():
         for r in range(a.rounds):
             for phase in (("up", "outage") if r % 2 == 0 else ("outage", "up")):
                 if phase == "outage":
-                    pg_ctl(2, ["stop", "-m", "immediate"])
+                    assert pg_ctl(2, "stop -m immediate") == 0
                 try:
                     res = load(a.build, writer.smtp_port, boxes, a.seconds)
                 finally:
                     if phase == "outage":
-                        pg_ctl(2, ["start"])
+                        assert pg_ctl(2, "start") == 0
                         time.sleep(2)  # the writers and the listener back
                 rate = res["messages_per_s"]
                 runs.append({"round": r, "phase": phase, "msgs_per_s": rate, "ok": res["messages_ok"],

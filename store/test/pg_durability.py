@@ -33,27 +33,11 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "support"))
-from inlet_support import DEADLINE, Inletd, Sender, http_get, tally  # noqa: E402
-
+from inlet_support import DEADLINE, Inletd, Sender, http_get, pg_ctl, tally  # noqa: E402
 
 
 def env(name):
     return os.environ.get(name, "")
-
-
-def pg_ctl(shard, args):
-    data = env(f"INLET_PG_SHARD{shard}_DATA")
-    port = env(f"INLET_PG_SHARD{shard}_PORT")
-    d = os.path.dirname(data)
-    cmd = [os.path.join(env("INLET_PG_BIN"), "pg_ctl"), "-D", data, "-l", os.path.join(d, "pg.log"),
-           "-w", "-t", "60"] + args.split()
-    if args.startswith("start"):
-        fsync = env("INLET_PG_FSYNC") or "off"
-        cmd += ["-o", f"-c listen_addresses=127.0.0.1 -p {port} -k {d} -c fsync={fsync} "
-                      f"-c synchronous_commit=on -c max_connections=200"]
-    if os.getuid() == 0:
-        cmd = ["runuser", "-u", "postgres", "--"] + cmd
-    return subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120).returncode
 
 
 def pg_ctl_data(data, args):

@@ -25,7 +25,7 @@ import urllib.request
 INLETD = None
 DEADLINE = 30.0
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "support"))
-from inlet_support import HTTP, free_port  # noqa: E402
+from inlet_support import HTTP, free_port, pg_ctl  # noqa: E402
 
 
 class Inletd:
@@ -254,22 +254,6 @@ class ShardListChecks(unittest.TestCase):
         r = self.run_inletd(SHARDS, "--expect-shards", str(len(SHARDS) + 1))
         self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
         self.assertIn(f"expected {len(SHARDS) + 1} shards", r.stderr)
-
-
-def pg_ctl(shard, args):
-    bin_dir = os.environ.get("INLET_PG_BIN", "/usr/lib/postgresql/15/bin")
-    data = os.environ[f"INLET_PG_SHARD{shard}_DATA"]
-    port = os.environ[f"INLET_PG_SHARD{shard}_PORT"]
-    cmd = [f"{bin_dir}/pg_ctl", "-D", data, "-l", os.path.join(os.path.dirname(data), "pg.log"),
-           "-w", "-t", "30", *args.split()]
-    if args.startswith("start"):  # as with-pg-shards.sh started it
-        fsync = os.environ.get("INLET_PG_FSYNC") or "off"
-        cmd += ["-o", f"-c listen_addresses=127.0.0.1 -p {port} -k {os.path.dirname(data)} "
-                      f"-c fsync={fsync} -c synchronous_commit=on -c max_connections=200 "
-                      + os.environ.get("INLET_PG_OPTS", "")]
-    if os.geteuid() == 0:
-        cmd = ["runuser", "-u", "postgres", "--", *cmd]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=60).returncode
 
 
 class ShardOutage(unittest.TestCase):

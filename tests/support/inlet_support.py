@@ -5,6 +5,7 @@ Imported by the suites under store/test (and any other that adds this folder to 
 standard library only, so a suite runs on a bare python3.
 """
 import json
+import os
 import smtplib
 import socket
 import subprocess
@@ -55,6 +56,24 @@ def wait_http(port, proc, path="/livez", deadline=DEADLINE):
             return
         time.sleep(0.05)
     raise RuntimeError(f"nothing answered on port {port}")
+
+
+def pg_ctl(shard, args, timeout=120):
+    """pg_ctl on shard i of store/test/with-pg-shards.sh ("stop -m immediate", "start", ...);
+    a start uses the options that script started it with. Returns the exit status."""
+    data = os.environ[f"INLET_PG_SHARD{shard}_DATA"]
+    port = os.environ[f"INLET_PG_SHARD{shard}_PORT"]
+    d = os.path.dirname(data)
+    bin_dir = os.environ.get("INLET_PG_BIN", "/usr/lib/postgresql/15/bin")
+    cmd = [os.path.join(bin_dir, "pg_ctl"), "-D", data, "-l", os.path.join(d, "pg.log"), "-w", "-t", "60",
+           *args.split()]
+    if args.startswith("start"):
+        fsync = os.environ.get("INLET_PG_FSYNC") or "off"
+        cmd += ["-o", f"-c listen_addresses=127.0.0.1 -p {port} -k {d} -c fsync={fsync} "
+                      f"-c synchronous_commit=on -c max_connections=200 " + os.environ.get("INLET_PG_OPTS", "")]
+    if os.geteuid() == 0:
+        cmd = ["runuser", "-u", "postgres", "--", *cmd]
+    return subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout).returncode
 
 
 def all_messages(port):
