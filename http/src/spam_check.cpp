@@ -335,13 +335,21 @@ spam_result read_rspamd_reply(long status, std::string_view body) {
 
 // ---- Mailpit's JSON ----
 
-std::string spamassassin_json(const spam_result& r) {
+namespace {
+// The members both of Mailpit's spam answers begin with: IsSpam, Error, Score.
+std::string spam_head(const spam_result& r) {
   std::string out = "{\"IsSpam\":";
   out += r.is_spam ? "true" : "false";
   out += ",\"Error\":";
   put_string(out, r.error);
   out += ",\"Score\":";
   put_number(out, r.score);
+  return out;
+}
+}  // namespace
+
+std::string spamassassin_json(const spam_result& r) {
+  std::string out = spam_head(r);
   out += ',';
   put_rules(out, r);
   out += "}\n";
@@ -349,12 +357,7 @@ std::string spamassassin_json(const spam_result& r) {
 }
 
 std::string rspamd_json(const spam_result& r) {
-  std::string out = "{\"IsSpam\":";
-  out += r.is_spam ? "true" : "false";
-  out += ",\"Error\":";
-  put_string(out, r.error);
-  out += ",\"Score\":";
-  put_number(out, r.score);
+  std::string out = spam_head(r);
   out += ",\"Threshold\":";
   put_number(out, r.threshold);
   out += ",\"Action\":";

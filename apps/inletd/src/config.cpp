@@ -269,22 +269,29 @@ std::string cell(std::string s) {
   return out;
 }
 
-}  // namespace
-
-bool read_relay_config(const std::string& path, inlet::http::relay_config& r,
-                       std::string& error) {
+// Reads a YAML file; false with a message naming the file (and the line) when it cannot.
+bool load_yaml(const std::string& path, std::string_view what, YAML::Node& root,
+               std::string& error) {
   std::ifstream in(path);
   if (!in) {
-    error = "cannot read the relay configuration " + path;
+    error = "cannot read the " + std::string(what) + " configuration " + path;
     return false;
   }
-  YAML::Node root;
   try {
     root = YAML::Load(in);
   } catch (const YAML::Exception& e) {
     error = path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg;
     return false;
   }
+  return true;
+}
+
+}  // namespace
+
+bool read_relay_config(const std::string& path, inlet::http::relay_config& r,
+                       std::string& error) {
+  YAML::Node root;
+  if (!load_yaml(path, "relay", root, error)) return false;
   if (!root || root.IsNull()) return true;
   if (!root.IsMap()) {
     error = path + ": expected `key: value` lines";
@@ -334,18 +341,8 @@ bool read_forward_to(const std::string& value, std::vector<std::string>& out, st
 // Mailpit's forwarding file (YAML): the relay keys, and `to` (comma-separated).
 bool read_forward_config(const std::string& path, inlet::http::relay_config& r,
                          std::vector<std::string>& to, std::string& error) {
-  std::ifstream in(path);
-  if (!in) {
-    error = "cannot read the forwarding configuration " + path;
-    return false;
-  }
   YAML::Node root;
-  try {
-    root = YAML::Load(in);
-  } catch (const YAML::Exception& e) {
-    error = path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg;
-    return false;
-  }
+  if (!load_yaml(path, "forwarding", root, error)) return false;
   if (!root || !root.IsMap()) {
     error = path + ": expected `key: value` lines";
     return false;
