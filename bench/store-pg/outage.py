@@ -50,8 +50,10 @@ class NewEvents(threading.Thread):
                 if not d:
                     return
                 buf += d
-                self.count += buf.count(b"event: new\n")
-                buf = buf[buf.rfind(b"\n\n") + 2:] if b"\n\n" in buf else buf
+                end = buf.rfind(b"\n\n")  # only whole events: the rest waits for its end
+                if end >= 0:
+                    self.count += buf[:end + 2].count(b"event: new\n")
+                    buf = buf[end + 2:]
 
 
 def load(build, port, boxes, seconds):
