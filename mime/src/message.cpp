@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <inlet/mime/message.hpp>
+#include <inlet/mime/text.hpp>
 #include <memory>
 
 #include "ascii.hpp"
@@ -279,88 +280,6 @@ struct snippet_builder {
     return std::string(begin, n);
   }
 };
-
-void append_utf8(std::string& out, unsigned long cp) {
-  if (cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) cp = 0xFFFD;
-  if (cp < 0x80)
-    out.push_back(static_cast<char>(cp));
-  else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | cp >> 6));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | cp >> 12));
-    out.push_back(static_cast<char>(0x80 | (cp >> 6 & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | cp >> 18));
-    out.push_back(static_cast<char>(0x80 | (cp >> 12 & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp >> 6 & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
-// Text of an HTML document: tags, comments, script and style removed, entities decoded.
-std::string html_to_text(std::string_view h) {
-  std::string out;
-  std::size_t i = 0;
-  auto starts_tag = [&](std::size_t k, std::string_view name) {
-    return h.size() - k > name.size() && iequals(h.substr(k, name.size()), name);
-  };
-  while (i < h.size()) {
-    char c = h[i];
-    if (c == '<') {
-      if (h.compare(i, 4, "<!--") == 0) {
-        auto e = h.find("-->", i + 4);
-        i = e == std::string_view::npos ? h.size() : e + 3;
-        continue;
-      }
-      bool script = starts_tag(i + 1, "script"), style = starts_tag(i + 1, "style");
-      auto e = h.find('>', i);
-      i = e == std::string_view::npos ? h.size() : e + 1;
-      if (script || style) {
-        std::string_view close = script ? "</script" : "</style";
-        std::size_t k = i;
-        while (k < h.size() && !(h[k] == '<' && starts_tag(k, close))) ++k;
-        i = k;
-      }
-      out.push_back(' ');
-      continue;
-    }
-    if (c == '&') {
-      auto semi = h.find(';', i);
-      if (semi != std::string_view::npos && semi - i <= 10) {
-        std::string_view ent = h.substr(i + 1, semi - i - 1);
-        static constexpr std::pair<std::string_view, std::string_view> named[] = {
-            {"amp", "&"},  {"lt", "<"},   {"gt", ">"},          {"quot", "\""},
-            {"apos", "'"}, {"nbsp", " "}, {"copy", "\xC2\xA9"}, {"reg", "\xC2\xAE"}};
-        bool done = false;
-        for (auto [n, v] : named)
-          if (ent == n) {
-            out.append(v);
-            done = true;
-          }
-        if (!done && ent.size() > 1 && ent[0] == '#') {
-          bool hex = ent[1] == 'x' || ent[1] == 'X';
-          std::string digits(ent.substr(hex ? 2 : 1));
-          char* end = nullptr;
-          unsigned long cp = std::strtoul(digits.c_str(), &end, hex ? 16 : 10);
-          if (!digits.empty() && end && *end == '\0') {
-            append_utf8(out, cp);
-            done = true;
-          }
-        }
-        if (done) {
-          i = semi + 1;
-          continue;
-        }
-      }
-    }
-    out.push_back(c);
-    ++i;
-  }
-  return out;
-}
-
 }  // namespace
 
 summary summarize(const parsed_message& m, std::size_t snippet_chars, std::size_t max_addresses) {
