@@ -9,7 +9,6 @@
 #include <utility>
 
 #include "inlet/mail/content_filter.hpp"
-#include "inlet/mail/search_text.hpp"
 #include "inlet/mail/streaming_parse.hpp"
 #include "inlet/mail/summary.hpp"
 #include "inlet/mail/worker_pool.hpp"
@@ -166,9 +165,7 @@ void ingest::deliver_now(sm::received_message&& m, sm::delivery_callback done) {
   if (filter_) scan.emplace(filter_->registry().make_scan());
   inlet::filter::scan* scan_ptr = scan ? &*scan : nullptr;
 
-  st::new_message msg;
-  // The store asks for the search text when a search needs it, off this path.
-  msg.build_search_text = &search_text_of;
+  st::new_message msg;  // no search text: the store derives it from the raw bytes
   // --parse streaming: the driver parsed the body while it arrived; that parse views the
   // body's fragments, so it is summarized before the body is flattened and dropped.
   const inlet::mime::parsed_message* streamed = streamed_parse(m);
@@ -277,7 +274,6 @@ void ingest::submit(submission in, submit_callback done) {
   msg.envelope = std::move(in.envelope);
   msg.raw = std::move(in.raw);
   msg.tags = std::move(in.tags);
-  msg.build_search_text = &search_text_of;
   summarize(thread_parser().parse(msg.raw), msg, scan ? &*scan : nullptr);
   if (judge(msg, scan) == verdict::reject) {
     done(make_error_code(st::errc::invalid_argument), {});

@@ -4,19 +4,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <inlet/mime/text.hpp>
 #include <map>
 
 namespace inlet::mail {
 namespace mm = inlet::mime;
 
 namespace {
-
-bool starts_tag(std::string_view h, std::size_t k, std::string_view name) {
-  if (h.size() - k < name.size()) return false;
-  for (std::size_t i = 0; i < name.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(h[k + i])) != name[i]) return false;
-  return true;
-}
 
 std::string hex(const unsigned char* p, unsigned n) {
   static constexpr char digits[] = "0123456789abcdef";
@@ -135,67 +129,6 @@ std::vector<part_entry> list_parts(const mm::parsed_message& m, const std::vecto
   return out;
 }
 
-std::string html_to_text(std::string_view h) {
-  std::string out;
-  out.reserve(h.size() / 2);
-  std::size_t i = 0;
-  while (i < h.size()) {
-    const char c = h[i];
-    if (c == '<') {
-      if (h.compare(i, 4, "<!--") == 0) {
-        auto e = h.find("-->", i + 4);
-        i = e == std::string_view::npos ? h.size() : e + 3;
-        continue;
-      }
-      const bool script = starts_tag(h, i + 1, "script"), style = starts_tag(h, i + 1, "style");
-      const bool block = starts_tag(h, i + 1, "br") || starts_tag(h, i + 1, "/p") ||
-                         starts_tag(h, i + 1, "/div") || starts_tag(h, i + 1, "/tr") ||
-                         starts_tag(h, i + 1, "/h") || starts_tag(h, i + 1, "/li");
-      auto e = h.find('>', i);
-      i = e == std::string_view::npos ? h.size() : e + 1;
-      if (script || style) {
-        std::string_view close = script ? "</script" : "</style";
-        while (i < h.size() && !(h[i] == '<' && starts_tag(h, i, close))) ++i;
-      }
-      out.push_back(block ? '\n' : ' ');
-      continue;
-    }
-    if (c == '&') {
-      static constexpr std::pair<std::string_view, std::string_view> named[] = {
-          {"&amp;", "&"}, {"&lt;", "<"},   {"&gt;", ">"},   {"&quot;", "\""},
-          {"&#39;", "'"}, {"&apos;", "'"}, {"&nbsp;", " "}, {"&copy;", "\xC2\xA9"}};
-      bool done = false;
-      for (auto [n, v] : named) {
-        if (h.compare(i, n.size(), n) == 0) {
-          out.append(v);
-          i += n.size();
-          done = true;
-          break;
-        }
-      }
-      if (done) continue;
-    }
-    out.push_back(c);
-    ++i;
-  }
-  // Collapse the spaces tags left; keep line breaks.
-  std::string tidy;
-  tidy.reserve(out.size());
-  for (char ch : out) {
-    if ((ch == ' ' || ch == '\t') && (tidy.empty() || tidy.back() == ' ' || tidy.back() == '\n'))
-      continue;
-    if ((ch == '\n' || ch == '\r') && !tidy.empty() && tidy.back() == ' ') tidy.pop_back();
-    if (ch == '\r') continue;
-    if (ch == '\n' && tidy.size() >= 2 && tidy.back() == '\n' && tidy[tidy.size() - 2] == '\n')
-      continue;
-    tidy.push_back(ch);
-  }
-  while (!tidy.empty() && (tidy.back() == ' ' || tidy.back() == '\n')) tidy.pop_back();
-  std::size_t lead = 0;
-  while (lead < tidy.size() && (tidy[lead] == ' ' || tidy[lead] == '\n')) ++lead;
-  return tidy.substr(lead);
-}
-
 message_view::message_view(std::string_view raw) : msg_(mm::parse(raw)), ids_(part_ids(msg_)) {
   const auto& parts = msg_.parts();
   for (std::uint32_t p = 0; p < parts.size(); ++p) {
@@ -210,7 +143,7 @@ message_view::message_view(std::string_view raw) : msg_(mm::parse(raw)), ids_(pa
 
 std::string message_view::text() const {
   if (plain_ != mm::no_index) return text_of(msg_, plain_);
-  if (html_ != mm::no_index) return html_to_text(text_of(msg_, html_));
+  if (html_ != mm::no_index) return mm::html_to_text(text_of(msg_, html_));
   return {};
 }
 

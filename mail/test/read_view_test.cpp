@@ -63,9 +63,4 @@ TEST(read_view, list_unsubscribe_and_return_path) {
   EXPECT_EQ(v.return_path(), "bounce@example.com");
 }
 
-TEST(read_view, html_to_text_drops_scripts_styles_comments) {
-  EXPECT_EQ(mail::html_to_text("<div>a<script>b()</script><!-- c --><style>d{}</style>e</div>"),
-            "a e");
-}
-
 }  // namespace

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include <inlet/mail/search_text.hpp>
 #include <inlet/mail/summary.hpp>
+#include <inlet/store/search.hpp>
 
 #include "test_messages.hpp"
 
@@ -13,7 +13,7 @@ namespace st = inlet::store;
 std::string text_of(const std::string& raw) {
   st::summary s;
   mail::analyze(mail::thread_parser().parse(raw), {}, s, nullptr);
-  return mail::search_text_of(s, raw);
+  return st::search::search_text_of(s, raw);
 }
 
 bool has(const std::string& text, std::string_view word) {
@@ -51,7 +51,7 @@ TEST(search_text, bounded) {
   std::string raw = "From: a@example.com\r\nSubject: big\r\n\r\n";
   for (int i = 0; i < 5000; ++i) raw += "word" + std::to_string(i) + " ";
   auto t = text_of(raw);
-  EXPECT_LE(t.size(), mail::search_text_bytes);
+  EXPECT_LE(t.size(), st::search::search_text_bytes);
   EXPECT_TRUE(has(t, "word0 word1")) << t.substr(0, 100);
 }
 

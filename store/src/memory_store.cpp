@@ -16,9 +16,10 @@ namespace inlet::store {
 // A stored message with what the store keeps beside it. Immutable once published, like
 // stored_message (tags and read flag aside).
 //
-// What only a search reads (the folded header fields, the search text when a builder
-// computes it) is built by the first search that needs it, not by put: the receive path
-// does not pay for it, a store that is never searched never builds it. Two readers may
+// What only a search reads (the folded header fields, the search text when the message
+// came without one: search::search_text_of, a MIME parse) is built by the first search
+// that needs it, not by put: the receive path does not pay for it, a store that is never
+// searched never builds it. Two readers may
 // build the same piece at once (under the shared lock); one wins the pointer, the other
 // frees its copy. The built bytes count against max_bytes from then on (lazy_bytes_).
 //
@@ -29,9 +30,9 @@ namespace inlet::store {
 struct memory_store::record : stored_message {
   std::span<const std::string_view> mailboxes;  // normalised distinct recipients (tail)
   std::size_t base_bytes = 0;                   // footprint without the tags and the lazy parts
-  search_text_builder builder = nullptr;
+  bool derive_text = false;  // put without a search text: the first text search derives it
   mutable std::atomic<const search::prepared_fields*> fields{nullptr};
-  mutable std::atomic<const std::string*> text{nullptr};  // only with a builder
+  mutable std::atomic<const std::string*> text{nullptr};  // only with derive_text
 
   record() = default;
   record(const record&) = delete;
@@ -57,8 +58,9 @@ class memory_store::lazy_source final : public search::match_source {
     return *get(r_.fields, [&] { return new search::prepared_fields(r_); });
   }
   std::string_view text() const override {
-    if (!r_.builder) return r_.summary.search_text;
-    return *get(r_.text, [&] { return new std::string(r_.builder(r_.summary, r_.raw)); });
+    if (!r_.derive_text) return r_.summary.search_text;
+    return *get(r_.text,
+                [&] { return new std::string(search::search_text_of(r_.summary, r_.raw)); });
   }
 
  private:
@@ -300,7 +302,7 @@ void memory_store::put(new_message msg, put_handler done) {
   rec->size = msg.raw.size();
   rec->raw = std::move(msg.raw);
   rec->has_raw = true;
-  rec->builder = msg.build_search_text;
+  rec->derive_text = rec->summary.search_text.empty();
   rec->mailboxes = write_mailboxes(rec->envelope.rcpt_to, tail);
   rec->id = make_message_id();
   rec->base_bytes = footprint_of(*rec);

@@ -639,12 +639,6 @@ bool matches(const query& q, const stored_message& m, const match_source& src) {
   return true;
 }
 
-void complete_search_text(new_message& m) {
-  if (!m.build_search_text) return;
-  m.summary.search_text = m.build_search_text(m.summary, m.raw);
-  m.build_search_text = nullptr;
-}
-
 namespace {
 
 // One byte of build_search_text: ASCII folded, a whitespace run collapsed to one space

@@ -197,34 +197,50 @@ TEST(MemoryStore, KeepsTheListTotalsThroughEveryRead) {
   run_totals_case(s, "box@example.com");
 }
 
-namespace {
-std::atomic<int> builds{0};
-std::string counted_text(const st::summary& s, std::string_view raw) {
-  builds.fetch_add(1);
-  return st::search::build_search_text(s, raw, 8192);
-}
-}  // namespace
-
-TEST(MemoryStore, DeferredSearchTextIsBuiltOnceByTheFirstSearchThatNeedsIt) {
-  builds = 0;
+TEST(MemoryStore, DerivedSearchTextIsBuiltOnceByTheFirstSearchThatNeedsIt) {
   st::memory_store s;
   for (int i = 0; i < 3; ++i) {
-    auto m = make(i == 1 ? "Lorem Ipsum" : "dolor sit", {"a@x"}, "s" + std::to_string(i));
-    m.build_search_text = &counted_text;
+    // No search text given: the store derives it from the body (an empty header first).
+    auto m = make(i == 1 ? "\r\nLorem Ipsum" : "\r\ndolor sit", {"a@x"}, "s" + std::to_string(i));
     put(s, std::move(m));
   }
   const auto bytes = s.stats().bytes;
-  EXPECT_EQ(builds.load(), 0);  // not on put
   EXPECT_EQ(subjects(search(s, "subject:s1")), (std::vector<std::string>{"s1"}));
-  EXPECT_EQ(builds.load(), 0);        // header fields only
-  EXPECT_GT(s.stats().bytes, bytes);  // the folded fields now count
+  const auto with_fields = s.stats().bytes;
+  EXPECT_GT(with_fields, bytes);  // the folded fields now count; no text yet
   EXPECT_EQ(subjects(search(s, "ipsum")), (std::vector<std::string>{"s1"}));
-  EXPECT_EQ(builds.load(), 3);
+  const auto with_texts = s.stats().bytes;
+  EXPECT_GT(with_texts, with_fields);  // the three texts, derived by that search
   EXPECT_EQ(subjects(search(s, "dolor")), (std::vector<std::string>{"s2", "s0"}));
-  EXPECT_EQ(builds.load(), 3);  // kept
+  EXPECT_EQ(s.stats().bytes, with_texts);  // kept, not derived again
   EXPECT_EQ(get(s, list(s, 0, 1).messages[0]->id)->summary.search_text, "");
   remove_sync(s, st::selection::everything());
   EXPECT_EQ(s.stats().bytes, 0u);  // the built parts are given back too
+}
+
+TEST(MemoryStore, AGivenSearchTextIsKeptAsItIs) {
+  st::memory_store s;
+  auto m = make("\r\nbody words", {"a@x"}, "given");
+  m.summary.search_text = "given words";
+  put(s, std::move(m));
+  EXPECT_EQ(subjects(search(s, "given words")), (std::vector<std::string>{"given"}));
+  EXPECT_TRUE(subjects(search(s, "body")).empty());
+}
+
+TEST(MemoryStore, TheDerivedSearchTextReadsTheBodyAsMime) {
+  st::memory_store s;
+  auto m = make(
+      "Content-Type: multipart/alternative; boundary=b\r\n\r\n"
+      "--b\r\nContent-Type: text/html\r\n\r\n<p>html&amp;only</p>\r\n"
+      "--b\r\nContent-Type: text/plain; charset=iso-8859-1\r\n"
+      "Content-Transfer-Encoding: quoted-printable\r\n\r\nCaf=E9  Cr=E8me\r\n--b--\r\n",
+      {"a@x"}, "mime");
+  m.summary.attachments = {{"Report.PDF", "application/pdf", 10}};
+  put(s, std::move(m));
+  EXPECT_EQ(subjects(search(s, "caf\xC3\xA9 cr\xC3\xA8me")), (std::vector<std::string>{"mime"}));
+  EXPECT_EQ(subjects(search(s, "report.pdf")), (std::vector<std::string>{"mime"}));
+  EXPECT_TRUE(subjects(search(s, "only")).empty());  // the plain part wins over the HTML
+  EXPECT_TRUE(subjects(search(s, "quoted")).empty());  // headers are not body text
 }
 
 TEST(MemoryStore, EvictsOldestByCount) {

@@ -342,13 +342,34 @@ inline std::vector<search_case> search_cases() {
 /// How the fixture hands its search text to the store.
 enum class search_text_mode {
   given,     ///< summary.search_text filled by the caller
-  deferred,  ///< left empty, with a new_message::build_search_text for the store to call
+  deferred,  ///< left empty: the store derives it from a MIME body holding the same words
 };
 
-/// The fixture's builder: the same text build_search_text gives from the summary and the
-/// fixture's body words (kept in the snippet).
-inline std::string fixture_search_text(const summary& s, std::string_view) {
-  return search::build_search_text(s, s.snippet, 8192);
+/// The raw bytes of a fixture message for the deferred mode: its body words (kept in the
+/// snippet) as a MIME text part, quoted-printable where they are not ASCII (so the store
+/// decodes them), padded with blanks to the message's size (`larger:` and `smaller:`).
+inline std::string fixture_raw(const summary& s, std::size_t size) {
+  bool ascii = true;
+  for (unsigned char c : s.snippet) ascii = ascii && c < 0x80;
+  std::string raw = "Subject: x\r\nContent-Type: text/plain; charset=utf-8\r\n";
+  if (ascii) {
+    raw += "\r\n" + s.snippet;
+  } else {
+    raw += "Content-Transfer-Encoding: quoted-printable\r\n\r\n";
+    static constexpr char hex[] = "0123456789ABCDEF";
+    for (unsigned char c : s.snippet) {
+      if (c < 0x80 && c != '=') {
+        raw += static_cast<char>(c);
+      } else {
+        raw += '=';
+        raw += hex[c >> 4];
+        raw += hex[c & 15];
+      }
+    }
+  }
+  raw += "\r\n";
+  if (raw.size() < size) raw.resize(size, ' ');
+  return raw;
 }
 
 /// Puts the fixture; returns label -> ID.
@@ -359,7 +380,9 @@ inline std::map<std::string, std::string> load_search_fixture(
   for (auto& f : search_fixture()) {
     if (mode == search_text_mode::deferred) {
       f.msg.summary.search_text.clear();
-      f.msg.build_search_text = &fixture_search_text;
+      const std::size_t size = f.msg.raw.size();
+      f.msg.raw = fixture_raw(f.msg.summary, size);
+      EXPECT_EQ(f.msg.raw.size(), size) << f.label;
     }
     std::error_code ec;
     auto m = s.put_sync(std::move(f.msg), ec);

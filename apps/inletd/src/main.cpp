@@ -21,7 +21,6 @@
 
 #include <inlet/mail/content_filter.hpp>
 #include <inlet/mail/ingest.hpp>
-#include <inlet/mail/search_text.hpp>
 #include <inlet/mail/summary.hpp>
 
 #include "config.hpp"
@@ -106,12 +105,11 @@ std::optional<int> start_pg_store(const inletd::config& cfg,
 std::optional<int> start_file_store(const inletd::config& cfg,
                                     std::unique_ptr<inlet::store::store>& out) {
   auto fc = cfg.store.file;
-  // A Mailpit database's messages get the summary and search text inletd's own pipeline
-  // gives a message it receives.
+  // A Mailpit database's messages get the summary inletd's own pipeline gives a message
+  // it receives (the store derives their search text itself).
   fc.summarize = [](std::string_view raw, inlet::store::summary& s) {
     inlet::mail::analyze(inlet::mail::thread_parser().parse(raw), {}, s, nullptr);
   };
-  fc.build_search_text = &inlet::mail::search_text_of;
   try {
     out = std::make_unique<inlet::store::file_store>(std::move(fc));
   } catch (const inlet::store::file_store_error& e) {

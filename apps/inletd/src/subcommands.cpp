@@ -17,7 +17,6 @@
 #include <filesystem>
 #include <fstream>
 #include <inlet/mail/read_view.hpp>
-#include <inlet/mail/search_text.hpp>
 #include <inlet/mail/summary.hpp>
 #include <inlet/store/file_store.hpp>
 #include <inlet/mime/message.hpp>
@@ -493,7 +492,6 @@ int reindex(int argc, char** argv) {
   cfg.summarize = [](std::string_view raw, inlet::store::summary& s) {
     inlet::mail::analyze(inlet::mail::thread_parser().parse(raw), {}, s, nullptr);
   };
-  cfg.build_search_text = &inlet::mail::search_text_of;
   try {
     inlet::store::file_store store(std::move(cfg));
     inlet::store::file_store::reindex_options opt;
@@ -501,7 +499,6 @@ int reindex(int argc, char** argv) {
                        inlet::store::summary& s) {
       inlet::mail::analyze(inlet::mail::thread_parser().parse(raw), env.rcpt_to, s, nullptr);
     };
-    opt.build_search_text = &inlet::mail::search_text_of;
     const auto r = store.reindex(opt);
     std::printf("reindex: %zu messages reindexed%s\n", r.reindexed,
                 r.failed ? (", " + std::to_string(r.failed) + " whose raw bytes do not decode left as they were").c_str()

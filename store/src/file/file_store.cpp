@@ -373,9 +373,11 @@ struct file_store::impl {
           if (!a.address.empty()) rec->envelope.rcpt_to.push_back(a.address);
       rec->envelope.mail_from = rec->summary.from.address;
       rec->raw = std::move(m.raw);
-      r.search_text = cfg.build_search_text
-                          ? cfg.build_search_text(rec->summary, rec->raw)
-                          : search::build_search_text(rec->summary, search::fold_case(m.search_text), 8192);
+      // From the raw bytes as for any message when the summary is; else Mailpit's words.
+      r.search_text = cfg.summarize && !rec->raw.empty()
+                          ? search::search_text_of(rec->summary, rec->raw)
+                          : search::build_search_text(rec->summary, search::fold_case(m.search_text),
+                                                      search::search_text_bytes);
       r.read = m.read;
       r.tags = std::move(m.tags);
       if (!m.zstd_frame.empty() && cfg.compression > 0) {
@@ -1379,9 +1381,7 @@ file_store::reindex_result file_store::reindex(const reindex_options& opt) {
         u.seq = last;
         u.old_size = sel.int64(1);
         u.size = static_cast<std::int64_t>(m.raw.size());
-        u.search_text = opt.build_search_text
-                            ? opt.build_search_text(m.summary, m.raw)
-                            : search::build_search_text(m.summary, {}, 8192);
+        u.search_text = search::search_text_of(m.summary, m.raw);
         m.summary.search_text.clear();
         u.fields = search::prepared_fields(m);
         u.meta = encode_meta(m.envelope, m.summary);

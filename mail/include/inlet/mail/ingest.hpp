@@ -9,7 +9,8 @@
 //   -> Mailpit's tag rules (tags.hpp), which see the summary and the raw bytes
 //   -> store::put; the SMTP reply (or the API's answer) is sent from the store's
 //      completion, so "250" means the store holds the message.
-// The search text is not made here: the store asks search_text.hpp for it off this path.
+// The search text is not made here: the store derives it from the raw bytes off this
+// path (store::search::search_text_of, over mime::body_text).
 //
 // Thread-safety: deliver() and submit() are called concurrently from every I/O thread;
 // an ingest holds no per-message state of its own, its counters are relaxed atomics,

@@ -96,10 +96,6 @@ std::vector<part_entry> list_parts(const inlet::mime::parsed_message& m,
 /// and a Content-ID (a part of multipart/related).
 bool is_inline_part(const inlet::mime::parsed_message& m, std::uint32_t p);
 
-/// The words of an HTML document: tags, comments, scripts and styles dropped, common
-/// entities decoded, block ends as line breaks.
-std::string html_to_text(std::string_view html);
-
 /// "content-type" -> "Content-Type", "MESSAGE-ID" -> "Message-Id".
 std::string canonical_header_name(std::string_view name);
 

@@ -30,8 +30,8 @@ inlet::mime::parser& thread_parser();
 /// attachments without inline parts, the inline part count; envelope recipients no
 /// To/Cc/Bcc header names become Bcc, as Mailpit shows them), every list and string
 /// bounded; and, when `scan` is given, feeds it the decoded unstructured headers and
-/// every non-attachment text/* part as UTF-8. The search text is not filled: see
-/// search_text.hpp.
+/// every non-attachment text/* part as UTF-8. The search text is not filled: the
+/// store derives it from the raw bytes (store::search::search_text_of).
 void analyze(const inlet::mime::parsed_message& m, const inlet::store::recipient_list& rcpt_to,
              inlet::store::summary& out, inlet::filter::scan* scan);
 

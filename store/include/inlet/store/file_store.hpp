@@ -62,10 +62,10 @@ struct file_store_config {
   /// transaction: IDs, received times, read flags and tags kept; Mailpit's tables stay.
   /// This builds each imported message's summary from its raw bytes (inletd passes its
   /// MIME analysis); without it the summary comes from Mailpit's columns (addresses,
-  /// subject, Message-ID, snippet; attachment names and the Date header unknown).
+  /// subject, Message-ID, snippet; attachment names and the Date header unknown). With
+  /// it the search text is derived from the raw bytes (search::search_text_of), as for a
+  /// message put; without it, Mailpit's own search text is kept (folded).
   std::function<void(std::string_view raw, summary& out)> summarize;
-  /// And this its search text (without it: Mailpit's own search text, folded).
-  search_text_builder build_search_text = nullptr;
 
   // ---- group commit ----
   std::size_t max_batch_messages = 256;    ///< jobs per transaction
@@ -123,8 +123,6 @@ class file_store final : public store {
   struct reindex_options {
     /// Required: the summary of a raw message (inletd passes its MIME analysis).
     std::function<void(std::string_view raw, const envelope& env, summary& out)> summarize;
-    /// The search text (without it: search::build_search_text of the summary alone).
-    search_text_builder build_search_text = nullptr;
     /// Messages per transaction: a running server's writes wait at most one batch.
     std::size_t batch_messages = 200;
     /// Called after each committed batch with the count so far.

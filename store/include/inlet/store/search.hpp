@@ -137,10 +137,21 @@ bool matches(const query& q, const stored_message& m, const match_source& src);
 /// a character boundary).
 std::string build_search_text(const summary& s, std::string_view body_text, std::size_t limit);
 
-/// For a store that writes the search text at insert (PostgreSQL): when `m` names a
-/// builder, fills m.summary.search_text with it from m.summary and m.raw, and clears the
-/// builder. Costs about a MIME parse and a pass over the first 8 KiB of text: call it
-/// on a writer thread, not on the thread that received the message.
+/// Bytes of search text a store keeps per message.
+inline constexpr std::size_t search_text_bytes = 8192;
+
+/// summary.search_text of a message, derived from its bytes: build_search_text of the
+/// summary and mime::body_text of `raw` (the first text/plain part, else the first
+/// text/html part as words), at most search_text_bytes. Each store calls this itself for
+/// a message put without a search text, so the caller never parses the body for it.
+/// Costs about a MIME parse and a pass over the first 8 KiB of text: a store runs it off
+/// the thread that answers the SMTP client (the memory store at the first search that
+/// needs it, the file and PostgreSQL stores on their writer thread). Uses a parser of
+/// its own per thread: safe on any number of threads at once.
+std::string search_text_of(const summary& s, std::string_view raw);
+
+/// For a store that writes the search text at insert (file, PostgreSQL): when
+/// m.summary.search_text is empty, fills it with search_text_of(m.summary, m.raw).
 void complete_search_text(new_message& m);
 
 }  // namespace inlet::store::search

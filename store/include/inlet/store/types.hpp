@@ -96,15 +96,12 @@ struct summary {
   } totals;
   /// The words free-text search looks in, lower-cased UTF-8, whitespace collapsed:
   /// subject, names and addresses, the decoded text (HTML as text), attachment names.
-  /// Bounded in length by the caller. Empty in a `new_message` that names a
-  /// `search_text_builder`: the store computes it then (see new_message).
+  /// Bounded in length by whoever fills it. Left empty in a `new_message` (the usual
+  /// case), the store derives it from the raw bytes (search::search_text_of), off the
+  /// path that answers the SMTP client: the memory store at the first search that needs
+  /// it, a store that writes it at insert on its writer thread.
   std::string search_text;
 };
-
-/// Computes summary.search_text from the summary and the raw bytes (inletd's parses the
-/// MIME body). A plain function, pure and thread-safe: a store calls it from whatever
-/// thread needs the text, at most once per message it keeps.
-using search_text_builder = std::string (*)(const summary& s, std::string_view raw);
 
 /// What a caller hands to `store::put`. `raw` is the one copy a store may keep: move it in.
 struct new_message {
@@ -115,11 +112,6 @@ struct new_message {
   /// When set (imports, tests): the received time to record instead of the store's
   /// clock. Listings stay in arrival order whatever it says.
   std::optional<time_point> created;
-  /// When set, `summary.search_text` is not filled yet: the store computes it with this,
-  /// off the path that answers the SMTP client. The memory store builds it at the first
-  /// search that needs it; a store that writes it at insert calls
-  /// search::complete_search_text on its writer thread.
-  search_text_builder build_search_text = nullptr;
 };
 
 /// Length of a message ID: 22 characters of [0-9A-Za-z].
