@@ -35,7 +35,8 @@ TEST(MemoryStoreConcurrency, WritersReadersDeleters) {
         const std::string body(50 + i % 200, 'a' + static_cast<char>(w));
         m.raw = "\r\n" + body;
         // Half given, half left to the store: two searchers race to derive those.
-        if (i % 2 == 0) m.summary.search_text = st::search::build_search_text(m.summary, body, 8192);
+        if (i % 2 == 0)
+          m.summary.search_text = st::search::build_search_text(m.summary, body, 8192);
         s.put(std::move(m), [&](std::error_code ec, st::message_ptr p) {
           if (ec || !p) bad.fetch_add(1);
         });

@@ -374,10 +374,11 @@ struct file_store::impl {
       rec->envelope.mail_from = rec->summary.from.address;
       rec->raw = std::move(m.raw);
       // From the raw bytes as for any message when the summary is; else Mailpit's words.
-      r.search_text = cfg.summarize && !rec->raw.empty()
-                          ? search::search_text_of(rec->summary, rec->raw)
-                          : search::build_search_text(rec->summary, search::fold_case(m.search_text),
-                                                      search::search_text_bytes);
+      r.search_text =
+          cfg.summarize && !rec->raw.empty()
+              ? search::search_text_of(rec->summary, rec->raw)
+              : search::build_search_text(rec->summary, search::fold_case(m.search_text),
+                                          search::search_text_bytes);
       r.read = m.read;
       r.tags = std::move(m.tags);
       if (!m.zstd_frame.empty() && cfg.compression > 0) {
