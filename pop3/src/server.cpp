@@ -55,20 +55,6 @@ struct counters {
 // (pipelined RETRs would otherwise pile up whole messages).
 constexpr std::size_t flush_threshold = 64 * 1024;
 
-net::admission_limits limits_of(const server_config& cfg) {
-  net::admission_limits l;
-  l.max_total = cfg.max_connections;
-  l.max_per_ip = cfg.max_connections_per_ip;
-  l.max_per_subnet = cfg.max_connections_per_subnet;
-  l.v4_prefix = std::min(cfg.subnet_prefix_v4, 32u);
-  l.v6_prefix = std::min(cfg.subnet_prefix_v6, 128u);
-  l.pressure_at(cfg.pressure_percent);
-  l.pressure_per_ip = cfg.pressure_per_ip;
-  l.pressure_per_subnet = cfg.pressure_per_subnet;
-  l.evict = cfg.evict_when_full;
-  return l;
-}
-
 class connection : public std::enable_shared_from_this<connection>, public net::slot {
  public:
   connection(tcp::socket sock, const server_config& cfg,
@@ -356,7 +342,7 @@ struct server::impl {
   bool started = false;
 
   impl(server_config c, store::store& m)
-      : cfg(std::move(c)), messages(m), adm(limits_of(cfg)) {}
+      : cfg(std::move(c)), messages(m), adm(cfg.admission) {}
   asio::awaitable<void> accept_loop();
   void launch(tcp::socket sock);
 };
@@ -397,6 +383,15 @@ void server::impl::launch(tcp::socket sock) {
     live.erase(c);
   });
   if (stopping.load()) asio::post(ex, [c] { c->stop(); });
+}
+
+net::admission_limits default_admission() noexcept {
+  net::admission_limits l;
+  l.max_total = 1000;
+  l.max_per_ip = 1000;
+  l.max_per_subnet = 0;
+  l.pressure_at(75);
+  return l;
 }
 
 server::server(server_config cfg, store::store& messages)

@@ -212,8 +212,8 @@ TEST_F(pop3_server, bad_certificate_is_bad_config) {
 
 TEST_F(pop3_server, connection_limit) {
   auto cfg = config();
-  cfg.max_connections = 1;
-  cfg.evict_when_full = false;
+  cfg.admission.max_total = 1;
+  cfg.admission.evict = false;
   pop3::server srv(cfg, st);
   ASSERT_FALSE(srv.start());
   asio::io_context io;
@@ -230,7 +230,7 @@ TEST_F(pop3_server, connection_limit) {
 
 TEST_F(pop3_server, connection_limit_per_address) {
   auto cfg = config();
-  cfg.max_connections_per_ip = 2;
+  cfg.admission.max_per_ip = 2;
   pop3::server srv(cfg, st);
   ASSERT_FALSE(srv.start());
   asio::io_context io;
@@ -260,7 +260,7 @@ TEST_F(pop3_server, connection_limit_per_address) {
 // why and is closed; the newcomer and the other connection are served.
 TEST_F(pop3_server, full_server_gives_the_longest_idle_slot_to_a_new_client) {
   auto cfg = config();
-  cfg.max_connections = 2;
+  cfg.admission.max_total = 2;
   pop3::server srv(cfg, st);
   ASSERT_FALSE(srv.start());
   asio::io_context io;
@@ -285,7 +285,7 @@ TEST_F(pop3_server, full_server_gives_the_longest_idle_slot_to_a_new_client) {
 // One subnet past its limit is refused, free slots or not.
 TEST_F(pop3_server, subnet_limit) {
   auto cfg = config();
-  cfg.max_connections_per_subnet = 1;
+  cfg.admission.max_per_subnet = 1;
   pop3::server srv(cfg, st);
   ASSERT_FALSE(srv.start());
   asio::io_context io;
@@ -304,9 +304,9 @@ TEST_F(pop3_server, subnet_limit) {
 // connection's idle time is cut to pressure_timeout from its next wait on.
 TEST_F(pop3_server, slot_pressure_shares_and_shorter_idle_time) {
   auto cfg = config();
-  cfg.max_connections = 4;
-  cfg.pressure_percent = 50;  // on from 2 open connections
-  cfg.pressure_per_ip = 2;
+  cfg.admission.max_total = 4;
+  cfg.admission.pressure_at(50);  // on from 2 open connections
+  cfg.admission.pressure_per_ip = 2;
   cfg.pressure_timeout = std::chrono::milliseconds(50);
   cfg.idle_timeout = std::chrono::hours(1);
   pop3::server srv(cfg, st);

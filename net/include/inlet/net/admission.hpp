@@ -99,7 +99,7 @@ struct admission_limits {
   std::size_t pressure_per_ip = 50, pressure_per_subnet = 200;
   bool evict = true;
   /// Pressure from `percent` of max_total open connections (off again below
-  /// four fifths of that); 0: never.
+  /// four fifths of that); 0: never. Call it after setting max_total.
   void pressure_at(unsigned percent) noexcept;
 };
 

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <inlet/net/admission.hpp>
 #include <inlet/pop3/session.hpp>
 #include <memory>
 #include <string>
@@ -28,6 +29,10 @@ enum class tls_mode : std::uint8_t {
   stls,      ///< clear text, STLS offered (RFC 2595)
 };
 
+/// POP3's admission unless configured: 1,000 slots, 1,000 per address, no subnet
+/// limit, pressure from 75 % (shares 50 per address, 200 per subnet), eviction on.
+net::admission_limits default_admission() noexcept;
+
 struct server_config {
   std::string address = "127.0.0.1";
   std::uint16_t port = 0;  ///< 0: pick a free port (see server::port())
@@ -36,27 +41,12 @@ struct server_config {
   std::string tls_key;     ///< PEM private key file (empty: in tls_cert)
   tls_mode tls = tls_mode::implicit;
   unsigned threads = 1;                 ///< I/O threads (0: one per core)
-  // Admission (inlet/net/admission.hpp, the rules SMTP's listeners follow): limits per
-  // address and subnet, slot pressure, and an idle connection's slot given to a new
-  // client when every slot is taken.
-  /// Every slot taken: an idle connection is closed to make room (evict_when_full),
-  /// else the new client gets -ERR [SYS/TEMP] and is closed.
-  std::size_t max_connections = 1000;
-  /// Connections from one client address at once (as SMTP's --max-connections-per-ip),
-  /// so one host cannot take every slot; past it: -ERR [SYS/TEMP] and close.
-  std::size_t max_connections_per_ip = 1000;
-  /// From one subnet (the address masked to subnet_prefix_v4 / _v6 bits); 0: no limit.
-  std::size_t max_connections_per_subnet = 0;
-  unsigned subnet_prefix_v4 = 24;
-  unsigned subnet_prefix_v6 = 64;
-  /// From this percentage of max_connections open (0: never) a client whose address or
-  /// subnet holds pressure_per_ip / pressure_per_subnet already is refused, and the idle
-  /// timeout is cut to pressure_timeout.
-  unsigned pressure_percent = 75;
-  std::size_t pressure_per_ip = 50;
-  std::size_t pressure_per_subnet = 200;
+  /// Admission by SMTP's rules (inlet/net/admission.hpp): limits per address and
+  /// subnet, slot pressure, and when every slot is taken an idle connection's slot
+  /// given to the newcomer; else -ERR [SYS/TEMP] and close.
+  net::admission_limits admission = default_admission();
+  /// Under slot pressure the idle timeout is at most this.
   std::chrono::milliseconds pressure_timeout{std::chrono::seconds(10)};
-  bool evict_when_full = true;
   /// Waiting for a command (RFC 1939 3: an autologout timer of at least 10 minutes).
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(10)};
   /// The whole TLS handshake (implicit TLS or after STLS).
@@ -68,8 +58,8 @@ struct server_config {
 struct server_stats {
   std::uint64_t connections_accepted = 0;
   std::uint64_t connections_refused = 0;  ///< over a limit (total, per address, per subnet)
-  std::uint64_t connections_evicted = 0;  ///< idle ones closed to make room (evict_when_full)
-  bool under_pressure = false;            ///< slot pressure now (pressure_percent)
+  std::uint64_t connections_evicted = 0;  ///< idle ones closed to make room
+  bool under_pressure = false;            ///< slot pressure now
   std::uint64_t active_connections = 0;
   std::uint64_t sign_ins = 0;             ///< maildrops listed
   std::uint64_t messages_retrieved = 0;   ///< RETR and TOP answered from the store
