@@ -906,6 +906,15 @@ class ProcessModelNeedsSinkTest(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("--io-model process needs --store sink", r.stderr)
 
+    def test_process_with_webhooks_is_refused(self):
+        # The children store nothing, so a webhook would never fire: refused, not ignored.
+        r = subprocess.run([INLETD, "--smtp", "127.0.0.1:0", "--listen", "127.0.0.1:0",
+                            "--io-model", "process", "--store", "sink",
+                            "--webhook-url", "http://127.0.0.1:9/hook"],
+                           capture_output=True, text=True, timeout=DEADLINE)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("not with --io-model process", r.stderr)
+
 
 def add_io_model_tests(inletd_uring):
     """One IoModel_* class per model (and per reactor when inletd-uring is given)."""
