@@ -115,6 +115,13 @@ class Inletd:
                 return m
         return None
 
+    def stop_clean(self):
+        """Stops it; a non-zero exit or a sanitizer's report in the log fails the test."""
+        rc = self.stop()
+        log = "".join(self.log)
+        if rc != 0 or "Sanitizer" in log or "runtime error" in log:
+            raise AssertionError(f"inletd exited {rc}:\n{log}")
+
     def stop(self, sig=signal.SIGTERM):
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
