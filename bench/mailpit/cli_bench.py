@@ -14,69 +14,26 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
-HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def make_maildir(root, n, size=9000):
-    new = os.path.join(root, "new")
-    os.makedirs(new)
-    line = ("lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod " * 2)[:76]
-    body = "\n".join([line] * (size // 77))
-    for i in range(n):
-        with open(os.path.join(new, f"{i:08d}.eml"), "w") as f:
-            f.write(f"From: sender{i % 50}@example.org\nTo: box{i % 200}@example.com\n"
-                    f"Subject: ingest {i}\nMessage-ID: <{i}@bench.example>\n\n{body}\n")
-
-
-def total(http_port):
-    with HTTP.open(f"http://127.0.0.1:{http_port}/api/v1/messages?limit=1", timeout=10) as r:
-        return json.loads(r.read())["total"]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import catchers  # noqa: E402
 
 
 def start(kind, binary, n, tmp):
-    smtp, http = free_port(), free_port()
-    if kind == "inletd":
-        args = [binary, "--smtp", f"127.0.0.1:{smtp}", "--listen", f"127.0.0.1:{http}",
-                "--max-messages", str(n + 10), "--max-store-bytes", str((n + 10) * 16384),
-                "--max-connections", "1000", "-q"]
-    else:
-        args = [binary, "--smtp", f"127.0.0.1:{smtp}", "--listen", f"127.0.0.1:{http}",
-                "-m", str(n + 10), "-d", os.path.join(tmp, f"mailpit-{smtp}.db"), "-q",
-                "--disable-version-check"]
-    t0 = time.monotonic()
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    # Polled every 5 ms by the harness, the same for both (each one's own `readyz --wait`
-    # polls at its own interval, which would be measured instead).
-    while True:
-        try:
-            with HTTP.open(f"http://127.0.0.1:{http}/readyz", timeout=1) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if time.monotonic() - t0 > 30:
-            proc.kill()
-            raise RuntimeError(f"{kind} did not become ready")
-        time.sleep(0.005)
-    ready = time.monotonic() - t0
+    # Polled every 5 ms, the same for both (each one's own `readyz --wait` polls at its
+    # own interval, which would be measured instead).
+    proc, smtp, http, ready = catchers.start(kind, binary, n, tmp, poll=0.005)
     # And each one's own readyz agrees.
-    rc = subprocess.run([binary, "readyz", "--listen", f"127.0.0.1:{http}"], capture_output=True).returncode
+    rc = subprocess.run([binary, "readyz", "--listen", f"127.0.0.1:{http}"],
+                        capture_output=True).returncode
     if rc != 0:
         proc.kill()
+        proc.wait()
         raise RuntimeError(f"{kind} readyz says not ready")
     return proc, smtp, http, ready
 
@@ -88,10 +45,10 @@ def ingest(kind, binary, maildir, n, timeout, tmp):
         r = subprocess.run([binary, "ingest", "-S", f"127.0.0.1:{smtp}", maildir],
                            capture_output=True, timeout=timeout)
         end = time.monotonic() + timeout
-        while total(http) < n and time.monotonic() < end:
+        while catchers.total(http) < n and time.monotonic() < end:
             time.sleep(0.05)
         secs = time.monotonic() - t0
-        got = total(http)
+        got = catchers.total(http)
         if got < n:
             raise RuntimeError(f"{kind}: {got} of {n} stored; ingest said {r.stdout[-300:]!r}")
         return n / secs, ready
@@ -112,7 +69,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="inlet-cli-bench.")
     try:
         maildir = os.path.join(tmp, "maildir")
-        make_maildir(maildir, a.messages)
+        catchers.make_maildir(maildir, a.messages, "ingest")
         res = {"inletd": [], "mailpit": []}
         for r in range(a.rounds):
             for kind, binary in (("inletd", a.inletd), ("mailpit", a.mailpit)):
