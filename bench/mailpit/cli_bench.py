@@ -5,6 +5,9 @@
           N messages of ~9 KB, messages/s (wall time of the ingest command, the server
           counting them all before the clock stops)
   startup spawn to `readyz` answering 200 (inletd readyz --wait vs mailpit readyz --wait)
+  sendmail `inletd sendmail -S` vs `mailpit sendmail -S`, one process per message as PHP's
+          mail() and cron run it: messages/s over --sendmail-runs runs, each message
+          counted by the server before the clock stops
 
 usage: bench/mailpit/cli_bench.py --inletd build/bin/inletd --mailpit PATH [--messages N]
        [--rounds R] [--json OUT]
@@ -57,6 +60,30 @@ def ingest(kind, binary, maildir, n, timeout, tmp):
         proc.wait(timeout=30)
 
 
+def sendmail(kind, binary, runs, timeout, tmp):
+    proc, smtp, http, _ = start(kind, binary, runs, tmp)
+    try:
+        t0 = time.monotonic()
+        for i in range(runs):
+            msg = (f"From: app@example.org\nTo: user{i % 20}@example.com\n"
+                   f"Subject: sendmail {i}\n\nrun {i}\n").encode()
+            r = subprocess.run([binary, "sendmail", "-S", f"127.0.0.1:{smtp}", "-t",
+                                f"user{i % 20}@example.com"], input=msg, capture_output=True,
+                               timeout=timeout)
+            if r.returncode != 0:
+                raise RuntimeError(f"{kind} sendmail exited {r.returncode}: {r.stderr[-300:]!r}")
+        end = time.monotonic() + timeout
+        while catchers.total(http) < runs and time.monotonic() < end:
+            time.sleep(0.01)
+        secs = time.monotonic() - t0
+        if catchers.total(http) < runs:
+            raise RuntimeError(f"{kind}: sendmail messages missing")
+        return runs / secs
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--inletd", required=True)
@@ -64,6 +91,7 @@ def main():
     ap.add_argument("--messages", type=int, default=100000)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=1800)
+    ap.add_argument("--sendmail-runs", type=int, default=500)
     ap.add_argument("--json")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="inlet-cli-bench.")
@@ -74,19 +102,26 @@ def main():
         for r in range(a.rounds):
             for kind, binary in (("inletd", a.inletd), ("mailpit", a.mailpit)):
                 rate, ready = ingest(kind, binary, maildir, a.messages, a.timeout, tmp)
-                res[kind].append({"ingest_msgs_per_s": rate, "ready_s": ready})
-                print(f"round {r + 1} {kind:8s} ingest {rate:9.0f} msg/s   ready {ready * 1000:7.1f} ms",
-                      flush=True)
+                sm = sendmail(kind, binary, a.sendmail_runs, a.timeout, tmp)
+                res[kind].append({"ingest_msgs_per_s": rate, "ready_s": ready,
+                                  "sendmail_msgs_per_s": sm})
+                print(f"round {r + 1} {kind:8s} ingest {rate:9.0f} msg/s   ready {ready * 1000:7.1f} ms"
+                      f"   sendmail {sm:7.1f} msg/s", flush=True)
         ratios = [i["ingest_msgs_per_s"] / m["ingest_msgs_per_s"] for i, m in zip(res["inletd"], res["mailpit"])]
         ready_ratios = [i["ready_s"] / m["ready_s"] for i, m in zip(res["inletd"], res["mailpit"])]
+        sm_ratios = [i["sendmail_msgs_per_s"] / m["sendmail_msgs_per_s"]
+                     for i, m in zip(res["inletd"], res["mailpit"])]
         print(f"ingest inletd/mailpit: median {statistics.median(ratios):.2f}x "
               f"(rounds {', '.join(f'{x:.2f}' for x in ratios)})")
         print(f"start-up to ready inletd/mailpit: median {statistics.median(ready_ratios):.2f} "
               f"(rounds {', '.join(f'{x:.2f}' for x in ready_ratios)})")
+        print(f"sendmail runs inletd/mailpit: median {statistics.median(sm_ratios):.2f}x "
+              f"(rounds {', '.join(f'{x:.2f}' for x in sm_ratios)})")
         if a.json:
             with open(a.json, "w") as f:
                 json.dump({"messages": a.messages, "rounds": res, "ingest_ratio": ratios,
-                           "ready_ratio": ready_ratios, "nproc": os.cpu_count()}, f, indent=1)
+                           "ready_ratio": ready_ratios, "sendmail_ratio": sm_ratios,
+                           "sendmail_runs": a.sendmail_runs, "nproc": os.cpu_count()}, f, indent=1)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
