@@ -59,8 +59,9 @@ const curl_api* lib() {
 }  // namespace
 
 // libcurl's declarations end their named parameters with an enum; clang warns that an
-// enum may be promoted before `...`. Its underlying type here is int, which is not: the
+// enum may be promoted before `...`. An int-sized one is not (asserted below), and the
 // definitions must keep the declared signatures.
+static_assert(sizeof(CURLoption) == sizeof(int) && sizeof(CURLINFO) == sizeof(int));
 #if defined(__clang__)
 #pragma clang diagnostic ignored "-Wvarargs"
 #endif
