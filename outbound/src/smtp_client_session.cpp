@@ -377,10 +377,12 @@ void smtp_client_session::on_txn_reply(const smtp_reply& r) {
   if (replies_.empty()) {
     return fail("unexpected reply: " + r.first_line());
   }
+  // 421 ends the session whatever it answers (RFC 5321 3.8): the transaction did not
+  // happen, and what was not sent yet may go over another connection.
+  if (r.code == 421) return fail("the server is closing the connection: " + r.first_line());
   const pending_reply p = replies_.front();
   replies_.pop_front();
   if (p.kind == expect::rset) {
-    if (r.code == 421) return fail("closing: " + r.first_line());
     pump();
     return;
   }

@@ -296,59 +296,64 @@ std::vector<std::string> smtp_client::send_many(const std::vector<mail_item>& it
 
 std::vector<std::string> smtp_client::run(const std::vector<mail_item>& items, bool fresh) {
   std::vector<std::string> why(items.size());
-  std::string err;
-  if (!conn_) {
-    smtp_client_options opts;
-    opts.helo_name = helo_name();
-    opts.require_starttls = cfg_.starttls && !cfg_.tls;
-    opts.tls_active = cfg_.tls;
-    opts.auth = cfg_.auth;
-    opts.username = cfg_.username;
-    opts.password = cfg_.password;
-    conn_ = std::make_unique<connection>(cfg_.timeout, std::move(opts));
-    conn_->cfg = &cfg_;
-    ++connections_;
-    if (!conn_->open(cfg_, err) || (cfg_.tls && !conn_->handshake(cfg_, err))) {
-      conn_.reset();
-      for (auto& w : why) w = "relay failed: " + err;
-      return why;
+  std::vector<std::size_t> todo(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) todo[i] = i;
+  // Messages that never reached the server when a connection ended (a kept one the
+  // server had closed, or one it ends after so many messages) go on over a fresh one, as
+  // long as each connection passes at least one message on.
+  while (!todo.empty()) {
+    std::string err;
+    if (!conn_) {
+      fresh = true;
+      smtp_client_options opts;
+      opts.helo_name = helo_name();
+      opts.require_starttls = cfg_.starttls && !cfg_.tls;
+      opts.tls_active = cfg_.tls;
+      opts.auth = cfg_.auth;
+      opts.username = cfg_.username;
+      opts.password = cfg_.password;
+      conn_ = std::make_unique<connection>(cfg_.timeout, std::move(opts));
+      conn_->cfg = &cfg_;
+      ++connections_;
+      if (!conn_->open(cfg_, err) || (cfg_.tls && !conn_->handshake(cfg_, err))) {
+        conn_.reset();
+        for (std::size_t i : todo) why[i] = "relay failed: " + err;
+        return why;
+      }
     }
-  }
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    outgoing_message m;
-    m.id = i;
-    m.mail_from = *items[i].mail_from;
-    m.rcpt = *items[i].rcpt;
-    m.data = items[i].raw;
-    m.all_recipients = cfg_.forward_smtp_errors;
-    conn_->session.submit(std::move(m));
-  }
-  conn_->drive();
-  std::vector<mail_item> again;
-  std::vector<std::size_t> again_at;
-  for (auto& r : conn_->session.take_results()) {
-    if (r.id >= items.size()) continue;
-    if (r.ok) continue;
-    // Not sent on a kept connection that broke before its body: once more, fresh.
-    if (!fresh && r.reply.code == 0 && !r.data_sent && conn_->session.failed()) {
-      again.push_back(items[r.id]);
-      again_at.push_back(r.id);
-      continue;
+    for (std::size_t i : todo) {
+      outgoing_message m;
+      m.id = i;
+      m.mail_from = *items[i].mail_from;
+      m.rcpt = *items[i].rcpt;
+      m.data = items[i].raw;
+      m.all_recipients = cfg_.forward_smtp_errors;
+      conn_->session.submit(std::move(m));
     }
-    why[r.id] = "relay failed: " + r.error;
-    if (r.reply.code != 0) last_replies_[r.id] = r.reply.first_line();
-  }
-  if (conn_->session.failed()) conn_.reset();
-  if (!again.empty()) {
-    conn_.reset();
-    auto kept = std::move(last_replies_);
-    last_replies_.assign(again.size(), {});
-    auto retried = run(again, true);
-    for (std::size_t k = 0; k < again.size(); ++k) {
-      why[again_at[k]] = retried[k];
-      kept[again_at[k]] = k < last_replies_.size() ? last_replies_[k] : std::string();
+    conn_->drive();
+    const bool broken = conn_->session.failed();
+    std::vector<std::size_t> again;
+    bool progress = false;
+    for (auto& r : conn_->session.take_results()) {
+      if (r.id >= items.size()) continue;
+      if (broken && !r.ok && r.reply.code == 0 && !r.data_sent) {
+        again.push_back(r.id);
+        why[r.id] = "relay failed: " + r.error;
+        continue;
+      }
+      progress = true;
+      if (r.ok) {
+        why[r.id].clear();
+        continue;
+      }
+      why[r.id] = "relay failed: " + r.error;
+      if (r.reply.code != 0) last_replies_[r.id] = r.reply.first_line();
     }
-    last_replies_ = std::move(kept);
+    if (broken) conn_.reset();
+    if (fresh && !progress) break;  // a fresh connection passed nothing on: give up
+    std::sort(again.begin(), again.end());
+    todo = std::move(again);
+    fresh = false;
   }
   return why;
 }

@@ -51,9 +51,10 @@ struct mail_item {
 
 /// One connection to one destination, kept open between messages (the next message starts
 /// at MAIL FROM: no new TCP, TLS or AUTH). Messages of a batch are pipelined when the
-/// server offers PIPELINING. A message whose body had not gone out when a reused
-/// connection turned out to be closed by the server is tried once more on a fresh one;
-/// nothing else is retried (Mailpit retries nothing).
+/// server offers PIPELINING. Messages that had not reached the server when a connection
+/// ended (a kept one the server closed while idle, or a server that ends a connection
+/// after so many messages) go on over a fresh one, as long as each fresh connection
+/// passes at least one message on; nothing else is retried (Mailpit retries nothing).
 class smtp_client {
  public:
   explicit smtp_client(smtp_relay_config cfg);
