@@ -248,7 +248,9 @@ struct smtp_client::connection {
   void drive() {
     char buf[16384];
     std::string err;
-    while (session.pending() > 0 && !session.failed()) {
+    // Until every reply is in (an RSET's too): a reply left unread would look like the
+    // server closing the kept connection at the next batch.
+    while (session.awaiting() && !session.failed()) {
       if (!session.output().empty()) {
         if (!write_all(session.output(), err)) return session.connection_lost(err);
         session.clear_output();

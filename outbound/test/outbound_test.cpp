@@ -305,7 +305,7 @@ class limited_server {
     std::string in;
     char buf[4096];
     int taken = 0;
-    bool data = false;
+    bool data = false, refused = false;
     for (;;) {
       const auto nl = in.find(data ? "\r\n.\r\n" : "\r\n");
       if (nl == std::string::npos) {
@@ -323,6 +323,14 @@ class limited_server {
         put(c, "250 2.0.0 queued\r\n");
       } else if (line.rfind("EHLO", 0) == 0) {
         put(c, "250-test\r\n250 PIPELINING\r\n");
+      } else if (line.rfind("MAIL FROM:<bad@", 0) == 0) {
+        put(c, "550 5.7.1 sender refused\r\n");
+        refused = true;
+      } else if (refused && (line.rfind("RCPT", 0) == 0 || line == "DATA")) {
+        put(c, "503 5.5.1 MAIL first\r\n");
+      } else if (line == "RSET") {
+        refused = false;
+        put(c, "250 2.0.0 reset\r\n");
       } else if (line.rfind("MAIL", 0) == 0 && taken >= per_connection_) {
         put(c, "421 4.7.0 too many messages on one connection\r\n");
         return;
@@ -366,6 +374,26 @@ TEST(SmtpClient, GoesOnOverAFreshConnectionWhenTheServerEndsOne) {
   EXPECT_EQ(client.send(from, rcpt, raw), "");
   EXPECT_EQ(server.messages(), 10);
   EXPECT_EQ(server.connections(), 4);
+}
+
+TEST(SmtpClient, KeepsItsConnectionAfterARefusal) {
+  limited_server server(100);
+  inlet::outbound::smtp_relay_config cfg;
+  cfg.host = "127.0.0.1";
+  cfg.port = server.port();
+  inlet::outbound::smtp_client client(cfg);
+  const std::string bad = "bad@example.org", good = "a@example.org", raw = "x\r\n";
+  const std::vector<std::string> rcpt = {"b@example.org"};
+  EXPECT_EQ(client.send(bad, rcpt, raw),
+            "relay failed: MAIL FROM refused: 550 5.7.1 sender refused");
+  EXPECT_EQ(client.last_reply(), "550 5.7.1 sender refused");
+  EXPECT_EQ(client.send(good, rcpt, raw), "");
+  EXPECT_EQ(client.last_reply(), "");
+  EXPECT_EQ(client.send(bad, rcpt, raw).empty(), false);
+  EXPECT_EQ(client.send(good, rcpt, raw), "");
+  EXPECT_EQ(server.messages(), 2);
+  EXPECT_EQ(server.connections(), 1);  // the RSET's reply read, the connection kept
+  EXPECT_EQ(client.connections(), 1u);
 }
 
 TEST(SmtpClient, RefusesInternalAddressesWhenAsked) {

@@ -123,6 +123,8 @@ class smtp_client_session {
   bool ready() const noexcept { return state_ == state::ready; }
   /// Messages submitted without a result yet.
   std::size_t pending() const noexcept { return txns_.size(); }
+  /// Replies still due (a message's, or an RSET's after a failed one).
+  bool awaiting() const noexcept { return !txns_.empty() || !replies_.empty(); }
 
   /// The driver lost the connection (or timed out): fails the session and every
   /// unfinished message (data_sent says which may have arrived anyway).
