@@ -113,10 +113,13 @@ struct smtp_client::connection {
       if (fd < 0) continue;
       int one = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0 ||
-          (errno == EINPROGRESS && wait(POLLOUT, err) && connected(err)))
-        break;
-      if (errno != EINPROGRESS) err = std::string("connect: ") + std::strerror(errno);
+      bool ok = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0;
+      if (!ok && errno == EINPROGRESS) {
+        ok = wait(POLLOUT, err) && connected(err);
+      } else if (!ok) {
+        err = std::string("connect: ") + std::strerror(errno);
+      }
+      if (ok) break;
       ::close(fd);
       fd = -1;
     }
@@ -134,7 +137,6 @@ struct smtp_client::connection {
     ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &n);
     if (e == 0) return true;
     err = std::string("connect: ") + std::strerror(e);
-    errno = 0;
     return false;
   }
 
