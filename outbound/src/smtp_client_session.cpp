@@ -14,6 +14,12 @@ namespace {
 
 bool digit(char c) { return c >= '0' && c <= '9'; }
 
+bool ascii(std::string_view s) {
+  for (unsigned char c : s)
+    if (c >= 0x80) return false;
+  return true;
+}
+
 std::string upper(std::string_view s) {
   std::string out(s);
   for (auto& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -220,7 +226,7 @@ void smtp_client_session::on_reply(const smtp_reply& r) {
 
 void smtp_client_session::on_ehlo(const smtp_reply& r) {
   if (r.code == 250) {
-    pipelining_ = starttls_offered_ = false;
+    pipelining_ = starttls_offered_ = size_ = eightbit_ = smtputf8_ = false;
     auth_mechs_.clear();
     for (std::size_t i = 1; i < r.lines.size(); ++i) {
       const std::string line = upper(r.lines[i]);
@@ -229,6 +235,12 @@ void smtp_client_session::on_ehlo(const smtp_reply& r) {
       const std::string_view key = l.substr(0, end);
       if (key == "PIPELINING") {
         pipelining_ = true;
+      } else if (key == "SIZE") {
+        size_ = true;
+      } else if (key == "8BITMIME") {
+        eightbit_ = true;
+      } else if (key == "SMTPUTF8") {
+        smtputf8_ = true;
       } else if (key == "STARTTLS") {
         starttls_offered_ = true;
       } else if (key == "AUTH" && end != std::string_view::npos) {
@@ -353,7 +365,15 @@ void smtp_client_session::write_commands(txn& t) {
     if (!pipelining_ && (t.outstanding > 0 || !replies_.empty())) return;
     const std::size_t i = t.written;
     if (i == 0) {
-      out_ += "MAIL FROM:<" + t.msg.mail_from + ">\r\n";
+      out_ += "MAIL FROM:<" + t.msg.mail_from + ">";
+      if (size_) out_ += " SIZE=" + std::to_string(t.msg.data->size());
+      if (eightbit_ && !ascii(*t.msg.data)) out_ += " BODY=8BITMIME";
+      if (smtputf8_) {
+        bool plain = ascii(t.msg.mail_from);
+        for (const auto& r : t.msg.rcpt) plain = plain && ascii(r);
+        if (!plain) out_ += " SMTPUTF8";
+      }
+      out_ += "\r\n";
       replies_.push_back({expect::mail, t.msg.id});
     } else if (i <= t.msg.rcpt.size()) {
       out_ += "RCPT TO:<" + t.msg.rcpt[i - 1] + ">\r\n";

@@ -211,8 +211,9 @@ TEST(SmtpClientSession, OneCommandPerRoundTripWithoutPipelining) {
       "250 ok\r\n250 ok\r\n354 go\r\n250 two\r\n221 bye\r\n";
   const outcome o = every_split(plain(), msgs, server);
   EXPECT_EQ(o.written,
-            "EHLO me.example\r\nMAIL FROM:<a@x>\r\nRCPT TO:<b@y>\r\nRCPT TO:<c@y>\r\nDATA\r\n"
-            "m1\r\n.\r\nMAIL FROM:<>\r\nRCPT TO:<d@y>\r\nDATA\r\nm2\r\n.\r\nQUIT\r\n");
+            "EHLO me.example\r\nMAIL FROM:<a@x> SIZE=4\r\nRCPT TO:<b@y>\r\nRCPT TO:<c@y>\r\n"
+            "DATA\r\nm1\r\n.\r\nMAIL FROM:<> SIZE=2\r\nRCPT TO:<d@y>\r\nDATA\r\nm2\r\n.\r\n"
+            "QUIT\r\n");
   ASSERT_EQ(o.results.size(), 2u);
   EXPECT_TRUE(o.results[0].ok && o.results[1].ok);
 
@@ -220,7 +221,7 @@ TEST(SmtpClientSession, OneCommandPerRoundTripWithoutPipelining) {
   s.submit({0, msgs[0].from, msgs[0].rcpt, &msgs[0].data});
   s.submit({1, msgs[1].from, msgs[1].rcpt, &msgs[1].data});
   s.receive("220 mx\r\n250 mx\r\n");
-  EXPECT_EQ(s.output(), "EHLO me.example\r\nMAIL FROM:<a@x>\r\n");
+  EXPECT_EQ(s.output(), "EHLO me.example\r\nMAIL FROM:<a@x>\r\n");  // no SIZE offered
   s.clear_output();
   s.receive("250 ok\r\n");
   EXPECT_EQ(s.output(), "RCPT TO:<b@y>\r\n");
@@ -297,6 +298,21 @@ TEST(SmtpClientSession, RefusedMailFromAndRefusedData) {
   EXPECT_EQ(o.results[1].reply.code, 452);
   EXPECT_TRUE(o.results[1].data_sent);
   EXPECT_FALSE(o.results[1].ok);
+}
+
+TEST(SmtpClientSession, MailParametersWhenOffered) {
+  const std::vector<message> msgs = {{"ann@x", {"b@y"}, "caf\xc3\xa9\r\n"},
+                                     {"ann@x", {"j\xc3\xbcrg@y"}, "plain\r\n"}};
+  const std::string ehlo = "220 mx\r\n250-mx\r\n250-SIZE 10000\r\n250-8BITMIME\r\n250-SMTPUTF8\r\n"
+                           "250 PIPELINING\r\n";
+  const outcome o = every_split(plain(), msgs,
+                                ehlo + "250 ok\r\n250 ok\r\n354 go\r\n250 one\r\n"
+                                       "250 ok\r\n250 ok\r\n354 go\r\n250 two\r\n221 bye\r\n");
+  EXPECT_EQ(o.written,
+            "EHLO me.example\r\nMAIL FROM:<ann@x> SIZE=7 BODY=8BITMIME\r\nRCPT TO:<b@y>\r\n"
+            "DATA\r\ncaf\xc3\xa9\r\n.\r\nMAIL FROM:<ann@x> SIZE=7 SMTPUTF8\r\n"
+            "RCPT TO:<j\xc3\xbcrg@y>\r\nDATA\r\nplain\r\n.\r\nQUIT\r\n");
+  EXPECT_TRUE(o.results.at(0).ok && o.results.at(1).ok);
 }
 
 TEST(SmtpClientSession, HeloWhenEhloIsRefused) {

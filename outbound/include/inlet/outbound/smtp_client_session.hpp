@@ -15,7 +15,8 @@
 // or CRAM-MD5, then per message MAIL, RCPT..., DATA, the dot-stuffed body. With RFC 2920
 // PIPELINING offered, MAIL, every RCPT and DATA go in one write, and the next message's
 // commands follow the previous body's final dot in the same write: one round trip per
-// message. Without it, one command per round trip. A failed transaction is followed by
+// message. MAIL carries SIZE= (RFC 1870), BODY=8BITMIME (RFC 6152) for a body with 8-bit
+// octets and SMTPUTF8 (RFC 6531) for a non-ASCII address, each when the server offers it. Without it, one command per round trip. A failed transaction is followed by
 // RSET. With all_recipients (Mailpit's forward-smtp-errors) DATA waits for every RCPT
 // reply, so a refused recipient ends the transaction before any data.
 //
@@ -173,6 +174,7 @@ class smtp_client_session {
   state state_ = state::greeting;
   std::string error_;
   bool pipelining_ = false, starttls_offered_ = false, esmtp_ = true, quit_asked_ = false;
+  bool size_ = false, eightbit_ = false, smtputf8_ = false;  // MAIL parameters offered
   std::vector<std::string> auth_mechs_;
   std::string mech_;
   int auth_step_ = 0;
