@@ -25,7 +25,7 @@ start_inletd() {  # args: extra flags; sets smtp_port http_port inletd_pid
   inletd_pid=$!
   pids+=("$inletd_pid")
   for _ in $(seq 300); do
-    grep -q "http listening" "$tmp/log" 2>/dev/null && break
+    grep -q "http listening" "$tmp/log" 2>/dev/null && grep -q "smtp listening" "$tmp/log" && break
     sleep 0.1
   done
   smtp_port=$(sed -n 's/.*smtp listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/log")
