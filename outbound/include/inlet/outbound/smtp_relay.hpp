@@ -62,8 +62,8 @@ class smtp_client {
   smtp_client(const smtp_client&) = delete;
   smtp_client& operator=(const smtp_client&) = delete;
 
-  /// Sends `raw` from `mail_from` to `rcpt`; "" on success, else why not. Blocks up to
-  /// the configured timeout (twice when it retries on a fresh connection).
+  /// Sends `raw` from `mail_from` to `rcpt`; "" on success, else why not. Blocks; each
+  /// wait for the server (connect, a reply, room to write) is bounded by the timeout.
   std::string send(const std::string& mail_from, const std::vector<std::string>& rcpt,
                    const std::string& raw);
   /// Sends each item in order over the kept connection; per item "" or why not.
