@@ -5,9 +5,22 @@
 
 namespace inlet::outbound {
 
+namespace {
+
+mail_sender::batch_send_fn one_by_one(mail_sender::send_fn send) {
+  return [send = std::move(send)](const std::vector<store::message_ptr>& ms) {
+    std::vector<std::string> out;
+    out.reserve(ms.size());
+    for (const auto& m : ms) out.push_back(send(*m));
+    return out;
+  };
+}
+
+}  // namespace
+
 mail_sender::mail_sender(mail_sender_config cfg, send_fn send, wants_fn wants)
     : cfg_(std::move(cfg)), wants_(std::move(wants)), queue_(cfg_.queue_capacity) {
-  sends_.assign(cfg_.workers == 0 ? 1 : cfg_.workers, std::move(send));
+  sends_.assign(cfg_.workers == 0 ? 1 : cfg_.workers, one_by_one(std::move(send)));
   start();
 }
 
@@ -15,7 +28,15 @@ mail_sender::mail_sender(mail_sender_config cfg, const std::function<send_fn()>&
                          wants_fn wants)
     : cfg_(std::move(cfg)), wants_(std::move(wants)), queue_(cfg_.queue_capacity) {
   for (std::size_t i = 0; i < (cfg_.workers == 0 ? 1 : cfg_.workers); ++i)
-    sends_.push_back(make_send());
+    sends_.push_back(one_by_one(make_send()));
+  start();
+}
+
+mail_sender::mail_sender(mail_sender_config cfg,
+                         const std::function<batch_send_fn()>& make_batch_send, wants_fn wants)
+    : cfg_(std::move(cfg)), wants_(std::move(wants)), queue_(cfg_.queue_capacity) {
+  for (std::size_t i = 0; i < (cfg_.workers == 0 ? 1 : cfg_.workers); ++i)
+    sends_.push_back(make_batch_send());
   start();
 }
 
@@ -54,16 +75,22 @@ void mail_sender::append_metrics(std::string& out) const {
   line("queue_depth", "gauge", queue_.size());
 }
 
-void mail_sender::run(const send_fn& send) {
-  while (auto m = queue_.pop()) {
-    queued_bytes_.fetch_sub((*m)->raw.size(), std::memory_order_relaxed);
-    std::string why = send(**m);
-    if (why.empty()) {
-      sent_.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      failed_.fetch_add(1, std::memory_order_relaxed);
-      std::fprintf(stderr, "inletd: %s of %s: %s\n", cfg_.name.c_str(), (*m)->id.str().c_str(),
-                   why.c_str());
+void mail_sender::run(const batch_send_fn& send) {
+  for (;;) {
+    auto batch = queue_.pop_some(cfg_.batch);
+    if (batch.empty()) return;
+    for (const auto& m : batch) queued_bytes_.fetch_sub(m->raw.size(), std::memory_order_relaxed);
+    const auto why = send(batch);
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      const std::string no_answer = "no result from the sender";
+      const std::string& w = i < why.size() ? why[i] : no_answer;
+      if (w.empty()) {
+        sent_.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        failed_.fetch_add(1, std::memory_order_relaxed);
+        std::fprintf(stderr, "inletd: %s of %s: %s\n", cfg_.name.c_str(),
+                     batch[i]->id.str().c_str(), w.c_str());
+      }
     }
   }
 }

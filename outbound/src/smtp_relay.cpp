@@ -1,160 +1,365 @@
 #include "inlet/outbound/smtp_relay.hpp"
 
-#include <curl/curl.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstring>
-#include <mutex>
+
+#include "inlet/outbound/smtp_client_session.hpp"
+#include "inlet/outbound/webhook.hpp"
 
 namespace inlet::outbound {
 namespace {
 
-void init_curl() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+using clock = std::chrono::steady_clock;
+
+std::string helo_name() {
+  char name[256] = {0};
+  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == 0) return "localhost";
+  return name;
 }
 
-struct upload {
-  const std::string* data;
-  std::size_t at = 0;
-};
-
-std::size_t read_upload(char* buf, std::size_t size, std::size_t n, void* p) {
-  auto* u = static_cast<upload*>(p);
-  const std::size_t left = u->data->size() - u->at;
-  const std::size_t k = std::min(left, size * n);
-  std::memcpy(buf, u->data->data() + u->at, k);
-  u->at += k;
-  return k;
+std::string ssl_error() {
+  const unsigned long e = ERR_get_error();
+  ERR_clear_error();
+  if (e == 0) return "TLS failure";
+  char buf[256];
+  ERR_error_string_n(e, buf, sizeof buf);
+  return buf;
 }
 
-// libcurl's debug hook, on only with forward-smtp-errors: keeps the server's refusal
-// (libcurl's error text has the code alone).
-int keep_reply(CURL*, curl_infotype type, char* data, std::size_t size, void* p) {
-  if (type != CURLINFO_HEADER_IN) return 0;
-  std::string_view line(data, size);
-  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
-  if (line.size() > 512) line = line.substr(0, 512);  // a reply we pass on stays short
-  // The first refusal wins: libcurl may still say QUIT after it (and read "221").
-  auto& kept = *static_cast<std::string*>(p);
-  if (kept.empty() || (kept[0] != '4' && kept[0] != '5')) kept.assign(line);
-  return 0;
-}
-
-// The options every transfer of `cfg` shares; set once per handle.
-void set_server(CURL* h, const smtp_relay_config& cfg, const std::string& url,
-                const std::string& mech) {
-  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "smtp,smtps");
-  curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-  curl_easy_setopt(h, CURLOPT_READFUNCTION, read_upload);
-  curl_easy_setopt(h, CURLOPT_TIMEOUT, static_cast<long>(cfg.timeout.count()));
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT,
-                   static_cast<long>(std::min<long>(cfg.timeout.count(), 10)));
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
-  // libcurl's default is forward-smtp-errors; Mailpit's default skips refused recipients.
-#if LIBCURL_VERSION_NUM >= 0x080200
-  curl_easy_setopt(h, CURLOPT_MAIL_RCPT_ALLOWFAILS, cfg.forward_smtp_errors ? 0L : 1L);
-#else
-  curl_easy_setopt(h, CURLOPT_MAIL_RCPT_ALLLOWFAILS, cfg.forward_smtp_errors ? 0L : 1L);
-#endif
-  if (cfg.starttls) curl_easy_setopt(h, CURLOPT_USE_SSL, static_cast<long>(CURLUSESSL_ALL));
-  if (cfg.allow_insecure) {
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+// Mailpit's internal-address rule on the numeric address connected to.
+bool internal(const sockaddr* a) {
+  char ip[INET6_ADDRSTRLEN] = {0};
+  if (a->sa_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(a)->sin_addr, ip, sizeof ip);
+    return is_internal_url(std::string("smtp://") + ip + "/");
   }
-  if (!cfg.username.empty()) {
-    curl_easy_setopt(h, CURLOPT_USERNAME, cfg.username.c_str());
-    curl_easy_setopt(h, CURLOPT_PASSWORD, cfg.password.c_str());
-    curl_easy_setopt(h, CURLOPT_LOGIN_OPTIONS, mech.c_str());
+  if (a->sa_family == AF_INET6) {
+    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr, ip, sizeof ip);
+    return is_internal_url(std::string("smtp://[") + ip + "]/");
   }
-}
-
-std::string url_of(const smtp_relay_config& cfg) {
-  return std::string(cfg.tls ? "smtps://" : "smtp://") + cfg.host + ":" + std::to_string(cfg.port);
-}
-
-std::string mech_of(const smtp_relay_config& cfg) {
-  return cfg.auth == "plain"      ? "AUTH=PLAIN"
-         : cfg.auth == "login"    ? "AUTH=LOGIN"
-         : cfg.auth == "cram-md5" ? "AUTH=CRAM-MD5"
-                                  : "AUTH=*";
-}
-
-// The connection broke under us (a kept one the server closed while idle).
-bool connection_lost(CURLcode rc) {
-  return rc == CURLE_SEND_ERROR || rc == CURLE_RECV_ERROR || rc == CURLE_GOT_NOTHING ||
-         rc == CURLE_WEIRD_SERVER_REPLY;
-}
-
-// One transfer on `h`, its server options set already.
-CURLcode transfer(CURL* h, const std::string& mail_from, const std::vector<std::string>& rcpt,
-                  const std::string& raw, char* err) {
-  curl_slist* to = nullptr;
-  for (const auto& r : rcpt) to = curl_slist_append(to, ("<" + r + ">").c_str());
-  const std::string from = "<" + mail_from + ">";
-  upload up{&raw};
-  err[0] = 0;
-  curl_easy_setopt(h, CURLOPT_MAIL_FROM, from.c_str());
-  curl_easy_setopt(h, CURLOPT_MAIL_RCPT, to);
-  curl_easy_setopt(h, CURLOPT_READDATA, &up);
-  curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(raw.size()));
-  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, err);
-  const CURLcode rc = curl_easy_perform(h);
-  curl_easy_setopt(h, CURLOPT_MAIL_RCPT, nullptr);
-  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
-  curl_slist_free_all(to);
-  return rc;
-}
-
-std::string why(CURLcode rc, const char* err) {
-  return std::string("relay failed: ") + (err[0] ? err : curl_easy_strerror(rc));
+  return true;
 }
 
 }  // namespace
 
+// A socket (non-blocking, every wait a poll bounded by the timeout) and, with TLS, the
+// OpenSSL session on it; the protocol is the session's.
+struct smtp_client::connection {
+  int fd = -1;
+  SSL_CTX* ctx = nullptr;
+  SSL* ssl = nullptr;
+  std::chrono::milliseconds timeout;
+  smtp_client_session session;
+
+  connection(std::chrono::seconds t, smtp_client_options opts)
+      : timeout(std::chrono::duration_cast<std::chrono::milliseconds>(t)),
+        session(std::move(opts)) {}
+  ~connection() {
+    if (ssl) {
+      SSL_shutdown(ssl);
+      SSL_free(ssl);
+    }
+    if (ctx) SSL_CTX_free(ctx);
+    if (fd >= 0) ::close(fd);
+  }
+
+  // Waits for `events` up to the timeout; false (and `err`) when it passed or failed.
+  bool wait(short events, std::string& err) const {
+    pollfd p{fd, events, 0};
+    for (;;) {
+      const int r = ::poll(&p, 1, static_cast<int>(timeout.count()));
+      if (r > 0) return true;
+      if (r == 0) {
+        err = "timed out waiting for the server";
+        return false;
+      }
+      if (errno != EINTR) {
+        err = std::string("poll: ") + std::strerror(errno);
+        return false;
+      }
+    }
+  }
+
+  bool open(const smtp_relay_config& cfg, std::string& err) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    const std::string port = std::to_string(cfg.port);
+    if (int rc = ::getaddrinfo(cfg.host.c_str(), port.c_str(), &hints, &res); rc != 0) {
+      err = "cannot resolve " + cfg.host + ": " + ::gai_strerror(rc);
+      return false;
+    }
+    err = "no address for " + cfg.host;
+    for (addrinfo* a = res; a; a = a->ai_next) {
+      if (!cfg.allow_internal && internal(a->ai_addr)) {
+        err = "connection to an internal address refused (--allow-internal-http-requests)";
+        continue;
+      }
+      fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+      if (fd < 0) continue;
+      int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      bool ok = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0;
+      if (!ok && errno == EINPROGRESS) {
+        ok = wait(POLLOUT, err) && connected(err);
+      } else if (!ok) {
+        err = std::string("connect: ") + std::strerror(errno);
+      }
+      if (ok) break;
+      ::close(fd);
+      fd = -1;
+    }
+    ::freeaddrinfo(res);
+    if (fd < 0) {
+      err = "cannot connect to " + cfg.host + ":" + port + ": " + err;
+      return false;
+    }
+    return true;
+  }
+
+  bool connected(std::string& err) {
+    int e = 0;
+    socklen_t n = sizeof e;
+    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &n);
+    if (e == 0) return true;
+    err = std::string("connect: ") + std::strerror(e);
+    return false;
+  }
+
+  bool handshake(const smtp_relay_config& cfg, std::string& err) {
+    ctx = SSL_CTX_new(TLS_client_method());
+    if (!ctx) return err = ssl_error(), false;
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    if (!cfg.allow_insecure) {
+      SSL_CTX_set_default_verify_paths(ctx);
+      SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+    }
+    ssl = SSL_new(ctx);
+    if (!ssl) return err = ssl_error(), false;
+    SSL_set_fd(ssl, fd);
+    in6_addr ip6;
+    in_addr ip4;
+    const bool numeric = ::inet_pton(AF_INET, cfg.host.c_str(), &ip4) == 1 ||
+                         ::inet_pton(AF_INET6, cfg.host.c_str(), &ip6) == 1;
+    if (!numeric) SSL_set_tlsext_host_name(ssl, cfg.host.c_str());
+    if (!cfg.allow_insecure) {
+      if (numeric)
+        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), cfg.host.c_str());
+      else
+        SSL_set1_host(ssl, cfg.host.c_str());
+    }
+    for (;;) {
+      const int r = SSL_connect(ssl);
+      if (r == 1) return true;
+      const int e = SSL_get_error(ssl, r);
+      if (e == SSL_ERROR_WANT_READ) {
+        if (!wait(POLLIN, err)) return false;
+      } else if (e == SSL_ERROR_WANT_WRITE) {
+        if (!wait(POLLOUT, err)) return false;
+      } else {
+        const long v = SSL_get_verify_result(ssl);
+        err = "TLS handshake: " + (v != X509_V_OK ? std::string(X509_verify_cert_error_string(v))
+                                                  : ssl_error());
+        return false;
+      }
+    }
+  }
+
+  bool write_all(std::string_view data, std::string& err) {
+    while (!data.empty()) {
+      long n;
+      if (ssl) {
+        const int r = SSL_write(ssl, data.data(), static_cast<int>(std::min<std::size_t>(
+                                                      data.size(), 1 << 30)));
+        if (r > 0) {
+          n = r;
+        } else {
+          const int e = SSL_get_error(ssl, r);
+          if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) {
+            if (!wait(e == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN, err)) return false;
+            continue;
+          }
+          err = "TLS write: " + ssl_error();
+          return false;
+        }
+      } else {
+        n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+        if (n < 0) {
+          if (errno == EAGAIN || errno == EINTR) {
+            if (!wait(POLLOUT, err)) return false;
+            continue;
+          }
+          err = std::string("send: ") + std::strerror(errno);
+          return false;
+        }
+      }
+      data.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+
+  // Bytes from the server into `buf`: > 0 read, 0 the server closed, < 0 failed (`err`).
+  long read_some(char* buf, std::size_t size, std::string& err) {
+    for (;;) {
+      if (ssl) {
+        const int r = SSL_read(ssl, buf, static_cast<int>(size));
+        if (r > 0) return r;
+        const int e = SSL_get_error(ssl, r);
+        if (e == SSL_ERROR_ZERO_RETURN) return 0;
+        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+          if (!wait(e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, err)) return -1;
+          continue;
+        }
+        if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0) return 0;
+        err = "TLS read: " + ssl_error();
+        return -1;
+      }
+      const long n = ::recv(fd, buf, size, 0);
+      if (n >= 0) return n;
+      if (errno == EAGAIN || errno == EINTR) {
+        if (!wait(POLLIN, err)) return -1;
+        continue;
+      }
+      err = std::string("recv: ") + std::strerror(errno);
+      return -1;
+    }
+  }
+
+  // An idle kept connection the server has closed (or sent a 421 on) meanwhile.
+  bool stale() const {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, 0) != 0 || (ssl && SSL_pending(ssl) > 0);
+  }
+
+  // Runs the session until every submitted message has its result.
+  void drive() {
+    char buf[16384];
+    std::string err;
+    // Until every reply is in (an RSET's too): a reply left unread would look like the
+    // server closing the kept connection at the next batch.
+    while (session.awaiting() && !session.failed()) {
+      if (!session.output().empty()) {
+        if (!write_all(session.output(), err)) return session.connection_lost(err);
+        session.clear_output();
+      }
+      if (session.wants_tls()) {
+        if (!handshake_again(err)) return session.connection_lost(err);
+        session.tls_started();
+        continue;
+      }
+      const long n = read_some(buf, sizeof buf, err);
+      if (n <= 0) return session.connection_lost(n == 0 ? "the server closed the connection" : err);
+      session.receive(std::string_view(buf, static_cast<std::size_t>(n)));
+    }
+    if (!session.output().empty() && write_all(session.output(), err)) session.clear_output();
+  }
+
+  const smtp_relay_config* cfg = nullptr;
+  bool handshake_again(std::string& err) { return handshake(*cfg, err); }
+};
+
 smtp_client::smtp_client(smtp_relay_config cfg) : cfg_(std::move(cfg)) {}
 
 smtp_client::~smtp_client() {
-  if (handle_) curl_easy_cleanup(static_cast<CURL*>(handle_));
+  if (conn_ && conn_->session.ready()) {  // a polite QUIT; its reply is not awaited
+    conn_->session.quit();
+    std::string err;
+    conn_->write_all(conn_->session.output(), err);
+  }
 }
 
 std::string smtp_client::send(const std::string& mail_from, const std::vector<std::string>& rcpt,
                               const std::string& raw) {
-  init_curl();
-  if (!handle_) {
-    handle_ = curl_easy_init();
-    if (!handle_) return "cannot create an SMTP transfer";
-    connected_ = false;
+  auto why = send_many({mail_item{&mail_from, &rcpt, &raw}});
+  last_reply_ = last_replies_.empty() ? std::string() : last_replies_.front();
+  return why.front();
+}
+
+std::vector<std::string> smtp_client::send_many(const std::vector<mail_item>& items) {
+  last_replies_.assign(items.size(), {});
+  if (items.empty()) return {};
+  const bool reused = conn_ && !conn_->stale() && conn_->session.ready();
+  if (!reused) conn_.reset();
+  return run(items, !reused);
+}
+
+std::vector<std::string> smtp_client::run(const std::vector<mail_item>& items, bool fresh) {
+  std::vector<std::string> why(items.size());
+  std::vector<std::size_t> todo(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) todo[i] = i;
+  // Messages that never reached the server when a connection ended (a kept one the
+  // server had closed, or one it ends after so many messages) go on over a fresh one, as
+  // long as each connection passes at least one message on.
+  while (!todo.empty()) {
+    std::string err;
+    if (!conn_) {
+      fresh = true;
+      smtp_client_options opts;
+      opts.helo_name = helo_name();
+      opts.require_starttls = cfg_.starttls && !cfg_.tls;
+      opts.tls_active = cfg_.tls;
+      opts.auth = cfg_.auth;
+      opts.username = cfg_.username;
+      opts.password = cfg_.password;
+      conn_ = std::make_unique<connection>(cfg_.timeout, std::move(opts));
+      conn_->cfg = &cfg_;
+      ++connections_;
+      if (!conn_->open(cfg_, err) || (cfg_.tls && !conn_->handshake(cfg_, err))) {
+        conn_.reset();
+        for (std::size_t i : todo) why[i] = "relay failed: " + err;
+        return why;
+      }
+    }
+    for (std::size_t i : todo) {
+      outgoing_message m;
+      m.id = i;
+      m.mail_from = *items[i].mail_from;
+      m.rcpt = *items[i].rcpt;
+      m.data = items[i].raw;
+      m.all_recipients = cfg_.forward_smtp_errors;
+      conn_->session.submit(std::move(m));
+    }
+    conn_->drive();
+    const bool broken = conn_->session.failed();
+    std::vector<std::size_t> again;
+    bool progress = false;
+    for (auto& r : conn_->session.take_results()) {
+      if (r.id >= items.size()) continue;
+      if (broken && !r.ok && r.reply.code == 0 && !r.data_sent) {
+        again.push_back(r.id);
+        why[r.id] = "relay failed: " + r.error;
+        continue;
+      }
+      progress = true;
+      if (r.ok) {
+        why[r.id].clear();
+        continue;
+      }
+      why[r.id] = "relay failed: " + r.error;
+      if (r.reply.code != 0) last_replies_[r.id] = r.reply.first_line();
+    }
+    if (broken) conn_.reset();
+    if (fresh && !progress) break;  // a fresh connection passed nothing on: give up
+    std::sort(again.begin(), again.end());
+    todo = std::move(again);
+    fresh = false;
   }
-  auto* h = static_cast<CURL*>(handle_);
-  set_server(h, cfg_, url_of(cfg_), mech_of(cfg_));  // libcurl copies option strings
-  last_reply_.clear();
-  if (cfg_.forward_smtp_errors) {
-    curl_easy_setopt(h, CURLOPT_DEBUGFUNCTION, keep_reply);
-    curl_easy_setopt(h, CURLOPT_DEBUGDATA, &last_reply_);
-    curl_easy_setopt(h, CURLOPT_VERBOSE, 1L);
-  }
-  char err[CURL_ERROR_SIZE] = {0};
-  CURLcode rc = transfer(h, mail_from, rcpt, raw, err);
-  if (rc != CURLE_OK && connected_ && connection_lost(rc)) {
-    curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
-    rc = transfer(h, mail_from, rcpt, raw, err);
-    curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 0L);
-  }
-  if (rc == CURLE_OK) {
-    connected_ = true;
-    return {};
-  }
-  // A failed transfer may leave the session in any state: start over next time (the
-  // QUIT's reply is not the refusal kept above).
-  curl_easy_setopt(h, CURLOPT_VERBOSE, 0L);
-  curl_easy_cleanup(h);
-  handle_ = nullptr;
-  connected_ = false;
-  return why(rc, err);
+  return why;
 }
 
 std::string send_mail(const smtp_relay_config& cfg, const std::string& mail_from,

@@ -250,3 +250,161 @@ TEST(Headers, ReplacePrefixAndOverride) {
                 "Subject"),
             "=?utf-8?q?=5Bfwd=5D_Gr=C3=BC=C3=9Fe?=");
 }
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "inlet/outbound/smtp_relay.hpp"
+
+namespace {
+
+// A scripted SMTP server on 127.0.0.1 for the client's driver: PIPELINING offered, each
+// connection takes `per_connection` messages, then answers the next MAIL with 421 and
+// closes (as servers with a per-connection message limit do).
+class limited_server {
+ public:
+  explicit limited_server(int per_connection) : per_connection_(per_connection) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::listen(fd_, 8);
+    socklen_t n = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &n);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~limited_server() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  std::uint16_t port() const { return port_; }
+  int connections() const { return connections_.load(); }
+  int messages() const { return messages_.load(); }
+
+ private:
+  void serve() {
+    for (;;) {
+      const int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      ++connections_;
+      int one = 1;  // its replies go out one by one: no Nagle delay between them
+      ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      session(c);
+      ::close(c);
+    }
+  }
+  static void put(int c, std::string_view s) { (void)!::send(c, s.data(), s.size(), MSG_NOSIGNAL); }
+  void session(int c) {
+    put(c, "220 test ESMTP\r\n");
+    std::string in;
+    char buf[4096];
+    int taken = 0;
+    bool data = false, refused = false;
+    for (;;) {
+      const auto nl = in.find(data ? "\r\n.\r\n" : "\r\n");
+      if (nl == std::string::npos) {
+        const auto n = ::recv(c, buf, sizeof buf, 0);
+        if (n <= 0) return;
+        in.append(buf, static_cast<std::size_t>(n));
+        continue;
+      }
+      const std::string line = in.substr(0, nl);
+      in.erase(0, nl + (data ? 5 : 2));
+      if (data) {
+        data = false;
+        ++taken;
+        ++messages_;
+        put(c, "250 2.0.0 queued\r\n");
+      } else if (line.rfind("EHLO", 0) == 0) {
+        put(c, "250-test\r\n250 PIPELINING\r\n");
+      } else if (line.rfind("MAIL FROM:<bad@", 0) == 0) {
+        put(c, "550 5.7.1 sender refused\r\n");
+        refused = true;
+      } else if (refused && (line.rfind("RCPT", 0) == 0 || line == "DATA")) {
+        put(c, "503 5.5.1 MAIL first\r\n");
+      } else if (line == "RSET") {
+        refused = false;
+        put(c, "250 2.0.0 reset\r\n");
+      } else if (line.rfind("MAIL", 0) == 0 && taken >= per_connection_) {
+        put(c, "421 4.7.0 too many messages on one connection\r\n");
+        return;
+      } else if (line == "DATA") {
+        put(c, "354 go on\r\n");
+        data = true;
+      } else if (line == "QUIT") {
+        put(c, "221 bye\r\n");
+        return;
+      } else {
+        put(c, "250 ok\r\n");
+      }
+    }
+  }
+  int fd_;
+  std::uint16_t port_ = 0;
+  int per_connection_;
+  std::atomic<int> connections_{0}, messages_{0};
+  std::thread thread_;
+};
+
+}  // namespace
+
+TEST(SmtpClient, GoesOnOverAFreshConnectionWhenTheServerEndsOne) {
+  limited_server server(3);
+  inlet::outbound::smtp_relay_config cfg;
+  cfg.host = "127.0.0.1";
+  cfg.port = server.port();
+  cfg.timeout = std::chrono::seconds(20);
+  inlet::outbound::smtp_client client(cfg);
+  const std::string from = "a@example.org", raw = "Subject: x\r\n\r\n.dot\r\n";
+  const std::vector<std::string> rcpt = {"b@example.org"};
+  std::vector<inlet::outbound::mail_item> items(8, {&from, &rcpt, &raw});
+  const auto why = client.send_many(items);
+  for (const auto& w : why) EXPECT_EQ(w, "");
+  EXPECT_EQ(server.messages(), 8);
+  EXPECT_EQ(server.connections(), 3);  // 3 + 3 + 2
+  // The kept connection (2 taken) passes one more on, then the server ends it: the next
+  // message goes over a fresh connection.
+  EXPECT_EQ(client.send(from, rcpt, raw), "");
+  EXPECT_EQ(client.send(from, rcpt, raw), "");
+  EXPECT_EQ(server.messages(), 10);
+  EXPECT_EQ(server.connections(), 4);
+}
+
+TEST(SmtpClient, KeepsItsConnectionAfterARefusal) {
+  limited_server server(100);
+  inlet::outbound::smtp_relay_config cfg;
+  cfg.host = "127.0.0.1";
+  cfg.port = server.port();
+  inlet::outbound::smtp_client client(cfg);
+  const std::string bad = "bad@example.org", good = "a@example.org", raw = "x\r\n";
+  const std::vector<std::string> rcpt = {"b@example.org"};
+  EXPECT_EQ(client.send(bad, rcpt, raw),
+            "relay failed: MAIL FROM refused: 550 5.7.1 sender refused");
+  EXPECT_EQ(client.last_reply(), "550 5.7.1 sender refused");
+  EXPECT_EQ(client.send(good, rcpt, raw), "");
+  EXPECT_EQ(client.last_reply(), "");
+  EXPECT_EQ(client.send(bad, rcpt, raw).empty(), false);
+  EXPECT_EQ(client.send(good, rcpt, raw), "");
+  EXPECT_EQ(server.messages(), 2);
+  EXPECT_EQ(server.connections(), 1);  // the RSET's reply read, the connection kept
+  EXPECT_EQ(client.connections(), 1u);
+}
+
+TEST(SmtpClient, RefusesInternalAddressesWhenAsked) {
+  limited_server server(1);
+  inlet::outbound::smtp_relay_config cfg;
+  cfg.host = "127.0.0.1";
+  cfg.port = server.port();
+  cfg.allow_internal = false;
+  inlet::outbound::smtp_client client(cfg);
+  const std::string from = "a@example.org", raw = "x\r\n";
+  const std::string why = client.send(from, {"b@example.org"}, raw);
+  EXPECT_NE(why.find("internal address refused"), std::string::npos) << why;
+  EXPECT_EQ(server.connections(), 0);
+}

@@ -14,22 +14,48 @@ constexpr std::size_t kConnections = 2;
 constexpr std::size_t kQueued = 100000;
 constexpr std::size_t kQueuedBytes = std::size_t{128} << 20;
 
-// One message through the sender's client (Mailpit's override-from and subject prefix
-// applied); the client keeps its connection to the server between messages.
-std::string send_copy(inlet::outbound::smtp_client& client, const inlet::store::stored_message& m,
-                      const std::vector<std::string>& to) {
-  const auto& server = client.config();
-  std::string from = server.return_path.empty() ? m.envelope.mail_from : server.return_path;
-  if (server.override_from.empty() && server.subject_prefix.empty())
-    return client.send(from, to, m.raw);  // the stored bytes as they are: no copy
-  std::string raw = m.raw;
+// Messages waiting that one sender takes at once: its client pipelines them over one
+// connection (the next message's commands ride behind the previous one's data).
+constexpr std::size_t kBatch = 32;
+
+// The copy one destination gets: Mailpit's override-from and subject prefix applied; the
+// stored bytes as they are (no copy) without them.
+struct copy {
+  std::string from;
+  std::vector<std::string> to;
+  const std::string* raw = nullptr;
+  std::string changed;  // raw when a header changed
+};
+
+void make_copy(const inlet::outbound::smtp_relay_config& server,
+               const inlet::store::stored_message& m, std::vector<std::string> to, copy& c) {
+  c.from = server.return_path.empty() ? m.envelope.mail_from : server.return_path;
+  c.to = std::move(to);
+  c.raw = &m.raw;
+  if (server.override_from.empty() && server.subject_prefix.empty()) return;
+  c.changed = m.raw;
   if (!server.override_from.empty()) {
-    raw = inlet::outbound::override_from(raw, server.override_from);
-    from = server.override_from;
+    c.changed = inlet::outbound::override_from(c.changed, server.override_from);
+    c.from = server.override_from;
   }
   if (!server.subject_prefix.empty())
-    raw = inlet::outbound::prefix_subject(raw, server.subject_prefix, m.summary.subject);
-  return client.send(from, to, raw);
+    c.changed = inlet::outbound::prefix_subject(c.changed, server.subject_prefix, m.summary.subject);
+  c.raw = &c.changed;
+}
+
+// A batch of stored messages through the sender's client, each to `recipients(m)`.
+template <class Recipients>
+std::vector<std::string> send_copies(inlet::outbound::smtp_client& client,
+                                     const std::vector<inlet::store::message_ptr>& ms,
+                                     const Recipients& recipients) {
+  std::vector<copy> copies(ms.size());
+  std::vector<inlet::outbound::mail_item> items;
+  items.reserve(ms.size());
+  for (std::size_t i = 0; i < ms.size(); ++i) {
+    make_copy(client.config(), *ms[i], recipients(*ms[i]), copies[i]);
+    items.push_back({&copies[i].from, &copies[i].to, copies[i].raw});
+  }
+  return client.send_many(items);
 }
 
 // The copy for one destination of a message not stored yet (the gate): the bytes as
@@ -175,11 +201,14 @@ outbound_service::outbound_service(const config& cfg) : webhook_cfg_(cfg.webhook
   if (gate_relay || gate_forward) gate_ = std::make_unique<gate>(cfg, gate_relay, gate_forward);
   if (relay_on && !gate_relay) {
     relay_ = std::make_unique<inlet::outbound::mail_sender>(
-        inlet::outbound::mail_sender_config{"relay", kQueued, kQueuedBytes, kConnections},
-        [&cfg]() -> inlet::outbound::mail_sender::send_fn {
+        inlet::outbound::mail_sender_config{"relay", kQueued, kQueuedBytes, kConnections,
+                                            kBatch},
+        [&cfg]() -> inlet::outbound::mail_sender::batch_send_fn {
           return [client = std::make_shared<inlet::outbound::smtp_client>(cfg.relay),
-                  a = cfg.auto_relay](const inlet::store::stored_message& m) {
-            return send_copy(*client, m, relay_recipients(a, m.envelope.rcpt_to));
+                  a = cfg.auto_relay](const std::vector<inlet::store::message_ptr>& ms) {
+            return send_copies(*client, ms, [&a](const inlet::store::stored_message& m) {
+              return relay_recipients(a, m.envelope.rcpt_to);
+            });
           };
         },
         [a = cfg.auto_relay](const inlet::store::stored_message& m) {
@@ -188,11 +217,13 @@ outbound_service::outbound_service(const config& cfg) : webhook_cfg_(cfg.webhook
   }
   if (!cfg.forward.host.empty() && !gate_forward) {
     forward_ = std::make_unique<inlet::outbound::mail_sender>(
-        inlet::outbound::mail_sender_config{"forward", kQueued, kQueuedBytes, kConnections},
-        [&cfg]() -> inlet::outbound::mail_sender::send_fn {
+        inlet::outbound::mail_sender_config{"forward", kQueued, kQueuedBytes, kConnections,
+                                            kBatch},
+        [&cfg]() -> inlet::outbound::mail_sender::batch_send_fn {
           return [client = std::make_shared<inlet::outbound::smtp_client>(cfg.forward),
-                  to = cfg.forward_to](const inlet::store::stored_message& m) {
-            return send_copy(*client, m, to);
+                  to = cfg.forward_to](const std::vector<inlet::store::message_ptr>& ms) {
+            return send_copies(*client, ms,
+                               [&to](const inlet::store::stored_message&) { return to; });
           };
         });
   }

@@ -230,6 +230,113 @@ class Relay(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("relay configuration must be set", r.stderr)
 
+def start_sink(*flags):
+    """Postfix's smtp-sink on a free loopback port; (process, port)."""
+    port = free_port()
+    user = ["-u", "nobody"] if os.geteuid() == 0 else []
+    sink = subprocess.Popen(["/usr/sbin/smtp-sink", *user, *flags, f"127.0.0.1:{port}", "64"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def listening():
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+    wait_for(listening, "smtp-sink listening")
+    return sink, port
+
+
+DOTTED = (b"From: Ann <ann@example.org>\r\nTo: x@keep.example\r\nSubject: SUBJECT\r\n"
+          b"Message-ID: <dotted@example.org>\r\n\r\n.leading dot\r\n..two\r\n.\r\nend\r\n")
+
+
+class TlsAndPipelining(unittest.TestCase):
+    """The relay's own SMTP client against servers that do what it must cope with: STARTTLS
+    required (with AUTH after it), TLS from the first byte, no PIPELINING."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def conf(self, text):
+        path = os.path.join(self.dir.name, "relay.yaml")
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def relay_one(self, target, conf_text, subject):
+        src = Inletd("--smtp-relay-config", self.conf(conf_text), "--smtp-relay-all")
+        try:
+            with smtplib.SMTP("127.0.0.1", src.smtp_port, timeout=DEADLINE) as s:
+                s.sendmail("ann@example.org", ["x@keep.example"],
+                           DOTTED.replace(b"SUBJECT", subject.encode()))
+            wait_for(lambda: (metric(src, "inlet_relay_sent_total") or 0) +
+                     (metric(src, "inlet_relay_failed_total") or 0) == 1, "relay done")
+            return metric(src, "inlet_relay_sent_total"), "".join(src.log)
+        finally:
+            src.stop()
+
+    def check_arrived(self, target, subject):
+        got = wait_for(lambda: target.find(subject), "relayed copy")
+        _, _, raw = target.get(f"/api/v1/message/{got['ID']}/raw")
+        self.assertTrue(raw.endswith(b"\r\n\r\n.leading dot\r\n..two\r\n.\r\nend\r\n"), raw)
+
+    def test_starttls_required_then_auth_plain(self):
+        sans = "sans:localhost,127.0.0.1"
+        target = Inletd("--smtp-tls-cert", sans, "--smtp-tls-key", sans,
+                        "--smtp-require-starttls", "--smtp-auth-accept-any")
+        try:
+            base = (f"host: 127.0.0.1\nport: {target.smtp_port}\nstarttls: true\n"
+                    "auth: plain\nusername: relay\npassword: secret\n")
+            sent, _ = self.relay_one(target, base + "allow-insecure: true\n", "over starttls")
+            self.assertEqual(sent, 1)
+            self.check_arrived(target, "over starttls")
+            # The target's certificate is self-signed: verified, it is refused.
+            sent, _ = self.relay_one(target, base, "unverified")
+            self.assertEqual(sent, 0)
+            self.assertIsNone(target.find("unverified"))
+        finally:
+            target.stop()
+
+    def test_implicit_tls_and_auth_login(self):
+        sans = "sans:localhost,127.0.0.1"
+        target = Inletd("--smtp-tls-cert", sans, "--smtp-tls-key", sans, "--smtp-require-tls",
+                        "--smtp-auth-accept-any")
+        try:
+            sent, _ = self.relay_one(
+                target, f"host: 127.0.0.1\nport: {target.smtp_port}\ntls: true\n"
+                        "allow-insecure: true\nauth: login\nusername: relay\npassword: pw\n",
+                "over smtps")
+            self.assertEqual(sent, 1)
+            self.check_arrived(target, "over smtps")
+        finally:
+            target.stop()
+
+    @unittest.skipUnless(os.path.exists("/usr/sbin/smtp-sink"), "Postfix's smtp-sink not installed")
+    def test_server_without_pipelining(self):
+        sink, port = start_sink("-p")  # -p: PIPELINING not announced
+        try:
+            proxy = CountingProxy(port)
+            src = Inletd("--relay", f"127.0.0.1:{proxy.listen_port}", "--smtp-relay-all")
+            try:
+                with smtplib.SMTP("127.0.0.1", src.smtp_port, timeout=DEADLINE) as s:
+                    for i in range(30):
+                        s.sendmail("ann@example.org", ["x@keep.example", "y@keep.example"],
+                                   DOTTED.replace(b"SUBJECT", f"one by one {i}".encode()))
+                wait_for(lambda: metric(src, "inlet_relay_sent_total") == 30, "relayed")
+                self.assertEqual(metric(src, "inlet_relay_failed_total"), 0)
+                self.assertLessEqual(proxy.accepted, 2)
+            finally:
+                src.stop()
+                proxy.close()
+        finally:
+            sink.terminate()
+            sink.wait(timeout=DEADLINE)
+
+
 class ForwardSmtpErrors(unittest.TestCase):
     """forward-smtp-errors: a recipient the relay or forwarding target refuses. Without it
     (Mailpit's default) the copy goes to the recipients the target took; with it the

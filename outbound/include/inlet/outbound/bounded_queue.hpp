@@ -9,6 +9,7 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 namespace inlet::outbound {
 
@@ -36,6 +37,19 @@ class bounded_queue {
     T item = std::move(items_.front());
     items_.pop_front();
     return item;
+  }
+
+  /// Waits for one item, then takes up to `max` of those queued (a sender's batch);
+  /// empty once closed and drained.
+  std::vector<T> pop_some(std::size_t max) {
+    std::vector<T> out;
+    std::unique_lock lock(mutex_);
+    ready_.wait(lock, [&] { return closed_ || !items_.empty(); });
+    while (!items_.empty() && out.size() < (max == 0 ? 1 : max)) {
+      out.push_back(std::move(items_.front()));
+      items_.pop_front();
+    }
+    return out;
   }
 
   /// Waits until `deadline` unless closed first; true when closed.

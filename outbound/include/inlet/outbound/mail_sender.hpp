@@ -30,12 +30,18 @@ struct mail_sender_config {
   /// connection waits on the server's replies most of the time, so a second keeps the
   /// queue short when mail arrives faster than one round-trip chain can pass it on.
   std::size_t workers = 1;
+  /// Messages a worker takes from the queue at once for a batch send (its SMTP client
+  /// pipelines them over one connection); 1 with a per-message send.
+  std::size_t batch = 1;
 };
 
 class mail_sender {
  public:
   /// Sends one message; "" on success, else why not (logged, counted as failed).
   using send_fn = std::function<std::string(const store::stored_message&)>;
+  /// Sends several messages in order; one "" or reason per message.
+  using batch_send_fn =
+      std::function<std::vector<std::string>(const std::vector<store::message_ptr>&)>;
   /// Whether a message is for this sender at all (auto-relay: a recipient matches).
   using wants_fn = std::function<bool(const store::stored_message&)>;
 
@@ -43,6 +49,9 @@ class mail_sender {
   mail_sender(mail_sender_config cfg, send_fn send, wants_fn wants = {});
   /// `make_send()` once per worker: each sends through what its call made (a client).
   mail_sender(mail_sender_config cfg, const std::function<send_fn()>& make_send,
+              wants_fn wants = {});
+  /// `make_batch_send()` once per worker; each takes up to cfg.batch queued messages a time.
+  mail_sender(mail_sender_config cfg, const std::function<batch_send_fn()>& make_batch_send,
               wants_fn wants = {});
   ~mail_sender();
   mail_sender(const mail_sender&) = delete;
@@ -61,10 +70,10 @@ class mail_sender {
 
  private:
   void start();
-  void run(const send_fn& send);
+  void run(const batch_send_fn& send);
 
   mail_sender_config cfg_;
-  std::vector<send_fn> sends_;  // one per worker
+  std::vector<batch_send_fn> sends_;  // one per worker
   wants_fn wants_;
   bounded_queue<store::message_ptr> queue_;
   std::atomic<std::uint64_t> sent_{0}, failed_{0}, dropped_{0};

@@ -1,7 +1,7 @@
 // The one SMTP client of inletd: message release (POST /api/v1/message/{ID}/release),
-// Mailpit's auto-relay and forwarding all send through it (libcurl, Debian
-// libcurl4-openssl-dev). Every transfer is bounded: smtp(s) only, connect and total
-// timeouts, no proxy.
+// Mailpit's auto-relay and forwarding all send through it. smtp_client is the thin
+// blocking driver (a socket with poll, OpenSSL for TLS and STARTTLS) of the sans-io
+// smtp_client_session: it moves bytes and bounds every wait by the configured timeout.
 //
 // Thread-safety: send_mail and prepare_release from any thread; an smtp_client from one
 // thread at a time (the outbound senders' worker owns one each).
@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,7 +23,7 @@ struct smtp_relay_config {
   bool starttls = false;        ///< STARTTLS required
   bool tls = false;             ///< TLS from the start (SMTPS)
   bool allow_insecure = false;  ///< do not verify the server's certificate
-  std::string auth = "none";    ///< none, plain, login, cram-md5 (libcurl picks among them)
+  std::string auth = "none";    ///< none (the best offered), plain, login, cram-md5
   std::string username;
   std::string password;
   std::string return_path;         ///< MAIL FROM and Return-Path: of released messages
@@ -35,13 +36,25 @@ struct smtp_relay_config {
   /// (nothing sent). Without it, as in Mailpit, refused recipients are skipped and the
   /// message goes to the others (it fails only when the server takes none).
   bool forward_smtp_errors = false;
-  std::chrono::seconds timeout{30};
+  std::chrono::seconds timeout{30};  ///< connect, and every wait for the server after it
+  /// false: refuse to connect to a loopback, private or link-local address (the address
+  /// connected to, after name resolution: Mailpit's --allow-internal-http-requests rule).
+  bool allow_internal = true;
 };
 
-/// One destination with its connection kept open between messages (libcurl reuses an easy
-/// handle's connection: the next message starts at MAIL FROM, no new TCP, TLS or AUTH).
-/// A message that fails on a reused connection the server has dropped meanwhile is tried
-/// once more on a fresh one.
+/// One message of a batch: views of what the caller keeps alive during send_many().
+struct mail_item {
+  const std::string* mail_from;
+  const std::vector<std::string>* rcpt;
+  const std::string* raw;
+};
+
+/// One connection to one destination, kept open between messages (the next message starts
+/// at MAIL FROM: no new TCP, TLS or AUTH). Messages of a batch are pipelined when the
+/// server offers PIPELINING. Messages that had not reached the server when a connection
+/// ended (a kept one the server closed while idle, or a server that ends a connection
+/// after so many messages) go on over a fresh one, as long as each fresh connection
+/// passes at least one message on; nothing else is retried (Mailpit retries nothing).
 class smtp_client {
  public:
   explicit smtp_client(smtp_relay_config cfg);
@@ -49,23 +62,32 @@ class smtp_client {
   smtp_client(const smtp_client&) = delete;
   smtp_client& operator=(const smtp_client&) = delete;
 
-  /// Sends `raw` from `mail_from` to `rcpt`; "" on success, else why not. Blocks up to
-  /// the configured timeout (twice when it retries on a fresh connection).
+  /// Sends `raw` from `mail_from` to `rcpt`; "" on success, else why not. Blocks; each
+  /// wait for the server (connect, a reply, room to write) is bounded by the timeout.
   std::string send(const std::string& mail_from, const std::vector<std::string>& rcpt,
                    const std::string& raw);
+  /// Sends each item in order over the kept connection; per item "" or why not.
+  std::vector<std::string> send_many(const std::vector<mail_item>& items);
 
   const smtp_relay_config& config() const noexcept { return cfg_; }
 
-  /// The server's first refusal (else its last reply line) of the latest send(), e.g.
-  /// "550 5.1.1 no such user"; kept only with forward_smtp_errors (the refusal is then
-  /// the SMTP client's reply).
+  /// The server's refusal of the latest send() (first line), e.g. "550 5.1.1 no such
+  /// user"; empty when it sent or no reply said why (with forward_smtp_errors the refusal
+  /// is the SMTP client's reply).
   const std::string& last_reply() const noexcept { return last_reply_; }
 
+  /// Connections opened so far (one per reconnect).
+  std::uint64_t connections() const noexcept { return connections_; }
+
  private:
+  struct connection;
+  std::vector<std::string> run(const std::vector<mail_item>& items, bool fresh);
+
   smtp_relay_config cfg_;
   std::string last_reply_;
-  void* handle_ = nullptr;  // CURL*, kept for the connection it holds
-  bool connected_ = false;  // a transfer succeeded on handle_ since it was made
+  std::vector<std::string> last_replies_;
+  std::unique_ptr<connection> conn_;
+  std::uint64_t connections_ = 0;
 };
 
 /// One message through a connection of its own (release: rare, on the API's pool).
