@@ -206,11 +206,17 @@ void engine::rebuild_map() {
   auto old = map_.load();
   auto m = std::make_shared<bucket_map>();
   m->owner.assign(cfg_.buckets, -1);
+  // While a move switches, the new shard owns a bucket the old one still holds frozen:
+  // writes go to the owner (the frozen one refuses them), so owned wins.
+  std::vector<char> owned(cfg_.buckets, 0);
   for (auto& s : shards_) {
     for (auto [b, st] : s->holdings()) {
       if (b < 0 || static_cast<std::uint32_t>(b) >= cfg_.buckets) continue;
-      if (st == 'o' || st == 'f')
-        m->owner[static_cast<std::size_t>(b)] = static_cast<std::int16_t>(s->index());
+      auto k = static_cast<std::size_t>(b);
+      if ((st == 'o' || st == 'f') && !owned[k]) {
+        m->owner[k] = static_cast<std::int16_t>(s->index());
+        owned[k] = st == 'o';
+      }
     }
   }
   if (m->owner == old->owner) return;

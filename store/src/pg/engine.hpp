@@ -291,6 +291,9 @@ class engine : public std::enable_shared_from_this<engine> {
   std::atomic<std::uint64_t> puts_ok{0}, puts_failed{0};
   /// Listing pages read from a cursor (see find_cursor).
   std::atomic<std::uint64_t> cursor_pages{0};
+  /// Global listings read again because their shards' snapshots counted a bucket being
+  /// switched by a move twice or not at all.
+  std::atomic<std::uint64_t> inconsistent_reads{0};
   /// Failed multi-shard puts whose committed copies were deleted, or could not be.
   std::atomic<std::uint64_t> orphans_removed{0}, orphans_left{0};
 
