@@ -11,6 +11,12 @@
 -- The *_buckets_v1 functions change many buckets in one transaction (one commit, one
 -- notification), so a rebalance of mostly empty buckets costs round trips, not commits.
 
+-- A bucket's home copies by their primary bucket: leaving a bucket (home flags off on
+-- the old shard) and taking it (on the new one) read them while writes to the bucket
+-- wait, and each did a scan of every copy on the shard per bucket. (Built on every
+-- partition when this migration runs, which holds writes for the build.)
+CREATE INDEX message_primary_bucket ON mail.message (primary_bucket);
+
 -- Buckets being copied away from this shard (it still owns them).
 CREATE TABLE mail.copying (
   bucket int PRIMARY KEY,

@@ -176,11 +176,16 @@ std::string array_param(const pgs::shard_types& types, const std::vector<std::st
 std::error_code copy_bucket(pg::connection& a, pg::connection& b, const pgs::shard_types& types,
                             std::int32_t bucket, move_result& out, std::string& message) {
   std::error_code ec;
-  const std::string sql = "SELECT " + row_columns() +
-                          " FROM mail.message m WHERE m.id > $2 AND ((m.id, m.received) IN "
-                          "(SELECT i.id, i.received FROM mail.inbox i WHERE i.bucket = $1) OR "
-                          "(m.primary_bucket = $1 AND m.mailboxes = "
-                          "'{}')) AND m.received >= $3 ORDER BY m.id LIMIT 200";
+  // The next chunk's keys from the bucket's mailbox rows (the inbox key leads with the
+  // bucket) and its messages without recipients (their own index), then those rows: a
+  // condition on mail.message alone walks every copy of the shard in ID order.
+  const std::string sql =
+      "WITH k AS (SELECT i.id, i.received FROM mail.inbox i WHERE i.bucket = $1 AND i.id > $2"
+      " AND i.received >= $3 UNION SELECT n.id, n.received FROM mail.message n"
+      " WHERE n.primary_bucket = $1 AND n.mailboxes = '{}' AND n.id > $2 AND n.received >= $3"
+      " ORDER BY 1 LIMIT 200) SELECT " +
+      row_columns() +
+      " FROM k JOIN mail.message m ON m.id = k.id AND m.received = k.received ORDER BY m.id";
   // Rows older than the target's oldest partition have expired there already.
   std::vector<std::optional<pg::timestamptz>> oldest;
   b.query(pg::sql("SELECT min(lower) FROM mail.part"), pg::into(oldest), ec);

@@ -375,10 +375,12 @@ asio::awaitable<std::pair<std::error_code, page>> list_co(engine& e, list_reques
                                   [&](shard& s) { return global_page(s, before, n, q); });
   };
   auto pages = co_await read_all();
-  // A move's switch seen half: read again (it lasts a round trip; an interrupted move
-  // left between its two steps lasts until it is run again: then the page below drops
-  // duplicate IDs and the counts stay doubled for that bucket, the limit documented).
-  for (int attempt = 0; attempt < 20 && !counted_once(pages, e.config().buckets); ++attempt) {
+  // A move's switch seen half: read again, for up to a second (the switch lasts from the
+  // new shard's take to the old shard's leave, milliseconds). A move interrupted between
+  // those two steps lasts until it is run again: then the page below drops duplicate IDs
+  // and the counts stay doubled for that bucket (a limit, docs/store-pg.md).
+  const auto reread_until = steady::now() + std::chrono::seconds(1);
+  while (!counted_once(pages, e.config().buckets) && steady::now() < reread_until) {
     e.inconsistent_reads.fetch_add(1, std::memory_order_relaxed);
     asio::steady_timer t(e.io(), std::chrono::milliseconds(5));
     co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
