@@ -318,6 +318,65 @@ TEST_F(PgMove, AnInterruptedMoveResumes) {
   EXPECT_EQ(pgtest::count(1, "SELECT count(*) FROM mail.message"), 0);
 }
 
+// A move stopped after it began noting changes (the notes pile up while writes go on)
+// is finished by running it again: the copy and the notes bring everything.
+TEST_F(PgMove, AMoveInterruptedDuringItsCopyResumes) {
+  auto cfg = pgtest::config(3);
+  cfg.buckets = buckets;
+  st::pg_store s(cfg);
+  ASSERT_TRUE(s.wait_ready(20s));
+  const std::string box = mailbox_in(5, 0);  // shard 2
+  std::vector<std::string> ids;
+  auto put = [&](const std::string& subject) {
+    std::error_code ec;
+    auto m = pgtest::put(s, pgtest::message({box}, subject), ec);
+    EXPECT_FALSE(ec);
+    if (m) ids.push_back(m->id);
+  };
+  for (int i = 0; i < 10; ++i) put("a" + std::to_string(i));
+  {
+    auto b = pgtest::connect(0);
+    b.execute(inlet::pg::sql("SELECT mail.expect_bucket_v1(5)"));
+    auto a = pgtest::connect(2);
+    a.execute(inlet::pg::sql("SELECT mail.start_copy_v1('{5}')"));
+  }
+  for (int i = 0; i < 3; ++i) put("b" + std::to_string(i));
+  auto [dec, deleted] = pgtest::wait<std::size_t>([&](auto h) {
+    s.async_remove(st::selection::of_ids({ids[0], ids[1]}), std::move(h));
+  });
+  ASSERT_FALSE(dec);
+  EXPECT_EQ(deleted, 2u);
+  auto [rec, marked] = pgtest::wait<std::size_t>(
+      [&](auto h) { s.async_set_read(st::selection::of_ids({ids[2]}), true, std::move(h)); });
+  ASSERT_FALSE(rec);
+  EXPECT_EQ(marked, 1u);
+  EXPECT_EQ(pgtest::count(2, "SELECT count(DISTINCT id) FROM mail.move_log WHERE bucket = 5"), 6);
+
+  adm::move_result res;
+  std::string msg;
+  ASSERT_FALSE(adm::move_bucket(dsns(3), 5, 0, res, msg)) << msg;
+  EXPECT_EQ(res.from, 2u);
+  EXPECT_EQ(res.copied, 11u);
+  EXPECT_GE(res.caught_up, 6u);
+  EXPECT_EQ(pgtest::count(2, "SELECT count(*) FROM mail.move_log"), 0);
+  EXPECT_EQ(pgtest::count(2, "SELECT count(*) FROM mail.copying"), 0);
+  EXPECT_EQ(pgtest::count(2, "SELECT count(*) FROM mail.message"), 0);
+  EXPECT_EQ(pgtest::count(0, "SELECT count(*) FROM mail.inbox WHERE bucket = 5"), 11);
+  EXPECT_EQ(pgtest::count(0, "SELECT count(*) FROM mail.message WHERE read AND primary_bucket = 5"),
+            1);
+  st::list_request r(0, 100);
+  r.mailbox = box;
+  st::page p;
+  for (int i = 0; i < 100; ++i) {  // the store's map follows within its refresh
+    auto [ec, got] = pgtest::wait<st::page>([&](auto h) { s.async_list(r, std::move(h)); });
+    p = got;
+    if (!ec && p.total == 11) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_EQ(p.total, 11u);
+  EXPECT_EQ(p.unread, 10u);
+}
+
 TEST_F(PgMove, AddsAShardAndRebalances) {
   auto cfg = pgtest::config(3);
   cfg.buckets = buckets;

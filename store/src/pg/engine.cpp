@@ -397,7 +397,10 @@ void engine::route_later(std::shared_ptr<put_state> put, std::vector<std::string
     return;
   }
   for (auto& s : shards_) s->refresh_soon();
-  auto t = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(50));
+  // A bucket is frozen for milliseconds while a move switches it (and the new owner's
+  // notification refreshes the map at once): try again soon, then less often.
+  int n = std::min(put->reroutes.fetch_add(1, std::memory_order_relaxed), 3);
+  auto t = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(10 << n));
   t->async_wait([this, t, put = std::move(put), mailboxes = std::move(mailboxes),
                  buckets = std::move(buckets)](boost::system::error_code) mutable {
     route(put, std::move(mailboxes), std::move(buckets), {});

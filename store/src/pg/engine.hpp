@@ -59,6 +59,7 @@ struct put_state {
   put_handler done;
   steady::time_point start, deadline;
   std::atomic<int> pending{0};
+  std::atomic<int> reroutes{0};  ///< times a copy was routed again (sets the next delay)
   std::mutex mu;
   std::error_code error;            ///< the first failure (under mu)
   std::vector<unsigned> committed;  ///< shards whose copy committed (under mu)
