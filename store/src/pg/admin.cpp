@@ -215,24 +215,49 @@ std::error_code copy_bucket(pg::connection& a, pg::connection& b, const pgs::sha
   }
 }
 
-// Applies A's notes for bucket b to B: the noted copies as A holds them now (or their
-// removal), batch after batch, until a batch finds fewer notes than it could take (all
-// there were when it read them). Notes are removed from A after B applied them, so an
-// interruption applies them again (catch_up_v1 is idempotent). Returns how many notes.
-std::error_code catch_up(pg::connection& a, pg::connection& b, const pgs::shard_types& types,
-                         std::int32_t bucket, std::uint64_t& applied, std::string& message) {
-  constexpr std::int64_t batch = 1000;
+// Applies A's notes for `bucket` (the noted copies `ids`/`rcvd`) to B: those copies as A
+// holds them now, or their removal when A no longer holds them for the bucket.
+std::error_code apply_notes(pg::connection& a, pg::connection& b, const pgs::shard_types& types,
+                            std::int32_t bucket, const std::vector<std::string>& ids,
+                            const std::vector<pg::timestamptz>& rcvd, std::string& message) {
   std::error_code ec;
-  const std::string rows_sql =
+  static const std::string rows_sql =
       "SELECT " + row_columns() +
       " FROM mail.message m JOIN unnest($2::text[], $3::timestamptz[]) AS x(id, received)"
       " ON m.id = x.id AND m.received = x.received"
       " WHERE m.buckets @> ARRAY[$1::int] OR (m.primary_bucket = $1 AND m.mailboxes = '{}')";
+  auto r = a.query(pg::sql(rows_sql, bucket, ids, rcvd), ec);
+  if (ec) {
+    message = "reading changed rows from the old shard: " + why(a, ec);
+    return ec;
+  }
+  std::vector<std::string> encoded;
+  if (auto e = encode_rows(r, types, bucket, encoded, nullptr)) {
+    message = "decoding a row of the old shard";
+    return e;
+  }
+  b.query(pg::sql("SELECT mail.catch_up_v1($1::mail.new_message_v2[], $2, $3, $4)",
+                  pgs::raw_param{array_param(types, encoded)}, ids, rcvd, bucket),
+          ec);
+  if (ec) message = "applying changes to the new shard: " + why(b, ec);
+  return ec;
+}
+
+// Applies A's notes for the buckets to B, batch after batch, until a batch finds fewer
+// notes than it could take (all there were when it read them): one query finds the notes
+// of every bucket of a group, so buckets nobody wrote to cost nothing here. Notes are
+// removed from A after B applied them, so an interruption applies them again
+// (catch_up_v1 is idempotent). `applied`: how many notes.
+std::error_code catch_up(pg::connection& a, pg::connection& b, const pgs::shard_types& types,
+                         const std::vector<std::int32_t>& buckets, std::uint64_t& applied,
+                         std::string& message) {
+  constexpr std::int64_t batch = 1000;
+  std::error_code ec;
   for (;;) {
-    std::vector<std::tuple<std::int64_t, std::string, pg::timestamptz>> notes;
-    a.query(pg::sql("SELECT seq, id, received FROM mail.move_log WHERE bucket = $1 "
+    std::vector<std::tuple<std::int64_t, std::int32_t, std::string, pg::timestamptz>> notes;
+    a.query(pg::sql("SELECT seq, bucket, id, received FROM mail.move_log WHERE bucket = ANY ($1) "
                     "ORDER BY seq LIMIT $2",
-                    bucket, batch),
+                    buckets, batch),
             pg::into(notes), ec);
     if (ec) {
       message = "reading the old shard's change notes: " + why(a, ec);
@@ -240,32 +265,18 @@ std::error_code catch_up(pg::connection& a, pg::connection& b, const pgs::shard_
     }
     if (notes.empty()) return {};
     std::vector<std::int64_t> seqs;
-    std::vector<std::pair<std::string, pg::timestamptz>> keys;
-    for (auto& [seq, id, rcvd] : notes) {
+    std::map<std::int32_t, std::vector<std::pair<std::string, pg::timestamptz>>> by_bucket;
+    for (auto& [seq, bk, id, rcvd] : notes) {
       seqs.push_back(seq);
-      keys.emplace_back(id, rcvd);
+      by_bucket[bk].emplace_back(id, rcvd);
     }
-    std::sort(keys.begin(), keys.end());
-    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-    std::vector<std::string> ids;
-    std::vector<pg::timestamptz> rcvd;
-    for (auto& [id, t] : keys) ids.push_back(id), rcvd.push_back(t);
-    auto r = a.query(pg::sql(rows_sql, bucket, ids, rcvd), ec);
-    if (ec) {
-      message = "reading changed rows from the old shard: " + why(a, ec);
-      return ec;
-    }
-    std::vector<std::string> encoded;
-    if (auto e = encode_rows(r, types, bucket, encoded, nullptr)) {
-      message = "decoding a row of the old shard";
-      return e;
-    }
-    b.query(pg::sql("SELECT mail.catch_up_v1($1::mail.new_message_v2[], $2, $3, $4)",
-                    pgs::raw_param{array_param(types, encoded)}, ids, rcvd, bucket),
-            ec);
-    if (ec) {
-      message = "applying changes to the new shard: " + why(b, ec);
-      return ec;
+    for (auto& [bk, keys] : by_bucket) {
+      std::sort(keys.begin(), keys.end());
+      keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+      std::vector<std::string> ids;
+      std::vector<pg::timestamptz> rcvd;
+      for (auto& [id, t] : keys) ids.push_back(id), rcvd.push_back(t);
+      if ((ec = apply_notes(a, b, types, bk, ids, rcvd, message))) return ec;
     }
     a.query(pg::sql("DELETE FROM mail.move_log WHERE seq = ANY ($1)", seqs), ec);
     if (ec) {
@@ -378,13 +389,11 @@ std::error_code move_group(session& s, unsigned from, unsigned to,
     if (after_copy) after_copy();
     // What changed during the copy, while writes go on; a few passes, until a pass
     // finds little, so that what is left for the frozen moment is short.
-    for (auto bk : live) {
-      for (int pass = 0; pass < 20; ++pass) {
-        std::uint64_t n = 0;
-        if ((ec = catch_up(a, b, *types, bk, n, message))) return ec;
-        out.caught_up += n;
-        if (n < 50) break;
-      }
+    for (int pass = 0; pass < 20; ++pass) {
+      std::uint64_t n = 0;
+      if ((ec = catch_up(a, b, *types, copy, n, message))) return ec;
+      out.caught_up += n;
+      if (n < 50) break;
     }
   }
   auto frozen_at = steady::now();
@@ -394,9 +403,9 @@ std::error_code move_group(session& s, unsigned from, unsigned to,
     if (ec) return ec;
     frozen_at = steady::now();
   }
-  for (auto bk : copy) {
+  if (!copy.empty()) {
     std::uint64_t n = 0;
-    if ((ec = catch_up(a, b, *types, bk, n, message))) return ec;
+    if ((ec = catch_up(a, b, *types, copy, n, message))) return ec;
     out.caught_up += n;
   }
   if (!take.empty()) {
