@@ -14,6 +14,8 @@ first, the fourth added empty, as an operator adds a shard.
    the p99 of messages sent while the rebalance ran over the p99 of those sent before it.
    A reader polls the global listing throughout: its `messages_count` must never drop
    (nothing is deleted), and no read may fail.
+3. What noting changes costs the write path when nothing moves: store_pg_bench (128 puts
+   in flight) with migration 3's triggers and index, and with both dropped.
 
     bench/store-pg/rebalance.sh [SECONDS=10]
 Bounded: every phase has a duration, every process a timeout.
@@ -22,6 +24,7 @@ import argparse
 import json
 import os
 import smtplib
+import statistics
 import subprocess
 import sys
 import threading
@@ -134,6 +137,19 @@ def rereads(port):
     return None
 
 
+def write_bench(build, dsn, pgdata, seconds, fresh):
+    out = "/tmp/inlet-rebalance-write-bench.json"
+    cmd = [os.path.join(build, "bin", "store_pg_bench"), "--store", dsn, "--pgdata", pgdata,
+           "--seconds", str(seconds), "--inflight", "128", "--json", out, "--label", "write"]
+    if fresh:
+        cmd.append("--fresh")
+    subprocess.run(cmd, capture_output=True, text=True, timeout=seconds * 10 + 120, check=True)
+    with open(out) as f:
+        res = json.loads(f.read().strip().splitlines()[-1])
+    os.remove(out)
+    return res
+
+
 def p99(xs):
     xs = sorted(xs)
     return xs[int(0.99 * (len(xs) - 1))] if xs else 0.0
@@ -144,6 +160,8 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--senders", type=int, default=16)
+    ap.add_argument("--write-rounds", type=int, default=2)
+    ap.add_argument("--write-seconds", type=float, default=6)
     ap.add_argument("--out", default="docs/benchmarks/data/store-pg-rebalance.json")
     a = ap.parse_args()
     shards = os.environ["INLET_PG_SHARDS"].split()
@@ -217,6 +235,39 @@ def main():
               f"failed puts {result['under_load']['failed_puts']}; acknowledged {acked}, stored {stored}")
     finally:
         four.stop()
+
+    # 3. What noting costs the write path when nothing moves: the statement triggers of
+    # migration 3 (a probe of mail.copying per statement) and its index on primary_bucket,
+    # against the same schema with both dropped. store_pg_bench on one shard, rounds
+    # alternating; each run after a 1 s warm-up on a fresh schema.
+    dsn, pgdata = shards[3], os.environ["INLET_PG_SHARD3_DATA"]
+    psql = os.path.join(os.environ.get("INLET_PG_BIN", "/usr/lib/postgresql/15/bin"), "psql")
+    runs = []
+    for r in range(a.write_rounds):
+        for variant in (("with", "without") if r % 2 == 0 else ("without", "with")):
+            write_bench(a.build, dsn, pgdata, 1, fresh=True)
+            if variant == "without":
+                subprocess.run([psql, dsn, "-q", "-v", "ON_ERROR_STOP=1", "-c",
+                                "DROP TRIGGER message_moving_insert ON mail.message; "
+                                "DROP TRIGGER message_moving_update ON mail.message; "
+                                "DROP TRIGGER message_moving_delete ON mail.message; "
+                                "DROP INDEX mail.message_primary_bucket"],
+                               check=True, timeout=120, capture_output=True)
+            res = write_bench(a.build, dsn, pgdata, a.write_seconds, fresh=False)
+            res["variant"], res["round"] = variant, r
+            runs.append(res)
+            print(f"write path {variant:7s} noting: {res['msgs_per_s']:8.0f} msgs/s  p99 "
+                  f"{res['put_p99_us'] / 1000:.1f} ms  server CPU "
+                  f"{1e6 * res['server_cpu_s'] / max(res['messages'], 1):.0f} us/msg", flush=True)
+    ratios = []
+    for r in range(a.write_rounds):
+        w = [x for x in runs if x["round"] == r and x["variant"] == "with"][0]
+        wo = [x for x in runs if x["round"] == r and x["variant"] == "without"][0]
+        ratios.append(w["msgs_per_s"] / wo["msgs_per_s"])
+    if ratios:
+        print(f"| write path with migration 3's triggers and index / without | "
+              f"{statistics.median(ratios):.2f}x (rounds {', '.join(f'{x:.2f}' for x in ratios)}) |")
+    result["write_path"] = {"runs": runs, "ratios": ratios}
     if a.out:
         with open(a.out, "w") as f:
             json.dump(result, f, indent=1)

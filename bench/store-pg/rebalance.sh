@@ -8,7 +8,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 SECS=${1:-10}
 shift 1 || true
-cmake --build "$BUILD" --target inletd inlet-pg-admin >/dev/null
+cmake --build "$BUILD" --target inletd inlet-pg-admin store_pg_bench >/dev/null
 cd "$ROOT"
 INLET_PG_FSYNC=on exec "$ROOT/store/test/with-pg-shards.sh" 4 /usr/bin/python3 "$ROOT/bench/store-pg/rebalance.py" \
   --build "$BUILD" --seconds "$SECS" "$@"

@@ -866,6 +866,7 @@ TEST_F(PgStore, ADatabaseOfSchemaVersion1UpgradesAndItsRowsReadTotalsZero) {
     c.execute("ALTER TABLE mail.message DROP COLUMN totals");
     c.execute("DROP FUNCTION mail.log_moving_rows() CASCADE");
     c.execute("DROP TABLE mail.copying, mail.move_log");
+    c.execute("DROP INDEX mail.message_primary_bucket");
     c.execute(
         "DROP FUNCTION mail.expect_buckets_v1, mail.start_copy_v1, mail.freeze_buckets_v1, "
         "mail.take_buckets_v1, mail.leave_buckets_v2, mail.release_buckets_v1");
