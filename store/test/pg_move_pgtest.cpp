@@ -377,6 +377,47 @@ TEST_F(PgMove, AMoveInterruptedDuringItsCopyResumes) {
   EXPECT_EQ(p.unread, 10u);
 }
 
+// A move stopped after the new shard took the bucket and before the old one left it:
+// both count it. Listings still answer (read again, then as they are, IDs once), and
+// running the move again finishes it.
+TEST_F(PgMove, AMoveInterruptedBetweenTakeAndLeaveResumes) {
+  auto cfg = pgtest::config(3);
+  cfg.buckets = buckets;
+  st::pg_store s(cfg);
+  ASSERT_TRUE(s.wait_ready(20s));
+  const std::string box = mailbox_in(10, 0);  // shard 1; bucket 9 (shard 0) stays empty
+  for (int i = 0; i < 5; ++i) {
+    std::error_code ec;
+    pgtest::put(s, pgtest::message({box}, "t" + std::to_string(i)), ec);
+    ASSERT_FALSE(ec);
+  }
+  {
+    auto b = pgtest::connect(1);
+    b.execute(inlet::pg::sql("SELECT mail.expect_bucket_v1(9)"));
+    auto a = pgtest::connect(0);
+    a.execute(inlet::pg::sql("SELECT mail.freeze_bucket_v1(9, '')"));
+    b.execute(inlet::pg::sql("SELECT mail.take_bucket_v1(9, '')"));  // empty: nothing to copy
+  }
+  for (int i = 0; i < 3; ++i) {
+    auto [ec, p] = pgtest::wait<st::page>(
+        [&](auto h) { s.async_list(st::list_request(0, 100), std::move(h)); });
+    ASSERT_FALSE(ec) << ec.message();
+    EXPECT_EQ(p.total, 5u);
+    EXPECT_TRUE(distinct(p));
+  }
+  std::string metrics;
+  s.append_metrics(metrics);
+  EXPECT_NE(metrics.find("inlet_pg_list_rereads_total "), std::string::npos);
+  EXPECT_EQ(metrics.find("inlet_pg_list_rereads_total 0\n"), std::string::npos);  // read again
+  adm::move_result res;
+  std::string msg;
+  ASSERT_FALSE(adm::move_bucket(dsns(3), 9, 1, res, msg)) << msg;
+  EXPECT_EQ(res.from, 0u);
+  auto st3 = adm::status(dsns(3));
+  EXPECT_TRUE(st3[0].frozen.empty() && st3[0].gone.empty());
+  EXPECT_TRUE(std::find(st3[1].owned.begin(), st3[1].owned.end(), 9) != st3[1].owned.end());
+}
+
 TEST_F(PgMove, AddsAShardAndRebalances) {
   auto cfg = pgtest::config(3);
   cfg.buckets = buckets;

@@ -295,6 +295,9 @@ class engine : public std::enable_shared_from_this<engine> {
   /// Global listings read again because their shards' snapshots counted a bucket being
   /// switched by a move twice or not at all.
   std::atomic<std::uint64_t> inconsistent_reads{0};
+  /// The last whole global listing still counted a bucket twice or not at all after a
+  /// second of re-reading (a move interrupted between its take and its leave).
+  std::atomic<bool> listing_stuck{false};
   /// Failed multi-shard puts whose committed copies were deleted, or could not be.
   std::atomic<std::uint64_t> orphans_removed{0}, orphans_left{0};
 

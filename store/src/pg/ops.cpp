@@ -379,13 +379,22 @@ asio::awaitable<std::pair<std::error_code, page>> list_co(engine& e, list_reques
   // new shard's take to the old shard's leave, milliseconds). A move interrupted between
   // those two steps lasts until it is run again: then the page below drops duplicate IDs
   // and the counts stay doubled for that bucket (a limit, docs/store-pg.md).
-  const auto reread_until = steady::now() + std::chrono::seconds(1);
-  while (!counted_once(pages, e.config().buckets) && steady::now() < reread_until) {
+  // Only with every shard read (a shard left out leaves its buckets uncounted anyway);
+  // once re-reading ran out, later listings read again once until a view is whole.
+  const bool whole = live.size() == e.shard_count();
+  const auto reread_until =
+      steady::now() + (e.listing_stuck.load(std::memory_order_relaxed)
+                           ? std::chrono::milliseconds(1)
+                           : std::chrono::milliseconds(1000));
+  bool once = !whole || counted_once(pages, e.config().buckets);
+  while (!once && steady::now() < reread_until) {
     e.inconsistent_reads.fetch_add(1, std::memory_order_relaxed);
     asio::steady_timer t(e.io(), std::chrono::milliseconds(5));
     co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
     pages = co_await read_all();
+    once = counted_once(pages, e.config().buckets);
   }
+  if (whole) e.listing_stuck.store(!once, std::memory_order_relaxed);
   std::vector<message_ptr> all;
   for (std::size_t k = 0; k < pages.size(); ++k) {
     auto& p = pages[k];
