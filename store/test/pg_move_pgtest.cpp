@@ -351,6 +351,7 @@ TEST_F(PgMove, AMoveInterruptedDuringItsCopyResumes) {
   ASSERT_FALSE(rec);
   EXPECT_EQ(marked, 1u);
   EXPECT_EQ(pgtest::count(2, "SELECT count(DISTINCT id) FROM mail.move_log WHERE bucket = 5"), 6);
+  EXPECT_EQ(adm::status(dsns(3))[2].copying, std::vector<std::int32_t>{5});
 
   adm::move_result res;
   std::string msg;

@@ -855,7 +855,8 @@ TEST_F(PgStore, ADatabaseOfSchemaVersion1UpgradesAndItsRowsReadTotalsZero) {
     for (const char* f : {"CREATE FUNCTION mail.store_copies(", "CREATE FUNCTION mail.writable(",
                           "CREATE FUNCTION mail.clear_v1("}) {
       auto at = text.find(f);
-      if (at != std::string::npos) restore_v1.push_back(text.replace(at, 15, "CREATE OR REPLACE FUNCTION"));
+      if (at != std::string::npos)
+        restore_v1.push_back(text.replace(at, 15, "CREATE OR REPLACE FUNCTION"));
     }
   }
   ASSERT_EQ(restore_v1.size(), 3u);

@@ -111,6 +111,11 @@ std::vector<shard_status> status(const std::vector<std::string>& shards) {
       else
         s.gone.push_back(bucket);
     }
+    if (s.schema_version >= 3) {
+      std::vector<std::int32_t> cp;
+      c.query(pg::sql("SELECT bucket FROM mail.copying ORDER BY bucket"), pg::into(cp), ec);
+      if (!ec) s.copying = std::move(cp);
+    }
     std::vector<std::tuple<std::int64_t, std::int64_t>> n;
     c.query(pg::sql("SELECT (SELECT coalesce(sum(messages), 0)::int8 FROM mail.tally), "
                     "(SELECT count(*) FROM mail.message)"),

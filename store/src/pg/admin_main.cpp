@@ -44,6 +44,7 @@ int print_status(const std::vector<std::string>& shards) {
     if (!s.frozen.empty()) std::printf(", %zu frozen", s.frozen.size());
     if (!s.incoming.empty()) std::printf(", %zu incoming", s.incoming.size());
     if (!s.gone.empty()) std::printf(", %zu gone", s.gone.size());
+    if (!s.copying.empty()) std::printf(", %zu being copied", s.copying.size());
     std::printf("  messages %lld (copies %lld)\n", static_cast<long long>(s.messages),
                 static_cast<long long>(s.copies));
     if (s.shard_index != static_cast<int>(s.index)) {

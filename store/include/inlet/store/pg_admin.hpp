@@ -39,6 +39,9 @@ struct shard_status {
   int shard_index = -1;  ///< what the database says it is (-1: not set up)
   std::uint32_t buckets = 0;  ///< the cluster's bucket count (0: not set up)
   std::vector<std::int32_t> owned, frozen, incoming, gone;
+  /// Buckets whose changes are noted for a move (schema 3; a move stopped while copying
+  /// leaves them noted until it is run again).
+  std::vector<std::int32_t> copying;
   std::int64_t messages = 0;  ///< home copies (what listings count)
   std::int64_t copies = 0;    ///< rows in mail.message
 };
