@@ -141,9 +141,18 @@ const std::string& row_columns() {
 // with the bucket's mailboxes only. Appends to `param` (an array body) and counts.
 std::error_code encode_rows(const pg::result& r, const pgs::shard_types& types,
                             std::int32_t bucket, std::vector<std::string>& encoded,
-                            std::string* last) {
+                            std::string* last, bool holding_only = false) {
   const int base = r.columns() - 3;
   for (int i = 0; i < r.rows(); ++i) {
+    if (holding_only) {  // rows of several buckets: those of this one
+      std::int32_t primary = 0;
+      std::vector<std::int32_t> bks;
+      r.at(i, base).as(primary);
+      r.at(i, base + 2).as(bks);
+      bool holds = std::find(bks.begin(), bks.end(), bucket) != bks.end() ||
+                   (primary == bucket && bks.empty());
+      if (!holds) continue;
+    }
     stored_message m;
     if (auto e = pgs::read_summary_row(r, i, true, m)) return e;
     std::int32_t primary = 0;
@@ -220,43 +229,21 @@ std::error_code copy_bucket(pg::connection& a, pg::connection& b, const pgs::sha
   }
 }
 
-// Applies A's notes for `bucket` (the noted copies `ids`/`rcvd`) to B: those copies as A
-// holds them now, or their removal when A no longer holds them for the bucket.
-std::error_code apply_notes(pg::connection& a, pg::connection& b, const pgs::shard_types& types,
-                            std::int32_t bucket, const std::vector<std::string>& ids,
-                            const std::vector<pg::timestamptz>& rcvd, std::string& message) {
-  std::error_code ec;
-  static const std::string rows_sql =
-      "SELECT " + row_columns() +
-      " FROM mail.message m JOIN unnest($2::text[], $3::timestamptz[]) AS x(id, received)"
-      " ON m.id = x.id AND m.received = x.received"
-      " WHERE m.buckets @> ARRAY[$1::int] OR (m.primary_bucket = $1 AND m.mailboxes = '{}')";
-  auto r = a.query(pg::sql(rows_sql, bucket, ids, rcvd), ec);
-  if (ec) {
-    message = "reading changed rows from the old shard: " + why(a, ec);
-    return ec;
-  }
-  std::vector<std::string> encoded;
-  if (auto e = encode_rows(r, types, bucket, encoded, nullptr)) {
-    message = "decoding a row of the old shard";
-    return e;
-  }
-  b.query(pg::sql("SELECT mail.catch_up_v1($1::mail.new_message_v2[], $2, $3, $4)",
-                  pgs::raw_param{array_param(types, encoded)}, ids, rcvd, bucket),
-          ec);
-  if (ec) message = "applying changes to the new shard: " + why(b, ec);
-  return ec;
-}
-
 // Applies A's notes for the buckets to B, batch after batch, until a batch finds fewer
-// notes than it could take (all there were when it read them): one query finds the notes
-// of every bucket of a group, so buckets nobody wrote to cost nothing here. Notes are
-// removed from A after B applied them, so an interruption applies them again
-// (catch_up_v1 is idempotent). `applied`: how many notes.
+// notes than it could take (all there were when it read them). Per batch: one query for
+// the notes of every bucket of the group (buckets nobody wrote to cost nothing), one for
+// the noted copies as A holds them now, and one transaction on B applying each bucket's
+// (catch_up_v1: b's part of each noted copy removed, what A holds stored again; one
+// commit). Notes are removed from A after B applied them, so an interruption applies them
+// again (catch_up_v1 is idempotent). `applied`: how many notes.
 std::error_code catch_up(pg::connection& a, pg::connection& b, const pgs::shard_types& types,
                          const std::vector<std::int32_t>& buckets, std::uint64_t& applied,
                          std::string& message) {
   constexpr std::int64_t batch = 1000;
+  static const std::string rows_sql =
+      "SELECT " + row_columns() +
+      " FROM mail.message m JOIN unnest($1::text[], $2::timestamptz[]) AS x(id, received)"
+      " ON m.id = x.id AND m.received = x.received";
   std::error_code ec;
   for (;;) {
     std::vector<std::tuple<std::int64_t, std::int32_t, std::string, pg::timestamptz>> notes;
@@ -270,18 +257,49 @@ std::error_code catch_up(pg::connection& a, pg::connection& b, const pgs::shard_
     }
     if (notes.empty()) return {};
     std::vector<std::int64_t> seqs;
-    std::map<std::int32_t, std::vector<std::pair<std::string, pg::timestamptz>>> by_bucket;
+    using key = std::pair<std::string, pg::timestamptz>;
+    std::map<std::int32_t, std::vector<key>> by_bucket;
+    std::vector<key> all;
     for (auto& [seq, bk, id, rcvd] : notes) {
       seqs.push_back(seq);
       by_bucket[bk].emplace_back(id, rcvd);
+      all.emplace_back(id, rcvd);
     }
-    for (auto& [bk, keys] : by_bucket) {
+    auto split = [](std::vector<key>& keys, std::vector<std::string>& ids,
+                    std::vector<pg::timestamptz>& rcvd) {
       std::sort(keys.begin(), keys.end());
       keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+      for (auto& [id, t] : keys) ids.push_back(id), rcvd.push_back(t);
+    };
+    std::vector<std::string> all_ids;
+    std::vector<pg::timestamptz> all_rcvd;
+    split(all, all_ids, all_rcvd);
+    auto r = a.query(pg::sql(rows_sql, all_ids, all_rcvd), ec);
+    if (ec) {
+      message = "reading changed rows from the old shard: " + why(a, ec);
+      return ec;
+    }
+    pg::batch apply;
+    apply.add("BEGIN");
+    for (auto& [bk, keys] : by_bucket) {
       std::vector<std::string> ids;
       std::vector<pg::timestamptz> rcvd;
-      for (auto& [id, t] : keys) ids.push_back(id), rcvd.push_back(t);
-      if ((ec = apply_notes(a, b, types, bk, ids, rcvd, message))) return ec;
+      split(keys, ids, rcvd);
+      std::vector<std::string> encoded;
+      if (auto e = encode_rows(r, types, bk, encoded, nullptr, true)) {
+        message = "decoding a row of the old shard";
+        return e;
+      }
+      apply.add("SELECT mail.catch_up_v1($1::mail.new_message_v2[], $2, $3, $4)",
+                pgs::raw_param{array_param(types, encoded)}, ids, rcvd, bk);
+    }
+    apply.add("COMMIT");
+    b.execute(std::move(apply), ec);
+    if (ec) {
+      message = "applying changes to the new shard: " + why(b, ec);
+      std::error_code ignored;
+      b.execute(pg::query<>("ROLLBACK"), ignored);
+      return ec;
     }
     a.query(pg::sql("DELETE FROM mail.move_log WHERE seq = ANY ($1)", seqs), ec);
     if (ec) {
