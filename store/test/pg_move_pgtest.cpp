@@ -506,6 +506,7 @@ TEST_F(PgMove, RebalancesUnderLoadWithoutStallOrDip) {
   std::mutex mu;
   std::vector<std::string> acked;
   std::vector<double> before_ms, during_ms;
+  std::string list_error;  // the first failed read, under mu
   std::atomic<int> put_failed{0}, list_failed{0}, dips{0}, over{0}, doubled{0}, lists{0};
   std::vector<std::thread> ws;
   for (int w = 0; w < writers; ++w) {
@@ -540,6 +541,8 @@ TEST_F(PgMove, RebalancesUnderLoadWithoutStallOrDip) {
       auto high = acked_n.load() + writers;
       if (ec || p.partial) {
         list_failed.fetch_add(1);
+        std::lock_guard lk(mu);
+        if (list_error.empty()) list_error = "global: " + (ec ? ec.message() : "partial");
         continue;
       }
       lists.fetch_add(1);
@@ -550,7 +553,11 @@ TEST_F(PgMove, RebalancesUnderLoadWithoutStallOrDip) {
       st::list_request r(0, 20);
       r.mailbox = "w" + std::to_string(i % 200) + "@example.com";
       auto [mec, mp] = pgtest::wait<st::page>([&](auto h) { s.async_list(r, std::move(h)); });
-      if (mec) list_failed.fetch_add(1);
+      if (mec) {
+        list_failed.fetch_add(1);
+        std::lock_guard lk(mu);
+        if (list_error.empty()) list_error = "mailbox " + r.mailbox + ": " + mec.message();
+      }
     }
   });
   std::this_thread::sleep_for(1s);
@@ -579,7 +586,7 @@ TEST_F(PgMove, RebalancesUnderLoadWithoutStallOrDip) {
       before_ms.size(), percentile(during_ms, 0.99), during_ms.size(),
       percentile(during_ms, 1.0), lists.load());
   EXPECT_EQ(put_failed.load(), 0);
-  EXPECT_EQ(list_failed.load(), 0);
+  EXPECT_EQ(list_failed.load(), 0) << list_error;
   EXPECT_EQ(dips.load(), 0);
   EXPECT_EQ(over.load(), 0);
   EXPECT_EQ(doubled.load(), 0);

@@ -325,8 +325,18 @@ asio::awaitable<std::pair<std::error_code, page>> list_co(engine& e, list_reques
     auto bucket = static_cast<std::int32_t>(bucket_of(mailbox, e.config().buckets));
     for (int attempt = 0; attempt < 2; ++attempt) {
       int si = e.map()->shard_of(static_cast<std::uint32_t>(bucket));
-      if (si < 0 || !e.at(static_cast<unsigned>(si)).ready())
+      // No owner with every shard up: the map was rebuilt from the old shard's refresh
+      // after a move's leave before the new shard's after its take. Refresh and retry.
+      bool unowned = si < 0 && e.all_ready();
+      if (!unowned && (si < 0 || !e.at(static_cast<unsigned>(si)).ready()))
         co_return std::make_pair(make_error_code(errc::unavailable), std::move(out));
+      if (unowned) {
+        if (attempt > 0) break;
+        for (unsigned i = 0; i < e.shard_count(); ++i) e.at(i).refresh_soon();
+        asio::steady_timer t(e.io(), std::chrono::milliseconds(200));
+        co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+        continue;
+      }
       shard& s = e.at(static_cast<unsigned>(si));
       std::exception_ptr failed;
       bool moved = false;
