@@ -1,7 +1,10 @@
 // Moving buckets while the store runs (four throwaway clusters: a cluster of three
 // shards, then a fourth added): nothing acknowledged is lost, nothing is listed twice,
 // an interrupted move resumes.
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <set>
@@ -160,6 +163,113 @@ TEST_F(PgMove, MovesABucketUnderLoadWithoutLossOrDoubles) {
   }
 }
 
+// Writes go on while a bucket is copied: new messages, deletes, read flags and tags made
+// after the copy reach the new shard through the old shard's change notes.
+TEST_F(PgMove, ChangesDuringTheCopyReachTheNewShard) {
+  auto cfg = pgtest::config(3);
+  cfg.buckets = buckets;
+  st::pg_store s(cfg);
+  ASSERT_TRUE(s.wait_ready(20s)) << s.health().detail;
+  const std::string box = mailbox_in(4, 0), box2 = mailbox_in(4, 1);  // shard 1
+  const std::string there = mailbox_in(3, 0);                         // shard 0, the target
+  std::vector<std::string> solo, shared;
+  for (int i = 0; i < 10; ++i) {
+    std::error_code ec;
+    auto m = pgtest::put(s, pgtest::message({box}, "s" + std::to_string(i)), ec);
+    ASSERT_FALSE(ec);
+    solo.push_back(m->id);
+  }
+  // Copies on both shards: the new shard's copy gains the moving bucket's mailboxes.
+  for (int i = 0; i < 4; ++i) {
+    std::error_code ec;
+    auto m = pgtest::put(s, pgtest::message({box, there}, "b" + std::to_string(i)), ec);
+    ASSERT_FALSE(ec);
+    shared.push_back(m->id);
+  }
+  auto changed = [&](std::vector<std::string> ids, auto start) {
+    auto [ec, n] = pgtest::wait<std::size_t>(
+        [&](auto h) { start(st::selection::of_ids(std::move(ids)), std::move(h)); });
+    EXPECT_FALSE(ec) << ec.message();
+    return n;
+  };
+  std::vector<std::string> added;
+  auto after_copy = [&] {
+    // The bucket is still owned by shard 1: every change is taken at once.
+    for (int i = 0; i < 5; ++i) {
+      std::error_code ec;
+      auto m = pgtest::put(s, pgtest::message({box2}, "n" + std::to_string(i)), ec);
+      EXPECT_FALSE(ec);
+      if (m) added.push_back(m->id);
+    }
+    EXPECT_EQ(changed({solo[0], solo[1], solo[2], shared[2]},
+                      [&](auto sel, auto h) { s.async_remove(std::move(sel), std::move(h)); }),
+              4u);
+    EXPECT_EQ(changed({solo[3], solo[4], shared[0]},
+                      [&](auto sel, auto h) {
+                        s.async_set_read(std::move(sel), true, std::move(h));
+                      }),
+              3u);
+    EXPECT_EQ(changed({solo[5], shared[1]},
+                      [&](auto sel, auto h) {
+                        s.async_set_tags(std::move(sel), {"moved"}, std::move(h));
+                      }),
+              2u);
+  };
+  adm::move_result res;
+  std::string msg;
+  ASSERT_FALSE(adm::move_bucket(dsns(3), 4, 0, res, msg, after_copy)) << msg;
+  EXPECT_EQ(res.from, 1u);
+  EXPECT_EQ(res.copied, 14u);
+  EXPECT_GE(res.caught_up, 12u);  // 5 new, 4 deleted, 3 read, 2 tagged (a change may note twice)
+  std::printf("catch-up: %llu notes, writes held %.1f ms\n",
+              static_cast<unsigned long long>(res.caught_up), res.frozen_ms);
+
+  // The old shard keeps nothing of the bucket, the new one has what the bucket holds now.
+  EXPECT_EQ(pgtest::count(1, "SELECT count(*) FROM mail.message"), 0);
+  EXPECT_EQ(pgtest::count(1, "SELECT count(*) FROM mail.move_log"), 0);
+  EXPECT_EQ(pgtest::count(1, "SELECT count(*) FROM mail.copying"), 0);
+  EXPECT_EQ(pgtest::count(0, "SELECT count(*) FROM mail.inbox WHERE bucket = 4"), 7 + 3 + 5);
+  EXPECT_EQ(pgtest::count(0, "SELECT count(*) FROM mail.message WHERE home"), 7 + 3 + 5);
+  EXPECT_EQ(pgtest::count(0, "SELECT coalesce(sum(messages), 0)::int8 FROM mail.tally"),
+            7 + 3 + 5);
+  EXPECT_EQ(pgtest::count(0, "SELECT coalesce(sum(unread), 0)::int8 FROM mail.tally"),
+            7 + 3 + 5 - 3);
+
+  auto listed = [&](const std::string& mb) {
+    st::list_request r(0, 100);
+    r.mailbox = mb;
+    auto [ec, p] = pgtest::wait<st::page>([&](auto h) { s.async_list(r, std::move(h)); });
+    EXPECT_FALSE(ec) << ec.message();
+    return p;
+  };
+  // The store's map follows the move within its refresh.
+  for (int i = 0; i < 100 && listed(box2).total != 5; ++i)
+    std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(listed(box).total, 7u + 3u);
+  EXPECT_EQ(listed(box2).total, 5u);
+  EXPECT_EQ(listed(there).total, 3u);
+  auto get = [&](const std::string& id) {
+    return pgtest::wait<st::message_ptr>([&](auto h) { s.async_get(id, std::move(h)); });
+  };
+  for (auto& id : {solo[0], solo[1], solo[2], shared[2]}) EXPECT_TRUE(get(id).first) << id;
+  for (auto& id : added) EXPECT_FALSE(get(id).first) << id;
+  for (auto& id : {solo[3], solo[4], shared[0]}) {
+    auto [ec, m] = get(id);
+    ASSERT_FALSE(ec) << id;
+    EXPECT_TRUE(m->is_read()) << id;
+  }
+  EXPECT_FALSE(get(solo[6]).second->is_read());
+  for (auto& id : {solo[5], shared[1]}) {
+    auto [ec, m] = get(id);
+    ASSERT_FALSE(ec) << id;
+    ASSERT_TRUE(m->tags());
+    EXPECT_EQ(*m->tags(), std::vector<std::string>{"moved"}) << id;
+  }
+  // The shared copies on shard 0 hold both mailboxes, once.
+  EXPECT_EQ(pgtest::count(0, "SELECT count(*) FROM mail.message WHERE cardinality(mailboxes) = 2"),
+            3);
+}
+
 TEST_F(PgMove, AnInterruptedMoveResumes) {
   auto cfg = pgtest::config(3);
   cfg.buckets = buckets;
@@ -208,6 +318,107 @@ TEST_F(PgMove, AnInterruptedMoveResumes) {
   EXPECT_EQ(pgtest::count(1, "SELECT count(*) FROM mail.message"), 0);
 }
 
+// A move stopped after it began noting changes (the notes pile up while writes go on)
+// is finished by running it again: the copy and the notes bring everything.
+TEST_F(PgMove, AMoveInterruptedDuringItsCopyResumes) {
+  auto cfg = pgtest::config(3);
+  cfg.buckets = buckets;
+  st::pg_store s(cfg);
+  ASSERT_TRUE(s.wait_ready(20s));
+  const std::string box = mailbox_in(5, 0);  // shard 2
+  std::vector<std::string> ids;
+  auto put = [&](const std::string& subject) {
+    std::error_code ec;
+    auto m = pgtest::put(s, pgtest::message({box}, subject), ec);
+    EXPECT_FALSE(ec);
+    if (m) ids.push_back(m->id);
+  };
+  for (int i = 0; i < 10; ++i) put("a" + std::to_string(i));
+  {
+    auto b = pgtest::connect(0);
+    b.execute(inlet::pg::sql("SELECT mail.expect_bucket_v1(5)"));
+    auto a = pgtest::connect(2);
+    a.execute(inlet::pg::sql("SELECT mail.start_copy_v1('{5}')"));
+  }
+  for (int i = 0; i < 3; ++i) put("b" + std::to_string(i));
+  auto [dec, deleted] = pgtest::wait<std::size_t>([&](auto h) {
+    s.async_remove(st::selection::of_ids({ids[0], ids[1]}), std::move(h));
+  });
+  ASSERT_FALSE(dec);
+  EXPECT_EQ(deleted, 2u);
+  auto [rec, marked] = pgtest::wait<std::size_t>(
+      [&](auto h) { s.async_set_read(st::selection::of_ids({ids[2]}), true, std::move(h)); });
+  ASSERT_FALSE(rec);
+  EXPECT_EQ(marked, 1u);
+  EXPECT_EQ(pgtest::count(2, "SELECT count(DISTINCT id) FROM mail.move_log WHERE bucket = 5"), 6);
+  EXPECT_EQ(adm::status(dsns(3))[2].copying, std::vector<std::int32_t>{5});
+
+  adm::move_result res;
+  std::string msg;
+  ASSERT_FALSE(adm::move_bucket(dsns(3), 5, 0, res, msg)) << msg;
+  EXPECT_EQ(res.from, 2u);
+  EXPECT_EQ(res.copied, 11u);
+  EXPECT_GE(res.caught_up, 6u);
+  EXPECT_EQ(pgtest::count(2, "SELECT count(*) FROM mail.move_log"), 0);
+  EXPECT_EQ(pgtest::count(2, "SELECT count(*) FROM mail.copying"), 0);
+  EXPECT_EQ(pgtest::count(2, "SELECT count(*) FROM mail.message"), 0);
+  EXPECT_EQ(pgtest::count(0, "SELECT count(*) FROM mail.inbox WHERE bucket = 5"), 11);
+  EXPECT_EQ(pgtest::count(0, "SELECT count(*) FROM mail.message WHERE read AND primary_bucket = 5"),
+            1);
+  st::list_request r(0, 100);
+  r.mailbox = box;
+  st::page p;
+  for (int i = 0; i < 100; ++i) {  // the store's map follows within its refresh
+    auto [ec, got] = pgtest::wait<st::page>([&](auto h) { s.async_list(r, std::move(h)); });
+    p = got;
+    if (!ec && p.total == 11) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_EQ(p.total, 11u);
+  EXPECT_EQ(p.unread, 10u);
+}
+
+// A move stopped after the new shard took the bucket and before the old one left it:
+// both count it. Listings still answer (read again, then as they are, IDs once), and
+// running the move again finishes it.
+TEST_F(PgMove, AMoveInterruptedBetweenTakeAndLeaveResumes) {
+  auto cfg = pgtest::config(3);
+  cfg.buckets = buckets;
+  st::pg_store s(cfg);
+  ASSERT_TRUE(s.wait_ready(20s));
+  const std::string box = mailbox_in(10, 0);  // shard 1; bucket 9 (shard 0) stays empty
+  for (int i = 0; i < 5; ++i) {
+    std::error_code ec;
+    pgtest::put(s, pgtest::message({box}, "t" + std::to_string(i)), ec);
+    ASSERT_FALSE(ec);
+  }
+  {
+    auto b = pgtest::connect(1);
+    b.execute(inlet::pg::sql("SELECT mail.expect_bucket_v1(9)"));
+    auto a = pgtest::connect(0);
+    a.execute(inlet::pg::sql("SELECT mail.freeze_bucket_v1(9, '')"));
+    b.execute(inlet::pg::sql("SELECT mail.take_bucket_v1(9, '')"));  // empty: nothing to copy
+  }
+  for (int i = 0; i < 3; ++i) {
+    auto [ec, p] = pgtest::wait<st::page>(
+        [&](auto h) { s.async_list(st::list_request(0, 100), std::move(h)); });
+    ASSERT_FALSE(ec) << ec.message();
+    EXPECT_EQ(p.total, 5u);
+    EXPECT_TRUE(distinct(p));
+  }
+  std::string metrics;
+  s.append_metrics(metrics);
+  EXPECT_NE(metrics.find("inlet_pg_list_rereads_total "), std::string::npos);
+  EXPECT_EQ(metrics.find("inlet_pg_list_rereads_total 0\n"), std::string::npos);  // read again
+  adm::move_result res;
+  std::string msg;
+  ASSERT_FALSE(adm::move_bucket(dsns(3), 9, 1, res, msg)) << msg;
+  EXPECT_EQ(res.from, 0u);
+  auto st3 = adm::status(dsns(3));
+  EXPECT_TRUE(st3[0].frozen.empty() && st3[0].gone.empty());
+  EXPECT_TRUE(std::find(st3[1].owned.begin(), st3[1].owned.end(), 9) != st3[1].owned.end());
+}
+
 TEST_F(PgMove, AddsAShardAndRebalances) {
   auto cfg = pgtest::config(3);
   cfg.buckets = buckets;
@@ -253,4 +464,151 @@ TEST_F(PgMove, AddsAShardAndRebalances) {
     auto [e, m] = pgtest::wait<st::message_ptr>([&](auto h) { s.async_get(id, std::move(h)); });
     EXPECT_FALSE(e) << id;
   }
+}
+
+namespace {
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  auto i = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1));
+  return v[i];
+}
+
+}  // namespace
+
+// A fourth shard added and the buckets rebalanced while two writers put and a reader
+// lists: no put or read fails, the global total never drops below what was acknowledged
+// before the listing began nor exceeds what was acknowledged (or in flight) after it,
+// every acknowledged message ends with exactly one home copy. Put latency before and
+// during the rebalance is printed (measured, never asserted).
+TEST_F(PgMove, RebalancesUnderLoadWithoutStallOrDip) {
+  auto cfg = pgtest::config(3);
+  cfg.buckets = buckets;
+  std::size_t seeded = 0;
+  {
+    st::pg_store s(cfg);
+    ASSERT_TRUE(s.wait_ready(20s));
+    for (int i = 0; i < 300; ++i, ++seeded) {
+      std::error_code ec;
+      pgtest::put(s, pgtest::message({"seed" + std::to_string(i) + "@example.com"}, "x"), ec);
+      ASSERT_FALSE(ec);
+    }
+  }
+  auto cfg4 = pgtest::config(4);
+  cfg4.buckets = buckets;
+  st::pg_store s(cfg4);
+  ASSERT_TRUE(s.wait_ready(20s)) << s.health().detail;
+
+  constexpr int writers = 2;
+  std::atomic<bool> stop{false}, moving{false};
+  std::atomic<std::size_t> acked_n{seeded};
+  std::mutex mu;
+  std::vector<std::string> acked;
+  std::vector<double> before_ms, during_ms;
+  std::string list_error;  // the first failed read, under mu
+  std::atomic<int> put_failed{0}, list_failed{0}, dips{0}, over{0}, doubled{0}, lists{0};
+  std::vector<std::thread> ws;
+  for (int w = 0; w < writers; ++w) {
+    ws.emplace_back([&, w] {
+      for (int i = 0; !stop.load() && i < 200000; ++i) {
+        std::vector<std::string> rcpt = {"w" + std::to_string((i * writers + w) % 200) +
+                                         "@example.com"};
+        if (i % 3 == 0) rcpt.push_back("v" + std::to_string(i % 97) + "@example.com");
+        bool during = moving.load();
+        auto t0 = std::chrono::steady_clock::now();
+        std::error_code ec;
+        auto m = pgtest::put(s, pgtest::message(rcpt, "l" + std::to_string(i)), ec);
+        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                        .count();
+        if (ec) {
+          put_failed.fetch_add(1);
+          continue;
+        }
+        std::lock_guard lk(mu);
+        acked.push_back(m->id);
+        acked_n.fetch_add(1);
+        (during ? during_ms : before_ms).push_back(ms);
+      }
+    });
+  }
+  std::thread reader([&] {
+    std::size_t last_total = 0;
+    for (int i = 0; !stop.load() && i < 100000; ++i) {
+      auto low = acked_n.load();
+      auto [ec, p] = pgtest::wait<st::page>(
+          [&](auto h) { s.async_list(st::list_request(0, 20), std::move(h)); });
+      auto high = acked_n.load() + writers;
+      if (ec || p.partial) {
+        list_failed.fetch_add(1);
+        std::lock_guard lk(mu);
+        if (list_error.empty()) list_error = "global: " + (ec ? ec.message() : "partial");
+        continue;
+      }
+      lists.fetch_add(1);
+      if (p.total < low || p.total < last_total) dips.fetch_add(1);
+      if (p.total > high) over.fetch_add(1);
+      if (!distinct(p)) doubled.fetch_add(1);
+      last_total = p.total;
+      st::list_request r(0, 20);
+      r.mailbox = "w" + std::to_string(i % 200) + "@example.com";
+      auto [mec, mp] = pgtest::wait<st::page>([&](auto h) { s.async_list(r, std::move(h)); });
+      if (mec) {
+        list_failed.fetch_add(1);
+        std::lock_guard lk(mu);
+        if (list_error.empty()) list_error = "mailbox " + r.mailbox + ": " + mec.message();
+      }
+    }
+  });
+  std::this_thread::sleep_for(1s);
+  auto plan = adm::plan_rebalance(adm::status(dsns(4)));
+  ASSERT_EQ(plan.size(), 16u);
+  moving.store(true);
+  auto t0 = std::chrono::steady_clock::now();
+  adm::move_result res;
+  std::string msg;
+  auto ec = adm::move_buckets(dsns(4), plan, 8, res, msg);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  moving.store(false);
+  std::this_thread::sleep_for(300ms);
+  stop.store(true);
+  for (auto& t : ws) t.join();
+  reader.join();
+  ASSERT_FALSE(ec) << msg;
+
+  std::lock_guard lk(mu);
+  std::printf(
+      "rebalance of %zu buckets under load: %.2f s, %llu copies, %llu caught up, writes held "
+      "at most %.1f ms; put p99 before %.1f ms (%zu puts), during %.1f ms (%zu puts, max %.1f); "
+      "%d listings\n",
+      plan.size(), took, static_cast<unsigned long long>(res.copied),
+      static_cast<unsigned long long>(res.caught_up), res.frozen_ms, percentile(before_ms, 0.99),
+      before_ms.size(), percentile(during_ms, 0.99), during_ms.size(),
+      percentile(during_ms, 1.0), lists.load());
+  EXPECT_EQ(put_failed.load(), 0);
+  EXPECT_EQ(list_failed.load(), 0) << list_error;
+  EXPECT_EQ(dips.load(), 0);
+  EXPECT_EQ(over.load(), 0);
+  EXPECT_EQ(doubled.load(), 0);
+  EXPECT_GT(lists.load(), 0);
+  EXPECT_FALSE(during_ms.empty());
+
+  auto after = adm::status(dsns(4));
+  for (auto& sh : after) {
+    EXPECT_EQ(sh.owned.size(), 16u) << sh.index;
+    EXPECT_TRUE(sh.frozen.empty() && sh.incoming.empty() && sh.gone.empty()) << sh.index;
+  }
+  std::map<std::string, int> homes;
+  for (unsigned i = 0; i < 4; ++i) {
+    auto c = pgtest::connect(i);
+    std::vector<std::string> ids;
+    c.query(inlet::pg::sql("SELECT id FROM mail.message WHERE home"), inlet::pg::into(ids));
+    for (auto& id : ids) homes[id]++;
+  }
+  for (auto& id : acked) EXPECT_EQ(homes[id], 1) << id;
+  EXPECT_EQ(homes.size(), acked.size() + seeded);
+  auto [gec, g] = pgtest::wait<st::page>(
+      [&](auto h) { s.async_list(st::list_request(0, 10), std::move(h)); });
+  ASSERT_FALSE(gec);
+  EXPECT_EQ(g.total, acked.size() + seeded);
 }

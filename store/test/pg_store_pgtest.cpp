@@ -847,22 +847,31 @@ TEST_F(PgStore, ADatabaseOfSchemaVersion1UpgradesAndItsRowsReadTotalsZero) {
     st::pg_store s(pgtest::config(3));
     ASSERT_TRUE(s.wait_ready(20s));
   }
-  // Back to schema version 1 on every shard: what migration 2 adds is removed, and the
-  // function it replaced is restored from migration 1.
-  std::string store_copies_v1;
+  // Back to schema version 1 on every shard: what migrations 2 and 3 add is removed, and
+  // the functions they replaced are restored from migration 1.
+  std::vector<std::string> restore_v1;
   for (auto stmt : pgs::split_sql(pgs::migrations().at(0).sql)) {
     std::string text(stmt);
-    auto at = text.find("CREATE FUNCTION mail.store_copies(");
-    if (at == std::string::npos) continue;
-    store_copies_v1 = text.replace(at, 15, "CREATE OR REPLACE FUNCTION");
+    for (const char* f : {"CREATE FUNCTION mail.store_copies(", "CREATE FUNCTION mail.writable(",
+                          "CREATE FUNCTION mail.clear_v1("}) {
+      auto at = text.find(f);
+      if (at != std::string::npos)
+        restore_v1.push_back(text.replace(at, 15, "CREATE OR REPLACE FUNCTION"));
+    }
   }
-  ASSERT_FALSE(store_copies_v1.empty());
+  ASSERT_EQ(restore_v1.size(), 3u);
   for (unsigned i = 0; i < 3; ++i) {
     auto c = pgtest::connect(i);
     c.execute("SET client_min_messages = warning");
     c.execute("DROP TYPE mail.new_message_v2 CASCADE");
     c.execute("ALTER TABLE mail.message DROP COLUMN totals");
-    c.execute(store_copies_v1);
+    c.execute("DROP FUNCTION mail.log_moving_rows() CASCADE");
+    c.execute("DROP TABLE mail.copying, mail.move_log");
+    c.execute("DROP INDEX mail.message_primary_bucket");
+    c.execute(
+        "DROP FUNCTION mail.expect_buckets_v1, mail.start_copy_v1, mail.freeze_buckets_v1, "
+        "mail.take_buckets_v1, mail.leave_buckets_v2, mail.release_buckets_v1");
+    for (auto& f : restore_v1) c.execute(f);
     c.execute("DELETE FROM mail.migration WHERE version > 1");
     EXPECT_EQ(pgtest::count(i, "SELECT max(version)::int8 FROM mail.migration"), 1);
   }
@@ -881,7 +890,8 @@ TEST_F(PgStore, ADatabaseOfSchemaVersion1UpgradesAndItsRowsReadTotalsZero) {
   st::pg_store s(pgtest::config(3));
   ASSERT_TRUE(s.wait_ready(20s)) << s.health().detail;
   for (unsigned i = 0; i < 3; ++i)
-    EXPECT_EQ(pgtest::count(i, "SELECT max(version)::int8 FROM mail.migration"), 2);
+    EXPECT_EQ(pgtest::count(i, "SELECT max(version)::int8 FROM mail.migration"),
+              pgs::migrations().back().version);
   const st::summary::list_totals zero{};
   auto got = inlet::store::test::get_sync(s, old.id);
   ASSERT_FALSE(got.ec) << got.ec.message();

@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <chrono>
+#include <functional>
 #include <boost/asio/io_context.hpp>
 #include <map>
 #include <memory>
@@ -109,6 +111,11 @@ std::vector<shard_status> status(const std::vector<std::string>& shards) {
       else
         s.gone.push_back(bucket);
     }
+    if (s.schema_version >= 3) {
+      std::vector<std::int32_t> cp;
+      c.query(pg::sql("SELECT bucket FROM mail.copying ORDER BY bucket"), pg::into(cp), ec);
+      if (!ec) s.copying = std::move(cp);
+    }
     std::vector<std::tuple<std::int64_t, std::int64_t>> n;
     c.query(pg::sql("SELECT (SELECT coalesce(sum(messages), 0)::int8 FROM mail.tally), "
                     "(SELECT count(*) FROM mail.message)"),
@@ -121,23 +128,78 @@ std::vector<shard_status> status(const std::vector<std::string>& shards) {
 
 namespace {
 
-// Step 3: every copy A holds for bucket b, written to B in chunks (each its own
-// transaction; B keeps them hidden until it takes the bucket, and a repeated chunk is
-// skipped, so an interrupted copy is simply run again).
-std::error_code copy_bucket(pg::connection& a, pg::connection& b, std::int32_t bucket,
-                            move_result& out, std::string& message) {
-  std::error_code ec;
-  auto types = load_types(b, ec);
-  if (ec || !types.complete()) {
-    message = "target shard: cannot read its types: " + why(b, ec);
-    return ec ? ec : make_error_code(errc::unavailable);
+const std::string channel = "inlet_events";
+
+// The columns a copy is rebuilt from: the summary, raw, and its placement.
+const std::string& row_columns() {
+  static const std::string c =
+      pgs::summary_columns("m", true) + ", m.primary_bucket, m.mailboxes, m.buckets";
+  return c;
+}
+
+// Rows of `r` (row_columns) as copies for bucket `bucket` on the new shard: never home,
+// with the bucket's mailboxes only. Appends to `param` (an array body) and counts.
+std::error_code encode_rows(const pg::result& r, const pgs::shard_types& types,
+                            std::int32_t bucket, std::vector<std::string>& encoded,
+                            std::string* last, bool holding_only = false) {
+  const int base = r.columns() - 3;
+  for (int i = 0; i < r.rows(); ++i) {
+    if (holding_only) {  // rows of several buckets: those of this one
+      std::int32_t primary = 0;
+      std::vector<std::int32_t> bks;
+      r.at(i, base).as(primary);
+      r.at(i, base + 2).as(bks);
+      bool holds = std::find(bks.begin(), bks.end(), bucket) != bks.end() ||
+                   (primary == bucket && bks.empty());
+      if (!holds) continue;
+    }
+    stored_message m;
+    if (auto e = pgs::read_summary_row(r, i, true, m)) return e;
+    std::int32_t primary = 0;
+    std::vector<std::string> boxes;
+    std::vector<std::int32_t> bks;
+    r.at(i, base).as(primary);
+    r.at(i, base + 1).as(boxes);
+    r.at(i, base + 2).as(bks);
+    std::vector<std::string> mine;
+    std::vector<std::int32_t> mine_b;
+    for (std::size_t k = 0; k < boxes.size() && k < bks.size(); ++k) {
+      if (bks[k] != bucket) continue;
+      mine.push_back(boxes[k]);
+      mine_b.push_back(bks[k]);
+    }
+    auto us = static_cast<std::int64_t>(m.seq);  // arrival: the ID's time and the partition key
+    pgs::copy_view v{&m, us, false, primary, &mine, &mine_b, m.is_read()};
+    pgs::encode_copy(encoded.emplace_back(), types, v);
+    if (last) *last = m.id;
   }
-  const std::string sql = "SELECT " + pgs::summary_columns("m", true) +
-                          ", m.primary_bucket, m.mailboxes, m.buckets"
-                          " FROM mail.message m WHERE m.id > $2 AND ((m.id, m.received) IN "
-                          "(SELECT i.id, i.received FROM mail.inbox i WHERE i.bucket = $1) OR "
-                          "(m.primary_bucket = $1 AND m.mailboxes = "
-                          "'{}')) AND m.received >= $3 ORDER BY m.id LIMIT 200";
+  return {};
+}
+
+std::string array_param(const pgs::shard_types& types, const std::vector<std::string>& encoded) {
+  std::string param;
+  pgs::encode_array_header(param, types.new_message, encoded.size());
+  for (auto& e : encoded) pgs::encode_element(param, e);
+  return param;
+}
+
+// Every copy A holds for bucket b, written to B in chunks (each its own transaction; B
+// keeps them hidden until it takes the bucket, and a repeated chunk is skipped, so an
+// interrupted copy is simply run again). Writes to b go on meanwhile: A notes what they
+// change (mail.move_log) and catch_up applies it afterwards.
+std::error_code copy_bucket(pg::connection& a, pg::connection& b, const pgs::shard_types& types,
+                            std::int32_t bucket, move_result& out, std::string& message) {
+  std::error_code ec;
+  // The next chunk's keys from the bucket's mailbox rows (the inbox key leads with the
+  // bucket) and its messages without recipients (their own index), then those rows: a
+  // condition on mail.message alone walks every copy of the shard in ID order.
+  const std::string sql =
+      "WITH k AS (SELECT i.id, i.received FROM mail.inbox i WHERE i.bucket = $1 AND i.id > $2"
+      " AND i.received >= $3 UNION SELECT n.id, n.received FROM mail.message n"
+      " WHERE n.primary_bucket = $1 AND n.mailboxes = '{}' AND n.id > $2 AND n.received >= $3"
+      " ORDER BY 1 LIMIT 200) SELECT " +
+      row_columns() +
+      " FROM k JOIN mail.message m ON m.id = k.id AND m.received = k.received ORDER BY m.id";
   // Rows older than the target's oldest partition have expired there already.
   std::vector<std::optional<pg::timestamptz>> oldest;
   b.query(pg::sql("SELECT min(lower) FROM mail.part"), pg::into(oldest), ec);
@@ -151,37 +213,13 @@ std::error_code copy_bucket(pg::connection& a, pg::connection& b, std::int32_t b
       return ec;
     }
     if (r.rows() == 0) return {};
-    std::vector<std::string> encoded(static_cast<std::size_t>(r.rows()));
-    const int base = r.columns() - 3;
-    for (int i = 0; i < r.rows(); ++i) {
-      stored_message m;
-      if (auto e = pgs::read_summary_row(r, i, true, m)) {
-        message = "decoding a row of the old shard";
-        return e;
-      }
-      std::int32_t primary = 0;
-      std::vector<std::string> boxes;
-      std::vector<std::int32_t> bks;
-      r.at(i, base).as(primary);
-      r.at(i, base + 1).as(boxes);
-      r.at(i, base + 2).as(bks);
-      std::vector<std::string> mine;
-      std::vector<std::int32_t> mine_b;
-      for (std::size_t k = 0; k < boxes.size() && k < bks.size(); ++k) {
-        if (bks[k] != bucket) continue;
-        mine.push_back(boxes[k]);
-        mine_b.push_back(bks[k]);
-      }
-      auto us = static_cast<std::int64_t>(m.seq);  // arrival: the ID's time and the partition key
-      pgs::copy_view v{&m, us, false, primary, &mine, &mine_b, m.is_read()};
-      pgs::encode_copy(encoded[static_cast<std::size_t>(i)], types, v);
-      last = m.id;
+    std::vector<std::string> encoded;
+    if (auto e = encode_rows(r, types, bucket, encoded, &last)) {
+      message = "decoding a row of the old shard";
+      return e;
     }
-    std::string param;
-    pgs::encode_array_header(param, types.new_message, encoded.size());
-    for (auto& e : encoded) pgs::encode_element(param, e);
     auto q = pg::sql("SELECT mail.import_v2($1::mail.new_message_v2[], $2)",
-                     pgs::raw_param{std::move(param)}, bucket);
+                     pgs::raw_param{array_param(types, encoded)}, bucket);
     b.query(q, ec);
     if (ec) {
       message = "writing bucket rows to the new shard: " + why(b, ec);
@@ -191,10 +229,257 @@ std::error_code copy_bucket(pg::connection& a, pg::connection& b, std::int32_t b
   }
 }
 
+// Applies A's notes for the buckets to B, batch after batch, until a batch finds fewer
+// notes than it could take (all there were when it read them). Per batch: one query for
+// the notes of every bucket of the group (buckets nobody wrote to cost nothing), one for
+// the noted copies as A holds them now, and one transaction on B applying each bucket's
+// (catch_up_v1: b's part of each noted copy removed, what A holds stored again; one
+// commit). Notes are removed from A after B applied them, so an interruption applies them
+// again (catch_up_v1 is idempotent). `applied`: how many notes.
+std::error_code catch_up(pg::connection& a, pg::connection& b, const pgs::shard_types& types,
+                         const std::vector<std::int32_t>& buckets, std::uint64_t& applied,
+                         std::string& message) {
+  constexpr std::int64_t batch = 1000;
+  static const std::string rows_sql =
+      "SELECT " + row_columns() +
+      " FROM mail.message m JOIN unnest($1::text[], $2::timestamptz[]) AS x(id, received)"
+      " ON m.id = x.id AND m.received = x.received";
+  std::error_code ec;
+  for (;;) {
+    std::vector<std::tuple<std::int64_t, std::int32_t, std::string, pg::timestamptz>> notes;
+    a.query(pg::sql("SELECT seq, bucket, id, received FROM mail.move_log WHERE bucket = ANY ($1) "
+                    "ORDER BY seq LIMIT $2",
+                    buckets, batch),
+            pg::into(notes), ec);
+    if (ec) {
+      message = "reading the old shard's change notes: " + why(a, ec);
+      return ec;
+    }
+    if (notes.empty()) return {};
+    std::vector<std::int64_t> seqs;
+    using key = std::pair<std::string, pg::timestamptz>;
+    std::map<std::int32_t, std::vector<key>> by_bucket;
+    std::vector<key> all;
+    for (auto& [seq, bk, id, rcvd] : notes) {
+      seqs.push_back(seq);
+      by_bucket[bk].emplace_back(id, rcvd);
+      all.emplace_back(id, rcvd);
+    }
+    auto split = [](std::vector<key>& keys, std::vector<std::string>& ids,
+                    std::vector<pg::timestamptz>& rcvd) {
+      std::sort(keys.begin(), keys.end());
+      keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+      for (auto& [id, t] : keys) ids.push_back(id), rcvd.push_back(t);
+    };
+    std::vector<std::string> all_ids;
+    std::vector<pg::timestamptz> all_rcvd;
+    split(all, all_ids, all_rcvd);
+    auto r = a.query(pg::sql(rows_sql, all_ids, all_rcvd), ec);
+    if (ec) {
+      message = "reading changed rows from the old shard: " + why(a, ec);
+      return ec;
+    }
+    pg::batch apply;
+    apply.add("BEGIN");
+    for (auto& [bk, keys] : by_bucket) {
+      std::vector<std::string> ids;
+      std::vector<pg::timestamptz> rcvd;
+      split(keys, ids, rcvd);
+      std::vector<std::string> encoded;
+      if (auto e = encode_rows(r, types, bk, encoded, nullptr, true)) {
+        message = "decoding a row of the old shard";
+        return e;
+      }
+      apply.add("SELECT mail.catch_up_v1($1::mail.new_message_v2[], $2, $3, $4)",
+                pgs::raw_param{array_param(types, encoded)}, ids, rcvd, bk);
+    }
+    apply.add("COMMIT");
+    b.execute(std::move(apply), ec);
+    if (ec) {
+      message = "applying changes to the new shard: " + why(b, ec);
+      std::error_code ignored;
+      b.execute(pg::query<>("ROLLBACK"), ignored);
+      return ec;
+    }
+    a.query(pg::sql("DELETE FROM mail.move_log WHERE seq = ANY ($1)", seqs), ec);
+    if (ec) {
+      message = "removing applied change notes: " + why(a, ec);
+      return ec;
+    }
+    applied += notes.size();
+    if (static_cast<std::int64_t>(notes.size()) < batch) return {};
+  }
+}
+
+// Connections to every shard, opened once for a whole rebalance.
+struct session {
+  std::vector<std::unique_ptr<link>> links;
+  std::vector<std::optional<pgs::shard_types>> types;
+
+  std::error_code open_all(const std::vector<std::string>& shards, std::string& message) {
+    links.resize(shards.size());
+    types.resize(shards.size());
+    for (unsigned i = 0; i < shards.size(); ++i) {
+      std::string err;
+      links[i] = open(shards[i], err);
+      if (!links[i]) {
+        message = "shard " + std::to_string(i) + " (" + pgs::dsn_endpoint(shards[i]) +
+                  ") unreachable: " + err;
+        return make_error_code(errc::unavailable);
+      }
+    }
+    return {};
+  }
+  pg::connection& at(unsigned i) { return *links[i]->conn; }
+  const pgs::shard_types* types_of(unsigned i, std::string& message) {
+    if (!types[i]) {
+      std::error_code ec;
+      auto t = load_types(at(i), ec);
+      if (ec || !t.complete()) {
+        message = "shard " + std::to_string(i) + ": cannot read its types: " + why(at(i), ec);
+        return nullptr;
+      }
+      types[i] = t;
+    }
+    return &*types[i];
+  }
+  // Every bucket's state on every shard.
+  std::error_code states(std::vector<std::map<std::int32_t, std::string>>& out,
+                         std::string& message) {
+    out.assign(links.size(), {});
+    for (unsigned i = 0; i < links.size(); ++i) {
+      std::error_code ec;
+      std::vector<std::tuple<std::int32_t, std::string>> rows;
+      at(i).query(pg::sql("SELECT bucket, state FROM mail.bucket"), pg::into(rows), ec);
+      if (ec) {
+        message = "shard " + std::to_string(i) + ": " + why(at(i), ec);
+        return ec;
+      }
+      for (auto& [b, st] : rows) out[i][b] = st;
+    }
+    return {};
+  }
+};
+
+using steady = std::chrono::steady_clock;
+
+// Moves `buckets` from shard `from` to shard `to` together: every change of state is
+// one transaction for all of them (one commit and one notification), the copies and
+// catch-ups go bucket by bucket. Each bucket's states are checked first, so a group
+// interrupted anywhere is finished by running it again.
+std::error_code move_group(session& s, unsigned from, unsigned to,
+                           const std::vector<std::int32_t>& buckets,
+                           const std::vector<std::map<std::int32_t, std::string>>& where,
+                           move_result& out, std::string& message,
+                           const std::function<void()>& after_copy = {}) {
+  auto& a = s.at(from);
+  auto& b = s.at(to);
+  auto st = [&](unsigned shard, std::int32_t bk) {
+    auto it = where[shard].find(bk);
+    return it == where[shard].end() ? std::string() : it->second;
+  };
+  std::error_code ec;
+  auto call = [&](pg::connection& c, const auto& q, const char* what) {
+    auto r = c.query(q, ec);
+    if (ec) message = std::string(what) + ": " + why(c, ec);
+    return r;
+  };
+  std::vector<std::int32_t> expect, copy, live, take, leave;
+  for (auto bk : buckets) {
+    auto sa = st(from, bk), sb = st(to, bk);
+    if (sb.empty()) expect.push_back(bk);
+    if (sb.empty() || sb == "incoming") {
+      if (sa == "owned" || sa == "frozen") copy.push_back(bk);
+      if (sa == "owned") live.push_back(bk);
+      take.push_back(bk);
+    }
+    if (sa == "owned" || sa == "frozen") leave.push_back(bk);
+  }
+  if (!expect.empty()) {
+    call(b, pg::sql("SELECT mail.expect_buckets_v1($1)", expect),
+         "marking the buckets incoming on the new shard");
+    if (ec) return ec;
+  }
+  const pgs::shard_types* types = nullptr;
+  if (!copy.empty()) {
+    call(a, pg::sql("SELECT mail.start_copy_v1($1)", copy),
+         "noting changes of the buckets on the old shard");
+    if (ec) return ec;
+    types = s.types_of(to, message);
+    if (!types) return make_error_code(errc::unavailable);
+    for (auto bk : copy)
+      if ((ec = copy_bucket(a, b, *types, bk, out, message))) return ec;
+    if (after_copy) after_copy();
+    // What changed during the copy, while writes go on; a few passes, until a pass
+    // finds little, so that what is left for the frozen moment is short.
+    for (int pass = 0; pass < 20; ++pass) {
+      std::uint64_t n = 0;
+      if ((ec = catch_up(a, b, *types, copy, n, message))) return ec;
+      out.caught_up += n;
+      if (n < 50) break;
+    }
+  }
+  auto frozen_at = steady::now();
+  if (!live.empty()) {
+    call(a, pg::sql("SELECT mail.freeze_buckets_v1($1, $2)", live, channel),
+         "freezing the buckets on the old shard");
+    if (ec) return ec;
+    frozen_at = steady::now();
+  }
+  if (!copy.empty()) {
+    std::uint64_t n = 0;
+    if ((ec = catch_up(a, b, *types, copy, n, message))) return ec;
+    out.caught_up += n;
+  }
+  if (!take.empty()) {
+    call(b, pg::sql("SELECT mail.take_buckets_v1($1, $2)", take, channel),
+         "taking the buckets on the new shard");
+    if (ec) return ec;
+  }
+  if (!live.empty())
+    out.frozen_ms = std::max(out.frozen_ms, std::chrono::duration<double, std::milli>(
+                                                steady::now() - frozen_at)
+                                                .count());
+  if (!leave.empty()) {
+    call(a, pg::sql("SELECT mail.leave_buckets_v2($1, $2)", leave, channel),
+         "leaving the buckets on the old shard");
+    if (ec) return ec;
+  }
+  auto r = call(a, pg::sql("SELECT mail.release_buckets_v1($1)", buckets),
+                "removing the buckets from the old shard");
+  if (ec) return ec;
+  std::int64_t released = 0;
+  if (scalar(a, r, released)) out.released += static_cast<std::uint64_t>(released);
+  return {};
+}
+
+// Where a bucket is moved from: the shard that holds it other than `to` (-1: none).
+int source_of(const std::vector<std::map<std::int32_t, std::string>>& where, std::int32_t bucket,
+              unsigned to) {
+  for (unsigned i = 0; i < where.size(); ++i) {
+    if (i == to) continue;
+    auto it = where[i].find(bucket);
+    if (it != where[i].end() &&
+        (it->second == "owned" || it->second == "frozen" || it->second == "gone"))
+      return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::string describe_states(const std::vector<std::map<std::int32_t, std::string>>& where,
+                            std::int32_t bucket) {
+  std::string m = "bucket " + std::to_string(bucket) + " has no owner (states:";
+  for (unsigned i = 0; i < where.size(); ++i)
+    if (auto it = where[i].find(bucket); it != where[i].end())
+      m += " shard " + std::to_string(i) + " " + it->second;
+  return m + ")";
+}
+
 }  // namespace
 
 std::error_code move_bucket(const std::vector<std::string>& shards, std::uint32_t bucket_u,
-                            unsigned to, move_result& out, std::string& message) {
+                            unsigned to, move_result& out, std::string& message,
+                            const std::function<void()>& after_copy) {
   out = {};
   out.to = to;
   auto bucket = static_cast<std::int32_t>(bucket_u);
@@ -202,84 +487,67 @@ std::error_code move_bucket(const std::vector<std::string>& shards, std::uint32_
     message = "no shard " + std::to_string(to);
     return make_error_code(errc::invalid_argument);
   }
-  std::vector<std::unique_ptr<link>> links(shards.size());
-  for (unsigned i = 0; i < shards.size(); ++i) {
-    std::string err;
-    links[i] = open(shards[i], err);
-    if (!links[i]) {
-      message = "shard " + std::to_string(i) + " (" + pgs::dsn_endpoint(shards[i]) +
-                ") unreachable: " + err;
-      return make_error_code(errc::unavailable);
-    }
-  }
-  // Where is the bucket now, and in which state?
-  std::map<unsigned, std::string> where;
-  for (unsigned i = 0; i < shards.size(); ++i) {
-    std::error_code ec;
-    std::vector<std::string> st;
-    links[i]->conn->query(pg::sql("SELECT state FROM mail.bucket WHERE bucket = $1", bucket),
-                          pg::into(st), ec);
-    if (ec) {
-      message = "shard " + std::to_string(i) + ": " + why(*links[i]->conn, ec);
-      return ec;
-    }
-    if (!st.empty()) where[i] = st.front();
-  }
-  int from = -1;
-  for (auto& [i, st] : where)
-    if (i != to && (st == "owned" || st == "frozen" || st == "gone")) from = static_cast<int>(i);
+  session s;
+  if (auto ec = s.open_all(shards, message)) return ec;
+  std::vector<std::map<std::int32_t, std::string>> where;
+  if (auto ec = s.states(where, message)) return ec;
+  int from = source_of(where, bucket, to);
   if (from < 0) {
-    if (where.count(to) && where[to] == "owned") {
+    auto it = where[to].find(bucket);
+    if (it != where[to].end() && it->second == "owned") {
       out.already_there = true;
       return {};
     }
-    message = "bucket " + std::to_string(bucket) + " has no owner (states:";
-    for (auto& [i, st] : where) message += " shard " + std::to_string(i) + " " + st;
-    message += ")";
+    message = describe_states(where, bucket);
     return make_error_code(errc::unavailable);
   }
   out.from = static_cast<unsigned>(from);
-  auto& a = *links[static_cast<std::size_t>(from)]->conn;
-  auto& b = *links[to]->conn;
-  const std::string channel = "inlet_events";
-  std::error_code ec;
-  auto step = [&](pg::connection& c, const auto& q, const char* what) {
-    auto r = c.query(q, ec);
-    if (ec) message = std::string(what) + ": " + why(c, ec);
-    return r;
-  };
-  std::string a_state = where[static_cast<unsigned>(from)];
-  std::string b_state = where.count(to) ? where[to] : "";
-  if (b_state.empty() || b_state == "incoming") {
-    if (a_state == "owned" || a_state == "frozen") {
-      step(b, pg::sql("SELECT mail.expect_bucket_v1($1)", bucket),
-           "marking the bucket incoming on the new shard");
-      if (ec) return ec;
-      step(a, pg::sql("SELECT mail.freeze_bucket_v1($1, $2)", bucket, channel),
-           "freezing the bucket on the old shard");
-      if (ec) return ec;
-      if ((ec = copy_bucket(a, b, bucket, out, message))) return ec;
-      step(a, pg::sql("SELECT mail.leave_bucket_v1($1, $2)", bucket, channel),
-           "leaving the bucket on the old shard");
-      if (ec) return ec;
-      a_state = "gone";
+  return move_group(s, out.from, to, {bucket}, where, out, message, after_copy);
+}
+
+std::error_code move_buckets(const std::vector<std::string>& shards,
+                             const std::vector<std::pair<std::uint32_t, unsigned>>& moves,
+                             std::size_t group_size, move_result& out, std::string& message,
+                             const std::function<void(std::size_t done)>& progress) {
+  out = {};
+  session s;
+  if (auto ec = s.open_all(shards, message)) return ec;
+  std::vector<std::map<std::int32_t, std::string>> where;
+  if (auto ec = s.states(where, message)) return ec;
+  if (group_size == 0) group_size = 1;
+  // Moves between the same two shards, in plan order, grouped.
+  std::map<std::pair<unsigned, unsigned>, std::vector<std::int32_t>> by_pair;
+  for (auto [bu, to] : moves) {
+    auto bucket = static_cast<std::int32_t>(bu);
+    if (to >= shards.size()) {
+      message = "no shard " + std::to_string(to);
+      return make_error_code(errc::invalid_argument);
     }
-    if (a_state == "gone") {
-      step(b, pg::sql("SELECT mail.take_bucket_v1($1, $2)", bucket, channel),
-           "taking the bucket on the new shard");
-      if (ec) return ec;
-      b_state = "owned";
+    int from = source_of(where, bucket, to);
+    if (from < 0) {
+      auto it = where[to].find(bucket);
+      if (it != where[to].end() && it->second == "owned") continue;
+      message = describe_states(where, bucket);
+      return make_error_code(errc::unavailable);
+    }
+    by_pair[{static_cast<unsigned>(from), to}].push_back(bucket);
+  }
+  std::size_t done = 0;
+  for (auto& [pair, list] : by_pair) {
+    for (std::size_t i = 0; i < list.size(); i += group_size) {
+      std::vector<std::int32_t> group(
+          list.begin() + static_cast<std::ptrdiff_t>(i),
+          list.begin() + static_cast<std::ptrdiff_t>(std::min(list.size(), i + group_size)));
+      if (auto ec = move_group(s, pair.first, pair.second, group, where, out, message)) {
+        message = "moving buckets " + std::to_string(group.front()) + ".. from shard " +
+                  std::to_string(pair.first) + " to " + std::to_string(pair.second) + ": " +
+                  message;
+        return ec;
+      }
+      done += group.size();
+      if (progress) progress(done);
     }
   }
-  if (b_state != "owned") {
-    message = "unexpected states: old shard " + a_state + ", new shard " + b_state;
-    return make_error_code(errc::unavailable);
-  }
-  auto r = step(a, pg::sql("SELECT mail.release_bucket_v1($1)", bucket),
-                "removing the bucket from the old shard");
-  if (ec) return ec;
-  std::int64_t released = 0;
-  if (scalar(a, r, released)) out.released = static_cast<std::uint64_t>(released);
   return {};
 }
 

@@ -7,6 +7,7 @@
 // The --store list is the one inletd gets (same order). docs/store-pg.md, "Adding a shard".
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 
@@ -43,6 +44,7 @@ int print_status(const std::vector<std::string>& shards) {
     if (!s.frozen.empty()) std::printf(", %zu frozen", s.frozen.size());
     if (!s.incoming.empty()) std::printf(", %zu incoming", s.incoming.size());
     if (!s.gone.empty()) std::printf(", %zu gone", s.gone.size());
+    if (!s.copying.empty()) std::printf(", %zu being copied", s.copying.size());
     std::printf("  messages %lld (copies %lld)\n", static_cast<long long>(s.messages),
                 static_cast<long long>(s.copies));
     if (s.shard_index != static_cast<int>(s.index)) {
@@ -64,9 +66,11 @@ int move(const std::vector<std::string>& shards, std::uint32_t bucket, unsigned 
   if (r.already_there)
     std::printf("bucket %u is on shard %u\n", bucket, to);
   else
-    std::printf("bucket %u: shard %u -> %u, %llu copies moved, %llu removed from the old shard\n",
+    std::printf("bucket %u: shard %u -> %u, %llu copies moved, %llu changes caught up, %llu "
+                "removed from the old shard, writes held %.1f ms\n",
                 bucket, r.from, r.to, static_cast<unsigned long long>(r.copied),
-                static_cast<unsigned long long>(r.released));
+                static_cast<unsigned long long>(r.caught_up),
+                static_cast<unsigned long long>(r.released), r.frozen_ms);
   return 0;
 }
 
@@ -92,6 +96,10 @@ int main(int argc, char** argv) {
   bool dry = false;
   auto* rb = app.add_subcommand("rebalance", "move buckets until every shard has an equal share");
   rb->add_flag("--dry-run", dry, "print the moves only");
+  std::size_t group = 32;
+  rb->add_option("--group", group,
+                 "buckets between the same two shards changed in one transaction (default 32)")
+      ->check(CLI::Range(1, 1024));
   CLI11_PARSE(app, argc, argv);
   if (!shards_file.empty())
     for (auto& s : read_shards_file(shards_file)) shards.push_back(s);
@@ -123,12 +131,26 @@ int main(int argc, char** argv) {
   }
   auto plan = adm::plan_rebalance(adm::status(shards));
   std::printf("%zu moves\n", plan.size());
-  for (auto [b, t] : plan) {
-    if (dry) {
-      std::printf("move %u -> shard %u\n", b, t);
-      continue;
-    }
-    if (int rc = move(shards, b, t)) return rc;
+  if (dry) {
+    for (auto [b, t] : plan) std::printf("move %u -> shard %u\n", b, t);
+    return 0;
   }
+  if (plan.empty()) return 0;
+  adm::move_result r;
+  std::string msg;
+  auto started = std::chrono::steady_clock::now();
+  if (auto ec = adm::move_buckets(shards, plan, group, r, msg, [&](std::size_t done) {
+        std::printf("%zu/%zu buckets moved\n", done, plan.size());
+        std::fflush(stdout);
+      })) {
+    std::fprintf(stderr, "inlet-pg-admin: rebalance: %s (run again to resume)\n", msg.c_str());
+    return 1;
+  }
+  std::printf("rebalanced in %.2f s: %llu copies moved, %llu changes caught up, %llu removed "
+              "from the old shards, writes held at most %.1f ms\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+              static_cast<unsigned long long>(r.copied),
+              static_cast<unsigned long long>(r.caught_up),
+              static_cast<unsigned long long>(r.released), r.frozen_ms);
   return 0;
 }

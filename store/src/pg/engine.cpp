@@ -206,11 +206,17 @@ void engine::rebuild_map() {
   auto old = map_.load();
   auto m = std::make_shared<bucket_map>();
   m->owner.assign(cfg_.buckets, -1);
+  // While a move switches, the new shard owns a bucket the old one still holds frozen:
+  // writes go to the owner (the frozen one refuses them), so owned wins.
+  std::vector<char> owned(cfg_.buckets, 0);
   for (auto& s : shards_) {
     for (auto [b, st] : s->holdings()) {
       if (b < 0 || static_cast<std::uint32_t>(b) >= cfg_.buckets) continue;
-      if (st == 'o' || st == 'f')
-        m->owner[static_cast<std::size_t>(b)] = static_cast<std::int16_t>(s->index());
+      auto k = static_cast<std::size_t>(b);
+      if ((st == 'o' || st == 'f') && !owned[k]) {
+        m->owner[k] = static_cast<std::int16_t>(s->index());
+        owned[k] = st == 'o';
+      }
     }
   }
   if (m->owner == old->owner) return;
@@ -391,7 +397,10 @@ void engine::route_later(std::shared_ptr<put_state> put, std::vector<std::string
     return;
   }
   for (auto& s : shards_) s->refresh_soon();
-  auto t = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(50));
+  // A bucket is frozen for milliseconds while a move switches it (and the new owner's
+  // notification refreshes the map at once): try again soon, then less often.
+  int n = std::min(put->reroutes.fetch_add(1, std::memory_order_relaxed), 3);
+  auto t = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(10 << n));
   t->async_wait([this, t, put = std::move(put), mailboxes = std::move(mailboxes),
                  buckets = std::move(buckets)](boost::system::error_code) mutable {
     route(put, std::move(mailboxes), std::move(buckets), {});

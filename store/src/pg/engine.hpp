@@ -59,6 +59,7 @@ struct put_state {
   put_handler done;
   steady::time_point start, deadline;
   std::atomic<int> pending{0};
+  std::atomic<int> reroutes{0};  ///< times a copy was routed again (sets the next delay)
   std::mutex mu;
   std::error_code error;            ///< the first failure (under mu)
   std::vector<unsigned> committed;  ///< shards whose copy committed (under mu)
@@ -291,6 +292,12 @@ class engine : public std::enable_shared_from_this<engine> {
   std::atomic<std::uint64_t> puts_ok{0}, puts_failed{0};
   /// Listing pages read from a cursor (see find_cursor).
   std::atomic<std::uint64_t> cursor_pages{0};
+  /// Global listings read again because their shards' snapshots counted a bucket being
+  /// switched by a move twice or not at all.
+  std::atomic<std::uint64_t> inconsistent_reads{0};
+  /// The last whole global listing still counted a bucket twice or not at all after a
+  /// second of re-reading (a move interrupted between its take and its leave).
+  std::atomic<bool> listing_stuck{false};
   /// Failed multi-shard puts whose committed copies were deleted, or could not be.
   std::atomic<std::uint64_t> orphans_removed{0}, orphans_left{0};
 

@@ -160,6 +160,9 @@ asio::awaitable<pg::result> run_on_primary(shard& s, Q q) {
 struct shard_page {
   std::vector<message_ptr> rows;
   std::size_t total = 0, unread = 0, matched = 0, matched_unread = 0;
+  /// Global listings: the buckets whose home copies this shard counted (owned or
+  /// frozen here), in the same snapshot as the counts.
+  std::vector<std::int32_t> counted;
 };
 
 std::error_code read_rows(const pg::result& r, bool with_raw, std::vector<message_ptr>& out) {
@@ -211,6 +214,8 @@ asio::awaitable<shard_page> global_page(shard& s, std::string before, std::int64
     b.add("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
     b.add(
         "SELECT coalesce(sum(messages), 0)::int8, coalesce(sum(unread), 0)::int8 FROM mail.tally");
+    b.add("SELECT coalesce(array_agg(bucket), '{}') FROM mail.bucket "
+          "WHERE state IN ('owned', 'frozen')");
     if (count_search)
       b.add(count_sql, count_search->texts, count_search->instants, count_search->sizes);
     b.add(rows_sql, before, n, rows_search.texts, rows_search.instants, rows_search.sizes);
@@ -219,12 +224,29 @@ asio::awaitable<shard_page> global_page(shard& s, std::string before, std::int64
   });
   shard_page p;
   std::tie(p.total, p.unread) = two_counts(r.results[1]);
+  if (r.results[2].rows() == 1) r.results[2].at(0, 0).as(p.counted);
   if (q.empty())
     std::tie(p.matched, p.matched_unread) = std::tie(p.total, p.unread);
   else
-    std::tie(p.matched, p.matched_unread) = two_counts(r.results[2]);
+    std::tie(p.matched, p.matched_unread) = two_counts(r.results[3]);
   if (auto ec = read_rows(r.results[r.size() - 2], false, p.rows)) throw std::system_error(ec);
   co_return p;
+}
+
+// Whether the shards' snapshots counted every bucket exactly once. A bucket move makes
+// the new shard take the bucket, then the old one leave it: snapshots taken on either
+// side of one of those commits count the bucket twice (or, for a move of schema version
+// 2, not at all). Such a listing is read again.
+bool counted_once(const std::vector<shard_result<shard_page>>& pages, std::uint32_t buckets) {
+  std::vector<std::uint8_t> seen(buckets, 0);
+  for (auto& p : pages) {
+    if (!p) return true;  // a shard missing: the page is partial anyway
+    for (auto b : p.value.counted) {
+      if (b < 0 || static_cast<std::uint32_t>(b) >= buckets) continue;
+      if (seen[static_cast<std::size_t>(b)]++) return false;
+    }
+  }
+  return std::find(seen.begin(), seen.end(), 0) == seen.end();
 }
 
 asio::awaitable<shard_page> mailbox_page(shard& s, std::string mailbox, std::int32_t bucket,
@@ -303,8 +325,18 @@ asio::awaitable<std::pair<std::error_code, page>> list_co(engine& e, list_reques
     auto bucket = static_cast<std::int32_t>(bucket_of(mailbox, e.config().buckets));
     for (int attempt = 0; attempt < 2; ++attempt) {
       int si = e.map()->shard_of(static_cast<std::uint32_t>(bucket));
-      if (si < 0 || !e.at(static_cast<unsigned>(si)).ready())
+      // No owner with every shard up: the map was rebuilt from the old shard's refresh
+      // after a move's leave before the new shard's after its take. Refresh and retry.
+      bool unowned = si < 0 && e.all_ready();
+      if (!unowned && (si < 0 || !e.at(static_cast<unsigned>(si)).ready()))
         co_return std::make_pair(make_error_code(errc::unavailable), std::move(out));
+      if (unowned) {
+        if (attempt > 0) break;
+        for (unsigned i = 0; i < e.shard_count(); ++i) e.at(i).refresh_soon();
+        asio::steady_timer t(e.io(), std::chrono::milliseconds(200));
+        co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+        continue;
+      }
       shard& s = e.at(static_cast<unsigned>(si));
       std::exception_ptr failed;
       bool moved = false;
@@ -348,8 +380,31 @@ asio::awaitable<std::pair<std::error_code, page>> list_co(engine& e, list_reques
   }
   if (live.empty()) co_return std::make_pair(make_error_code(errc::unavailable), std::move(out));
   const search::query& q = req.query;
-  auto pages = co_await for_shards<shard_page>(
-      e.io(), live, [&](shard& s) { return global_page(s, before, n, q); });
+  auto read_all = [&]() {
+    return for_shards<shard_page>(e.io(), live,
+                                  [&](shard& s) { return global_page(s, before, n, q); });
+  };
+  auto pages = co_await read_all();
+  // A move's switch seen half: read again, for up to a second (the switch lasts from the
+  // new shard's take to the old shard's leave, milliseconds). A move interrupted between
+  // those two steps lasts until it is run again: then the page below drops duplicate IDs
+  // and the counts stay doubled for that bucket (a limit, docs/store-pg.md).
+  // Only with every shard read (a shard left out leaves its buckets uncounted anyway);
+  // once re-reading ran out, later listings read again once until a view is whole.
+  const bool whole = live.size() == e.shard_count();
+  const auto reread_until =
+      steady::now() + (e.listing_stuck.load(std::memory_order_relaxed)
+                           ? std::chrono::milliseconds(1)
+                           : std::chrono::milliseconds(1000));
+  bool once = !whole || counted_once(pages, e.config().buckets);
+  while (!once && steady::now() < reread_until) {
+    e.inconsistent_reads.fetch_add(1, std::memory_order_relaxed);
+    asio::steady_timer t(e.io(), std::chrono::milliseconds(5));
+    co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+    pages = co_await read_all();
+    once = counted_once(pages, e.config().buckets);
+  }
+  if (whole) e.listing_stuck.store(!once, std::memory_order_relaxed);
   std::vector<message_ptr> all;
   for (std::size_t k = 0; k < pages.size(); ++k) {
     auto& p = pages[k];
@@ -368,6 +423,9 @@ asio::awaitable<std::pair<std::error_code, page>> list_co(engine& e, list_reques
     co_return std::make_pair(make_error_code(errc::unavailable), std::move(out));
   std::sort(all.begin(), all.end(),
             [](const message_ptr& a, const message_ptr& b) { return a->id > b->id; });
+  all.erase(std::unique(all.begin(), all.end(),
+                        [](const message_ptr& a, const message_ptr& b) { return a->id == b->id; }),
+            all.end());
   for (std::size_t i = skip; i < all.size() && out.messages.size() < req.limit; ++i)
     out.messages.push_back(std::move(all[i]));
   if (!out.partial) keep(out);

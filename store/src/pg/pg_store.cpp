@@ -128,6 +128,11 @@ void pg_store::append_metrics(std::string& out) const {
          "page's last ID instead of by offset.\n";
   out += "# TYPE inlet_pg_list_cursor_pages_total counter\n";
   out += "inlet_pg_list_cursor_pages_total " + std::to_string(engine_->cursor_pages.load()) + "\n";
+  out += "# HELP inlet_pg_list_rereads_total Global listings read again because a bucket "
+         "move's switch was seen on one shard and not yet on another.\n";
+  out += "# TYPE inlet_pg_list_rereads_total counter\n";
+  out += "inlet_pg_list_rereads_total " + std::to_string(engine_->inconsistent_reads.load()) +
+         "\n";
   out += "# TYPE inlet_pg_reads_total counter\n";
   for (auto& s : all) {
     line("inlet_pg_reads_total", s.index, "result=\"ok\"", s.reads);
