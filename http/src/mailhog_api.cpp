@@ -118,14 +118,14 @@ reply items_reply(const ctx_t& c, const request& req, std::string head,
                                                         ']' + std::move(tail)));
 }
 
-bool read_index(std::string_view q, std::string_view key, std::size_t& out, std::size_t dflt) {
-  out = dflt;
+// MailHog's start and limit: a value that is not a positive integer is ignored (start 0,
+// limit 50), the limit is at most 250; MailHog never refuses them.
+std::size_t read_index(std::string_view q, std::string_view key, std::size_t dflt) {
   std::string v;
-  auto r = query_param(q, key, v);
-  if (r == param::malformed) return false;
-  if (r == param::absent || v.empty()) return true;
+  if (query_param(q, key, v) != param::found) return dflt;
+  std::size_t out = 0;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  return ec == std::errc{} && p == v.data() + v.size();
+  return ec == std::errc{} && p == v.data() + v.size() && out > 0 ? out : dflt;
 }
 
 // A search value as one quoted term of Mailpit's language (quotes inside dropped).
@@ -136,35 +136,45 @@ std::string quoted(std::string_view v) {
   return s + "\"";
 }
 
+// MailHog's search (its storage's Search): kind=from finds the envelope sender (MAIL FROM,
+// "mailbox@domain") or else the From: header; kind=to an envelope recipient or else the
+// To: header; each a case-insensitive substring. kind=containing: the message's text.
+std::error_code search_query(std::string_view kind, std::string_view q, store::search::query& out,
+                             std::string& why) {
+  namespace se = store::search;
+  if (kind == "containing") return se::parse(quoted(q), "", out, &why);
+  const bool from = kind == "from";
+  // Parsed as Mailpit's from:/to: term (folded, whitespace collapsed), then widened.
+  if (auto ec = se::parse((from ? "from:" : "to:") + quoted(q), "", out, &why)) return ec;
+  for (auto& t : out.terms) {
+    t.where = from ? se::field::envelope_from : se::field::envelope_to;
+    t.also = {from ? se::field::from : se::field::to};
+  }
+  return {};
+}
+
 awaitable<reply> v2_list(const ctx_t& c, const request& req, const target& t, bool search) {
-  std::size_t start = 0, limit = 0;
-  if (!read_index(t.query, "start", start, 0) || !read_index(t.query, "limit", limit, 50))
-    co_return error_response(req, 400, "start and limit must be non-negative integers");
-  limit = std::min(limit, c.cfg.max_limit);
+  const std::size_t start = read_index(t.query, "start", 0);
+  const std::size_t limit = std::min({read_index(t.query, "limit", 50), std::size_t{250},
+                                      c.cfg.max_limit});
   store::list_request lr(start, limit);
   if (search) {
     std::string kind, q;
     if (query_param(t.query, "kind", kind) != param::found ||
-        query_param(t.query, "query", q) != param::found || blank(q))
-      co_return error_response(req, 400, "kind and query are required");
-    std::string text;
-    if (kind == "from")
-      text = "from:" + quoted(q);
-    else if (kind == "to")
-      text = "to:" + quoted(q);
-    else if (kind == "containing")
-      text = quoted(q);
-    else
+        (kind != "from" && kind != "to" && kind != "containing"))
       co_return error_response(req, 400, "kind must be from, to or containing");
+    if (query_param(t.query, "query", q) != param::found || q.empty())
+      co_return error_response(req, 400, "query is required");
     std::string why;
-    if (store::search::parse(text, "", lr.query, &why)) co_return error_response(req, 400, why);
+    if (search_query(kind, q, lr.query, why)) co_return error_response(req, 400, why);
   }
   std::vector<catcher_item> items;
   auto [ec, p] = co_await catcher_list(c, std::move(lr), mailhog_view, items);
   if (ec) co_return store_error(req, ec);
+  // MailHog's messagesResult: total (all messages, or all matches), count, start as asked.
   std::string head = "{\"total\":" + std::to_string(p.matched) +
                      ",\"count\":" + std::to_string(items.size()) +
-                     ",\"start\":" + std::to_string(p.start) + ",\"items\":";
+                     ",\"start\":" + std::to_string(start) + ",\"items\":";
   co_return items_reply(c, req, std::move(head), items, "}");
 }
 
