@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "catchers.hpp"
+#include "catchers_json.hpp"
 
 namespace inlet::http::detail {
 
@@ -12,94 +13,145 @@ namespace {
 
 
 // "user@domain" as MailHog's Path: {Relays, Mailbox, Domain, Params}.
-json::object path_json(std::string_view addr) {
+void append_path(std::string& out, std::string_view addr) {
   auto at = addr.rfind('@');
-  json::object o;
-  o["Relays"] = nullptr;
-  o["Mailbox"] = js(at == std::string_view::npos ? addr : addr.substr(0, at));
-  o["Domain"] = js(at == std::string_view::npos ? std::string_view{} : addr.substr(at + 1));
-  o["Params"] = "";
-  return o;
+  out.append("{\"Relays\":null,\"Mailbox\":");
+  append_json_string(out, at == std::string_view::npos ? addr : addr.substr(0, at));
+  out.append(",\"Domain\":");
+  append_json_string(out, at == std::string_view::npos ? std::string_view{} : addr.substr(at + 1));
+  out.append(",\"Params\":\"\"}");
 }
 
-std::string unfold(std::string_view v) {
-  std::string out;
-  out.reserve(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (v[i] == '\r' || v[i] == '\n') continue;
-    out.push_back(v[i]);
-  }
-  auto b = out.find_first_not_of(" \t");
-  return b == std::string::npos ? std::string{} : sanitize_utf8(out.substr(b));
+// A header value unfolded: line breaks dropped, leading blanks trimmed.
+std::string_view unfold(std::string_view v, std::string& scratch) {
+  auto b = v.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return {};
+  v.remove_prefix(b);
+  if (v.find_first_of("\r\n") == std::string_view::npos) return v;
+  scratch.clear();
+  for (char ch : v)
+    if (ch != '\r' && ch != '\n') scratch.push_back(ch);
+  b = scratch.find_first_not_of(" \t");
+  return b == std::string::npos ? std::string_view{} : std::string_view(scratch).substr(b);
 }
 
-// One part of the tree as MailHog's Content: its headers, raw body and, for a
-// multipart, its children.
-json::object content_json(const mime::parsed_message& m, std::uint32_t p) {
+// One part of the tree as MailHog's Content: its headers (names in first-seen order,
+// repeated names gathered), raw body and, for a multipart, its children.
+void append_content(std::string& out, const mime::parsed_message& m, std::uint32_t p) {
   const auto& part = m.parts()[p];
-  json::object headers;
-  std::string scratch;
+  std::string scratch, folded;
+  // Names in canonical case; a name seen before adds its value to the first one's list.
+  std::vector<std::pair<std::string, std::vector<std::uint32_t>>> names;
   for (std::uint32_t i = 0; i < part.header_count; ++i) {
     const auto& h = m.headers()[part.first_header + i];
     auto name = inlet::mail::canonical_header_name(m.view(h.name, scratch));
-    auto value = unfold(m.view(h.value, scratch));
-    auto it = headers.find(name);
-    if (it == headers.end()) it = headers.emplace(name, json::array()).first;
-    it->value().as_array().emplace_back(js(value));
+    auto it = std::find_if(names.begin(), names.end(), [&](const auto& e) { return e.first == name; });
+    if (it == names.end()) {
+      names.emplace_back(std::move(name), std::vector<std::uint32_t>{});
+      it = std::prev(names.end());
+    }
+    it->second.push_back(part.first_header + i);
   }
-  std::string body = m.copy(part.body);
-  json::object o;
-  o["Headers"] = std::move(headers);
-  o["Size"] = body.size();
-  o["Body"] = js(body);  // js makes it valid UTF-8
+  out.append("{\"Headers\":{");
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    if (k) out.push_back(',');
+    append_json_string(out, names[k].first);
+    out.append(":[");
+    for (std::size_t v = 0; v < names[k].second.size(); ++v) {
+      if (v) out.push_back(',');
+      append_json_string(out, unfold(m.view(m.headers()[names[k].second[v]].value, scratch), folded));
+    }
+    out.push_back(']');
+  }
+  const std::string_view body = m.view(part.body, scratch);
+  out.append("},\"Size\":");
+  out.append(std::to_string(body.size()));
+  out.append(",\"Body\":");
+  append_json_string(out, body);
+  out.append(",\"MIME\":");
   if (part.kind == mime::part_kind::multipart) {
-    json::array parts;
-    for (auto ch = part.first_child; ch != mime::no_index; ch = m.parts()[ch].next_sibling)
-      parts.emplace_back(content_json(m, ch));
-    o["MIME"] = json::object{{"Parts", std::move(parts)}};
+    out.append("{\"Parts\":[");
+    bool first = true;
+    for (auto ch = part.first_child; ch != mime::no_index; ch = m.parts()[ch].next_sibling) {
+      if (!first) out.push_back(',');
+      first = false;
+      append_content(out, m, ch);
+    }
+    out.append("]}");
   } else {
-    o["MIME"] = nullptr;
+    out.append("null");
   }
-  return o;
+  out.push_back('}');
 }
 
-json::object message_json(const store::stored_message& msg) {
-  json::object o;
-  o["ID"] = js(msg.id.str());
-  o["From"] = path_json(msg.envelope.mail_from);
-  json::array to, raw_to;
-  for (const auto& r : msg.envelope.rcpt_to) {
-    to.emplace_back(path_json(r));
-    raw_to.emplace_back(js(r));
-  }
-  o["To"] = std::move(to);
+// The message as MailHog's data.Message: {ID, From, To, Content, Created, MIME, Raw}.
+// Content is the root part with the whole message's header map (as the read view gives
+// it), the raw size and no MIME; the top-level MIME (the root's children) is beside it.
+std::string message_text(const store::stored_message& msg) {
   inlet::mail::message_view view(msg.raw);
-  auto root = content_json(view.parsed(), 0);
-  json::value mime = root["MIME"];
-  root["Size"] = msg.raw.size();
-  // Content.Headers is the whole message's header map, as the read view gives it.
-  json::object headers;
-  for (auto& [name, values] : view.headers()) {
-    json::array a;
-    for (auto& v : values) a.emplace_back(js(unfold(v)));
-    headers[name] = std::move(a);
+  const auto& m = view.parsed();
+  std::string out;
+  out.reserve(2 * msg.raw.size() + msg.raw.size() / 8 + 1024);
+  out.append("{\"ID\":");
+  append_json_string(out, msg.id.str());
+  out.append(",\"From\":");
+  append_path(out, msg.envelope.mail_from);
+  out.append(",\"To\":[");
+  for (std::size_t i = 0; i < msg.envelope.rcpt_to.size(); ++i) {
+    if (i) out.push_back(',');
+    append_path(out, msg.envelope.rcpt_to[i]);
   }
-  root["Headers"] = std::move(headers);
-  root["MIME"] = nullptr;
-  o["Content"] = std::move(root);
-  o["Created"] = js(format_rfc3339(msg.created));
-  o["MIME"] = std::move(mime);
-  json::object raw;
-  raw["From"] = js(msg.envelope.mail_from);
-  raw["To"] = std::move(raw_to);
-  raw["Data"] = js(msg.raw);
-  raw["Helo"] = js(msg.envelope.helo);
-  o["Raw"] = std::move(raw);
-  return o;
+  out.append("],\"Content\":{\"Headers\":{");
+  std::string scratch;
+  bool first = true;
+  for (auto& [name, values] : view.headers()) {
+    if (!first) out.push_back(',');
+    first = false;
+    append_json_string(out, name);
+    out.append(":[");
+    for (std::size_t v = 0; v < values.size(); ++v) {
+      if (v) out.push_back(',');
+      append_json_string(out, unfold(values[v], scratch));
+    }
+    out.push_back(']');
+  }
+  const auto& root = m.parts()[0];
+  out.append("},\"Size\":");
+  out.append(std::to_string(msg.raw.size()));
+  out.append(",\"Body\":");
+  append_json_string(out, m.view(root.body, scratch));
+  out.append(",\"MIME\":null},\"Created\":");
+  append_json_string(out, format_rfc3339(msg.created));
+  out.append(",\"MIME\":");
+  if (root.kind == mime::part_kind::multipart) {
+    out.append("{\"Parts\":[");
+    bool first_part = true;
+    for (auto ch = root.first_child; ch != mime::no_index; ch = m.parts()[ch].next_sibling) {
+      if (!first_part) out.push_back(',');
+      first_part = false;
+      append_content(out, m, ch);
+    }
+    out.append("]}");
+  } else {
+    out.append("null");
+  }
+  out.append(",\"Raw\":{\"From\":");
+  append_json_string(out, msg.envelope.mail_from);
+  out.append(",\"To\":[");
+  for (std::size_t i = 0; i < msg.envelope.rcpt_to.size(); ++i) {
+    if (i) out.push_back(',');
+    append_json_string(out, msg.envelope.rcpt_to[i]);
+  }
+  out.append("],\"Data\":");
+  append_json_string(out, msg.raw);
+  out.append(",\"Helo\":");
+  append_json_string(out, msg.envelope.helo);
+  out.append("}}");
+  return out;
 }
 
 render_cache::entry render_message(const store::stored_message& m) {
-  return render_cache::entry{json::serialize(message_json(m)), std::string::npos};
+  return render_cache::entry{message_text(m), std::string::npos};
 }
 
 // An answer whose body is `head`, the items as a JSON array of data.Message (each
@@ -340,7 +392,7 @@ awaitable<std::pair<std::error_code, store::page>> catcher_list(
 }
 
 std::string mailhog_message_text(const store::stored_message& msg) {
-  return json::serialize(message_json(msg));
+  return message_text(msg);
 }
 
 }  // namespace inlet::http::detail
