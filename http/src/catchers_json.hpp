@@ -84,33 +84,40 @@ inline void append_json_string(std::string& out, std::string_view s) {
         out.append(s.data() + i, len);
         i += len;
       } else {
-        out.append("\xEF\xBF\xBD");  // U+FFFD for one bad byte, then resync
+        out.append("\xEF\xBF\xBD", 3);  // U+FFFD for one bad byte, then resync
         ++i;
       }
+      continue;
+    }
+    // Escapes, with their lengths (no strlen); a CR LF pair is common enough in bodies
+    // to be taken at once.
+    if (c == '\r' && i + 1 < n && p[i + 1] == '\n') {
+      out.append("\\r\\n", 4);
+      i += 2;
       continue;
     }
     ++i;
     switch (c) {
       case '"':
-        out.append("\\\"");
+        out.append("\\\"", 2);
         break;
       case '\\':
-        out.append("\\\\");
+        out.append("\\\\", 2);
         break;
       case '\b':
-        out.append("\\b");
+        out.append("\\b", 2);
         break;
       case '\f':
-        out.append("\\f");
+        out.append("\\f", 2);
         break;
       case '\n':
-        out.append("\\n");
+        out.append("\\n", 2);
         break;
       case '\r':
-        out.append("\\r");
+        out.append("\\r", 2);
         break;
       case '\t':
-        out.append("\\t");
+        out.append("\\t", 2);
         break;
       default: {
         const char u[] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
@@ -119,13 +126,6 @@ inline void append_json_string(std::string& out, std::string_view s) {
     }
   }
   out.push_back('"');
-}
-
-/// Appends `"key":` (a key needs no escaping).
-inline void append_json_key(std::string& out, std::string_view key) {
-  out.push_back('"');
-  out.append(key);
-  out.append("\":");
 }
 
 }  // namespace inlet::http::detail

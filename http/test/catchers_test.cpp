@@ -143,6 +143,7 @@ TEST(CatcherJson, StringsAreWhatTheJsonTreeWrote) {
       "bad \xC3 lone lead, \x80 lone continuation, \xED\xA0\x80 surrogate, \xF5 too high",
       "overlong \xC0\xAF and \xE0\x80\xAF, truncated at the end \xE2\x82",
       std::string(40, '"'),
+      "lines\r\nof a body\r\n\r\n\r\rbare\n\nends with CR\r",
   };
   for (const auto& c : cases) EXPECT_EQ(direct_json(c), tree_json(c)) << c;
   // Every byte value at every offset of a 16-byte block and around it.
