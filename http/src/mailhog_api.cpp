@@ -45,7 +45,8 @@ void append_content(std::string& out, const mime::parsed_message& m, std::uint32
   for (std::uint32_t i = 0; i < part.header_count; ++i) {
     const auto& h = m.headers()[part.first_header + i];
     auto name = inlet::mail::canonical_header_name(m.view(h.name, scratch));
-    auto it = std::find_if(names.begin(), names.end(), [&](const auto& e) { return e.first == name; });
+    auto it = std::find_if(names.begin(), names.end(),
+                           [&](const auto& e) { return e.first == name; });
     if (it == names.end()) {
       names.emplace_back(std::move(name), std::vector<std::uint32_t>{});
       it = std::prev(names.end());
@@ -59,7 +60,8 @@ void append_content(std::string& out, const mime::parsed_message& m, std::uint32
     out.append(":[");
     for (std::size_t v = 0; v < names[k].second.size(); ++v) {
       if (v) out.push_back(',');
-      append_json_string(out, unfold(m.view(m.headers()[names[k].second[v]].value, scratch), folded));
+      const auto& h = m.headers()[names[k].second[v]];
+      append_json_string(out, unfold(m.view(h.value, scratch), folded));
     }
     out.push_back(']');
   }

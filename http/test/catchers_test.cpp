@@ -162,7 +162,9 @@ TEST(CatcherJson, RandomBytesAgreeWithTheTreeAndParseBack) {
     // Mostly ASCII with some high and control bytes, as mail is.
     for (auto& ch : s) {
       const unsigned r = rng() % 100;
-      ch = static_cast<char>(r < 80 ? 0x20 + rng() % 0x5f : r < 90 ? 0x80 + rng() % 0x80 : rng() % 0x20);
+      ch = static_cast<char>(r < 80   ? 0x20 + rng() % 0x5f
+                             : r < 90 ? 0x80 + rng() % 0x80
+                                      : rng() % 0x20);
     }
     const auto text = direct_json(s);
     ASSERT_EQ(text, tree_json(s));

@@ -96,11 +96,12 @@ void field_sql(search::field where, const std::string& value, sql_condition& out
 void envelope_contains_fn(sqlite3_context* ctx, int, sqlite3_value** argv) {
   thread_local std::vector<std::string_view> rcpt;
   thread_local std::string folded;
-  const auto* meta = static_cast<const char*>(sqlite3_value_blob(argv[0]));
-  const auto* needle = static_cast<const char*>(sqlite3_value_blob(argv[1]));
-  const std::string_view in(meta ? meta : "", meta ? static_cast<std::size_t>(sqlite3_value_bytes(argv[0])) : 0);
-  const std::string_view n(needle ? needle : "",
-                           needle ? static_cast<std::size_t>(sqlite3_value_bytes(argv[1])) : 0);
+  auto bytes = [&](int k) {
+    const auto* p = static_cast<const char*>(sqlite3_value_blob(argv[k]));
+    return p ? std::string_view(p, static_cast<std::size_t>(sqlite3_value_bytes(argv[k])))
+             : std::string_view{};
+  };
+  const std::string_view in = bytes(0), n = bytes(1);
   const bool recipients = sqlite3_value_int(argv[2]) != 0;
   std::string_view from;
   if (!decode_meta_addresses(in, from, rcpt)) return sqlite3_result_int(ctx, 0);
