@@ -134,11 +134,12 @@ std::string direct_json(std::string_view s) {
 }  // namespace
 
 TEST(CatcherJson, StringsAreWhatTheJsonTreeWrote) {
+  static constexpr char with_nul[] = "controls \0 \x01\x02\b\f\n\r\t\x1f\x7f end";
   const std::vector<std::string> cases = {
       "",
       "plain ascii text that is longer than sixteen bytes, twice over and more",
       "quote \" and backslash \\ and slash /",
-      std::string("controls \x01\x02\b\f\n\r\t\x1f\x7f end", 24),
+      std::string(with_nul, sizeof with_nul - 1),
       "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80 (valid)",
       "bad \xC3 lone lead, \x80 lone continuation, \xED\xA0\x80 surrogate, \xF5 too high",
       "overlong \xC0\xAF and \xE0\x80\xAF, truncated at the end \xE2\x82",
