@@ -104,6 +104,16 @@ function(_inlet_record_install name)
   set_property(GLOBAL PROPERTY INLET_COMPONENT_${name}_EXTERNAL "${external}")
 endfunction()
 
+# The soname of a shared library file (readelf), for a library opened with dlopen at its
+# first use instead of linked (src/thumbnail.cpp, outbound/src/curl_lazy.cpp say why).
+function(inlet_soname out file)
+  execute_process(COMMAND readelf -d ${file} OUTPUT_VARIABLE dynamic RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0 OR NOT dynamic MATCHES "Library soname: \\[([^]]+)\\]")
+    message(FATAL_ERROR "no soname in ${file}")
+  endif()
+  set(${out} "${CMAKE_MATCH_1}" PARENT_SCOPE)
+endfunction()
+
 # NO_INSTALL: a build-only variant (the io_uring clones), not part of the package.
 function(inlet_add_library name)
   cmake_parse_arguments(A "NO_INSTALL" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})

@@ -39,7 +39,9 @@ set(CPACK_DEBIAN_PACKAGE_SECTION mail)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME inlet)
-set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "adduser")
+# libcurl and GraphicsMagick are opened at run time (docs/architecture.md), so shlibdeps
+# cannot see them.
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "adduser, libcurl4, libgraphicsmagick-q16-3")
 set(CPACK_DEBIAN_RUNTIME_DESCRIPTION
   "inletd takes mail for any address over SMTP at high rates, parses each message,
  scans it for unwanted terms, keeps it in memory or in PostgreSQL, and serves the

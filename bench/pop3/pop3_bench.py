@@ -25,57 +25,18 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
-HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import catchers  # noqa: E402
+import harness  # noqa: E402
+
 USER, PASSWORD = "bench", "bench-pw"
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def make_maildir(root, n, size=9000):
-    new = os.path.join(root, "new")
-    os.makedirs(new)
-    line = ("lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod " * 2)[:76]
-    body = "\n".join(["." + line if i % 25 == 0 else line for i in range(size // 77)])
-    for i in range(n):
-        with open(os.path.join(new, f"{i:08d}.eml"), "w") as f:
-            f.write(f"From: sender{i % 50}@example.org\nTo: box{i % 200}@example.com\n"
-                    f"Subject: pop3 {i}\nMessage-ID: <{i}@bench.example>\n\n{body}\n")
-
-
-def total(http_port):
-    with HTTP.open(f"http://127.0.0.1:{http_port}/api/v1/messages?limit=1", timeout=10) as r:
-        return json.loads(r.read())["total"]
-
-
 def start(kind, binary, n, tmp, auth_file):
-    smtp, http, pop3 = free_port(), free_port(), free_port()
-    common = ["--smtp", f"127.0.0.1:{smtp}", "--listen", f"127.0.0.1:{http}",
-              "--pop3", f"127.0.0.1:{pop3}", "--pop3-auth-file", auth_file]
-    if kind == "inletd":
-        args = [binary, *common, "--max-messages", str(n + 10),
-                "--max-store-bytes", str((n + 10) * 16384), "--max-connections", "1000", "-q"]
-    else:
-        args = [binary, *common, "-m", str(n + 10), "-d",
-                os.path.join(tmp, f"mailpit-{smtp}.db"), "-q", "--disable-version-check"]
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    end = time.monotonic() + 30
-    while True:
-        try:
-            with HTTP.open(f"http://127.0.0.1:{http}/readyz", timeout=1) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if time.monotonic() > end or proc.poll() is not None:
-            proc.kill()
-            raise RuntimeError(f"{kind} did not become ready")
-        time.sleep(0.01)
+    pop3 = harness.free_port()
+    proc, smtp, http, _ = catchers.start(
+        kind, binary, n, tmp, extra=["--pop3", f"127.0.0.1:{pop3}", "--pop3-auth-file", auth_file])
     return proc, smtp, http, pop3
 
 
@@ -217,18 +178,18 @@ def run(kind, binary, inletd, maildir, n, tmp, auth_file, timeout, client):
         subprocess.run([inletd, "ingest", "-S", f"127.0.0.1:{smtp}", maildir],
                        capture_output=True, timeout=timeout, check=True)
         end = time.monotonic() + timeout
-        while total(http) < n:
+        while catchers.total(http) < n:
             if time.monotonic() > end:
-                raise RuntimeError(f"{kind}: only {total(http)} of {n} stored")
+                raise RuntimeError(f"{kind}: only {catchers.total(http)} of {n} stored")
             time.sleep(0.05)
         fetch = retrieve_all_raw if client == "raw" else retrieve_all
         s0 = cpu_seconds(proc.pid)
         secs, cpu, octets = fetch(pop3, n, timeout)
         server_cpu = cpu_seconds(proc.pid) - s0
         end = time.monotonic() + 30  # Mailpit deletes after its QUIT reply
-        while total(http) != 0 and time.monotonic() < end:
+        while catchers.total(http) != 0 and time.monotonic() < end:
             time.sleep(0.05)
-        left = total(http)
+        left = catchers.total(http)
         if left != 0:
             raise RuntimeError(f"{kind}: {left} messages left after the retrieval")
         return {"msgs_per_s": n / secs, "seconds": secs, "client_cpu_s": cpu,
@@ -256,7 +217,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="inlet-pop3-bench-")
     try:
         maildir = os.path.join(tmp, "maildir")
-        make_maildir(maildir, a.messages)
+        catchers.make_maildir(maildir, a.messages, "pop3", stuff_every=25)
         auth_file = os.path.join(tmp, "users")
         # APR1 for both: a cheap hash either reads (bcrypt would cost ~100 ms a sign-in)
         apr1 = subprocess.run(["openssl", "passwd", "-apr1", PASSWORD], capture_output=True,

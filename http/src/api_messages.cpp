@@ -419,6 +419,8 @@ awaitable<response> get_thumbnail(const ctx_t& c, const request& req, std::strin
     return img.empty() ? blank_thumbnail() : make_thumbnail(img, limits);
   };
   std::string jpeg = co_await offload(c, std::move(job));
+  if (jpeg.empty())  // the image library could not be loaded (said on stderr)
+    co_return error_response(req, 503, "thumbnails unavailable");
   co_return make_response(req, 200, "image/jpeg", std::move(jpeg));
 }
 

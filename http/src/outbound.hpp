@@ -19,9 +19,9 @@ namespace inlet::http::detail {
 /// A 180x120 JPEG of an image (JPEG, PNG, GIF, WebP, BMP): scaled to cover and cropped
 /// to the middle, or, when smaller, centred on white. Anything else (not an image, too
 /// large, a decoder error) gives the blank thumbnail. Bounded by `limits` in bytes and
-/// pixels before any pixel is decoded.
+/// pixels before any pixel is decoded. Empty when GraphicsMagick cannot be loaded.
 std::string make_thumbnail(std::string_view image, const thumbnail_config& limits);
-/// A white 180x120 JPEG.
+/// A white 180x120 JPEG (empty when GraphicsMagick cannot be loaded).
 std::string blank_thumbnail();
 
 // ---- link check (link_check.cpp) ----

@@ -7,10 +7,16 @@
 // decoder that finds more than the header said (animated GIF frames, lying headers). Only
 // those five formats are handed to the library, recognised by their magic bytes, so no
 // other coder (and no external delegate) is ever reached.
+//
+// The library is opened (dlopen) at the first thumbnail, not linked: its image coders pull
+// in some sixty shared libraries (X11, ICU, HEIF, JPEG XL) whose loading and initialisers
+// were most of inletd's start-up, paid by every `inletd sendmail` run and every start for
+// a feature most runs never use. Its declarations still type every call.
+#include <dlfcn.h>
 #include <wand/magick_wand.h>
 
+#include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <optional>
 
 #include "outbound.hpp"
@@ -84,70 +90,107 @@ std::optional<dims> header_dims(std::string_view img) {
   return std::nullopt;
 }
 
-void init_magick() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    InitializeMagick(nullptr);
-    SetMagickResourceLimit(ThreadsResource, 1);
+// Every GraphicsMagick function used here, each a pointer of its declared type.
+#define INLET_MAGICK_FUNCTIONS(X)                                                      \
+  X(InitializeMagick) X(SetMagickResourceLimit) X(NewMagickWand) X(DestroyMagickWand)  \
+  X(MagickSetImageFormat) X(MagickSetCompressionQuality) X(MagickStripImage)           \
+  X(MagickWriteImageBlob) X(MagickRelinquishMemory) X(MagickSetSize) X(MagickReadImage) \
+  X(MagickReadImageBlob) X(MagickSetImageIndex) X(MagickGetImageWidth)                 \
+  X(MagickGetImageHeight) X(MagickResizeImage) X(MagickCropImage) X(MagickCompositeImage)
+
+struct magick_api {
+#define INLET_MAGICK_POINTER(name) decltype(&::name) name = nullptr;
+  INLET_MAGICK_FUNCTIONS(INLET_MAGICK_POINTER)
+#undef INLET_MAGICK_POINTER
+};
+
+// The library, opened and set up once (never closed: its coders keep global state);
+// null when it cannot be loaded (said once on stderr).
+const magick_api* magick() {
+  static const magick_api* api = []() -> const magick_api* {
+    void* lib = ::dlopen(INLET_GRAPHICSMAGICK_WAND_SONAME, RTLD_NOW | RTLD_LOCAL);
+    static magick_api a;
+    bool ok = lib != nullptr;
+#define INLET_MAGICK_LOAD(name)                                                 \
+  if (ok) {                                                                     \
+    a.name = reinterpret_cast<decltype(&::name)>(::dlsym(lib, #name));          \
+    ok = a.name != nullptr;                                                     \
+  }
+    INLET_MAGICK_FUNCTIONS(INLET_MAGICK_LOAD)
+#undef INLET_MAGICK_LOAD
+    if (!ok) {
+      const char* why = ::dlerror();
+      std::fprintf(stderr, "inletd: thumbnails unavailable: %s: %s\n",
+                   INLET_GRAPHICSMAGICK_WAND_SONAME, why ? why : "a function is missing");
+      return nullptr;
+    }
+    a.InitializeMagick(nullptr);
+    a.SetMagickResourceLimit(ThreadsResource, 1);
     // Bytes (the header's comments say megabytes; the library counts bytes), for every
     // thumbnail being made at once.
-    SetMagickResourceLimit(MemoryResource, magick_int64_t{512} << 20);
-    SetMagickResourceLimit(MapResource, magick_int64_t{512} << 20);
-    SetMagickResourceLimit(DiskResource, 0);  // never a pixel cache on disk
-  });
+    a.SetMagickResourceLimit(MemoryResource, magick_int64_t{512} << 20);
+    a.SetMagickResourceLimit(MapResource, magick_int64_t{512} << 20);
+    a.SetMagickResourceLimit(DiskResource, 0);  // never a pixel cache on disk
+    return &a;
+  }();
+  return api;
 }
 
 struct wand_ptr {
-  MagickWand* w = NewMagickWand();
-  ~wand_ptr() { DestroyMagickWand(w); }
-  wand_ptr() = default;
+  explicit wand_ptr(const magick_api& api) : m(api), w(api.NewMagickWand()) {}
+  ~wand_ptr() { m.DestroyMagickWand(w); }
+  const magick_api& m;
+  MagickWand* w;
   wand_ptr(const wand_ptr&) = delete;
   wand_ptr& operator=(const wand_ptr&) = delete;
 };
 
-std::string encode_jpeg(MagickWand* w) {
-  if (!MagickSetImageFormat(w, "JPEG") || !MagickSetCompressionQuality(w, 80)) return {};
-  MagickStripImage(w);
+std::string encode_jpeg(const magick_api& m, MagickWand* w) {
+  if (!m.MagickSetImageFormat(w, "JPEG") || !m.MagickSetCompressionQuality(w, 80)) return {};
+  m.MagickStripImage(w);
   std::size_t len = 0;
-  unsigned char* blob = MagickWriteImageBlob(w, &len);
+  unsigned char* blob = m.MagickWriteImageBlob(w, &len);
   if (!blob) return {};
   std::string out(reinterpret_cast<char*>(blob), len);
-  MagickRelinquishMemory(blob);
+  m.MagickRelinquishMemory(blob);
   return out;
 }
 
 // A white canvas of the thumbnail's size.
-bool white_canvas(MagickWand* w) {
-  return MagickSetSize(w, thumb_w, thumb_h) && MagickReadImage(w, "xc:white");
+bool white_canvas(const magick_api& m, MagickWand* w) {
+  return m.MagickSetSize(w, thumb_w, thumb_h) && m.MagickReadImage(w, "xc:white");
 }
 
 }  // namespace
 
 std::string blank_thumbnail() {
-  init_magick();
-  static const std::string blank = [] {
-    wand_ptr c;
-    return white_canvas(c.w) ? encode_jpeg(c.w) : std::string{};
+  const magick_api* m = magick();
+  if (!m) return {};
+  static const std::string blank = [m] {
+    wand_ptr c(*m);
+    return white_canvas(*m, c.w) ? encode_jpeg(*m, c.w) : std::string{};
   }();
   return blank;
 }
 
 std::string make_thumbnail(std::string_view image, const thumbnail_config& limits) {
-  init_magick();
+  const magick_api* api = magick();
+  if (!api) return {};
+  const magick_api& m = *api;
   auto d = header_dims(image);
   if (!d || d->w == 0 || d->h == 0 || d->w > limits.max_side || d->h > limits.max_side ||
       d->w * d->h > limits.max_pixels || image.size() > limits.max_input_bytes)
     return blank_thumbnail();
   // Per-image limits (set for every call: they are process-wide and the config may differ).
-  SetMagickResourceLimit(WidthResource, limits.max_side);
-  SetMagickResourceLimit(HeightResource, limits.max_side);
-  SetMagickResourceLimit(PixelsResource, static_cast<magick_int64_t>(limits.max_pixels));
-  wand_ptr img;
-  if (!MagickReadImageBlob(img.w, reinterpret_cast<const unsigned char*>(image.data()),
-                           image.size()))
+  m.SetMagickResourceLimit(WidthResource, limits.max_side);
+  m.SetMagickResourceLimit(HeightResource, limits.max_side);
+  m.SetMagickResourceLimit(PixelsResource, static_cast<magick_int64_t>(limits.max_pixels));
+  wand_ptr img(m);
+  if (!m.MagickReadImageBlob(img.w, reinterpret_cast<const unsigned char*>(image.data()),
+                             image.size()))
     return blank_thumbnail();
-  if (!MagickSetImageIndex(img.w, 0)) return blank_thumbnail();  // the first frame
-  const unsigned long w = MagickGetImageWidth(img.w), h = MagickGetImageHeight(img.w);
+  if (!m.MagickSetImageIndex(img.w, 0)) return blank_thumbnail();  // the first frame
+  const unsigned long w = m.MagickGetImageWidth(img.w), h = m.MagickGetImageHeight(img.w);
   if (w == 0 || h == 0) return blank_thumbnail();
   long x = 0, y = 0;
   if (w < thumb_w && h < thumb_h) {
@@ -160,15 +203,16 @@ std::string make_thumbnail(std::string_view image, const thumbnail_config& limit
         std::max<unsigned long>(thumb_w, static_cast<unsigned long>(w * s + 0.5));
     const unsigned long sh =
         std::max<unsigned long>(thumb_h, static_cast<unsigned long>(h * s + 0.5));
-    if (!MagickResizeImage(img.w, sw, sh, LanczosFilter, 1.0)) return blank_thumbnail();
-    if (!MagickCropImage(img.w, thumb_w, thumb_h, static_cast<long>((sw - thumb_w) / 2),
-                         static_cast<long>((sh - thumb_h) / 2)))
+    if (!m.MagickResizeImage(img.w, sw, sh, LanczosFilter, 1.0)) return blank_thumbnail();
+    if (!m.MagickCropImage(img.w, thumb_w, thumb_h, static_cast<long>((sw - thumb_w) / 2),
+                           static_cast<long>((sh - thumb_h) / 2)))
       return blank_thumbnail();
   }
-  wand_ptr canvas;  // transparency becomes white, JPEG has none
-  if (!white_canvas(canvas.w) || !MagickCompositeImage(canvas.w, img.w, OverCompositeOp, x, y))
+  wand_ptr canvas(m);  // transparency becomes white, JPEG has none
+  if (!white_canvas(m, canvas.w) ||
+      !m.MagickCompositeImage(canvas.w, img.w, OverCompositeOp, x, y))
     return blank_thumbnail();
-  std::string jpeg = encode_jpeg(canvas.w);
+  std::string jpeg = encode_jpeg(m, canvas.w);
   return jpeg.empty() ? blank_thumbnail() : jpeg;
 }
 

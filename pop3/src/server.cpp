@@ -3,6 +3,10 @@
 // this file moves bytes, runs TLS through inlet::tls (memory BIO, as the SMTP
 // core does) and calls the store. See docs/pop3.md.
 //
+// Admission is the SMTP listeners' (inlet/net/admission.hpp): each connection is
+// a slot, idle while it waits for a command with nothing half read, and an
+// evicted one is woken on its strand, says -ERR [SYS/TEMP] and closes.
+//
 // Deadlines: each socket wait sets `deadline_`; the watchdog sleeps until it and
 // cancels the socket's pending operation when it has passed, and the waiting
 // coroutine then sees `expired_`. A store call has no deadline here: the store
@@ -21,6 +25,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <inlet/net/admission.hpp>
 #include <inlet/pop3/server.hpp>
 #include <inlet/store/store.hpp>
 #include <inlet/tls/engine.hpp>
@@ -43,31 +48,41 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 namespace {
 
 struct counters {
-  std::atomic<std::uint64_t> accepted{0}, refused{0}, active{0}, sign_ins{0}, retrieved{0},
-      deleted{0};
+  std::atomic<std::uint64_t> accepted{0}, refused{0}, sign_ins{0}, retrieved{0}, deleted{0};
 };
 
 // Replies are written once this much is queued even when more commands wait
 // (pipelined RETRs would otherwise pile up whole messages).
 constexpr std::size_t flush_threshold = 64 * 1024;
 
-// Why a new connection is turned away at once (none: it is served).
-enum class refusal : std::uint8_t { none, total, per_ip };
-
-class connection : public std::enable_shared_from_this<connection> {
+class connection : public std::enable_shared_from_this<connection>, public net::slot {
  public:
   connection(tcp::socket sock, const server_config& cfg,
              std::shared_ptr<const session_config> scfg, const tls::tls_context* tls,
-             store::store& st, counters& cnt)
+             store::store& st, counters& cnt, const net::admission& adm)
       : sock_(std::move(sock)),
         timer_(sock_.get_executor()),
         cfg_(cfg),
         tls_ctx_(tls),
         store_(st),
         cnt_(cnt),
+        adm_(adm),
         session_(std::move(scfg)) {}
+  ~connection() override { leave(); }  // before anything wake() may touch goes
 
-  asio::awaitable<void> serve(refusal refuse);
+  // Called by the admission with its lock held, from any thread: post only.
+  void wake() noexcept override {
+    if (auto self = weak_from_this().lock()) {
+      try {
+        asio::post(sock_.get_executor(), [self] {
+          if (self->reading_) self->sock_.cancel();
+        });
+      } catch (...) {  // no memory for the handler: the connection is seen at its next wait
+      }
+    }
+  }
+
+  asio::awaitable<void> serve(net::admit_result admitted);
   asio::awaitable<void> watchdog();
   // On the strand: the server stops.
   void stop() {
@@ -96,6 +111,7 @@ class connection : public std::enable_shared_from_this<connection> {
   const tls::tls_context* tls_ctx_;
   store::store& store_;
   counters& cnt_;
+  const net::admission& adm_;
   session session_;
   std::unique_ptr<tls::tls_engine> tls_;
   std::string in_;    // plain text not yet consumed by the session
@@ -167,8 +183,11 @@ asio::awaitable<bool> connection::read_more() {
         tls_->clear_output();
       }
     }
-    if (stopping_) co_return false;  // stop() ran while this connection was busy
-    arm(cfg_.idle_timeout);
+    if (stopping_ || is_evicted()) co_return false;  // stop() or eviction while busy
+    arm(adm_.under_pressure() ? std::min(cfg_.idle_timeout, cfg_.pressure_timeout)
+                              : cfg_.idle_timeout);
+    progress.store(clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+    state.store(in_.empty() ? phase::idle : phase::waiting, std::memory_order_relaxed);
     reading_ = true;
     error_code ec;
     std::size_t n = 0;
@@ -182,6 +201,7 @@ asio::awaitable<bool> connection::read_more() {
       in_.resize(had + (ec ? 0 : n));
     }
     reading_ = false;
+    state.store(phase::busy, std::memory_order_relaxed);
     disarm();
     if (ec) co_return false;
     if (!tls_) co_return true;
@@ -237,13 +257,15 @@ asio::awaitable<void> connection::run_store_step(step_kind kind) {
   }
 }
 
-asio::awaitable<void> connection::serve(refusal refuse) {
+asio::awaitable<void> connection::serve(net::admit_result admitted) {
   auto self = shared_from_this();
-  if (refuse != refusal::none) {  // over a limit: say so where the client can read it
+  if (!net::admitted(admitted)) {  // over a limit: say so where the client can read it
     if (!tls_ctx_ || cfg_.tls == tls_mode::stls)
-      co_await write_plain(refuse == refusal::total
-                               ? "-ERR [SYS/TEMP] too many connections\r\n"
-                               : "-ERR [SYS/TEMP] too many connections from your address\r\n");
+      co_await write_plain(
+          admitted == net::admit_result::full ? "-ERR [SYS/TEMP] too many connections\r\n"
+          : admitted == net::admit_result::over_ip
+              ? "-ERR [SYS/TEMP] too many connections from your address\r\n"
+              : "-ERR [SYS/TEMP] too many connections from your network\r\n");
     close();
     co_return;
   }
@@ -261,6 +283,10 @@ asio::awaitable<void> connection::serve(refusal refuse) {
       case step_kind::need_more:
         if (!co_await flush()) break;
         if (co_await read_more()) continue;
+        if (is_evicted() && sock_.is_open()) {  // the slot is another client's now
+          session_.evict();
+          continue;
+        }
         if (expired_) {  // RFC 1939 3: the autologout closes without a reply
           session_.timeout();
           continue;
@@ -311,11 +337,12 @@ struct server::impl {
   counters cnt;
   std::mutex mu;
   std::unordered_set<std::shared_ptr<connection>> live;
-  std::unordered_map<std::string, std::size_t> per_ip;  // admitted connections, under mu
+  net::admission adm;
   std::atomic<bool> stopping{false};
   bool started = false;
 
-  impl(server_config c, store::store& m) : cfg(std::move(c)), messages(m) {}
+  impl(server_config c, store::store& m)
+      : cfg(std::move(c)), messages(m), adm(cfg.admission) {}
   asio::awaitable<void> accept_loop();
   void launch(tcp::socket sock);
 };
@@ -335,40 +362,36 @@ asio::awaitable<void> server::impl::accept_loop() {
 void server::impl::launch(tcp::socket sock) {
   error_code peer_ec;
   const std::string ip = sock.remote_endpoint(peer_ec).address().to_string();
-  refusal refuse = cnt.active.load() >= cfg.max_connections ? refusal::total : refusal::none;
-  if (refuse == refusal::none && !peer_ec) {
-    std::lock_guard lock(mu);
-    std::size_t& n = per_ip[ip];
-    if (n >= cfg.max_connections_per_ip)
-      refuse = refusal::per_ip;
-    else
-      ++n;  // given back when the connection ends
-  }
-  const bool counted = refuse == refusal::none && !peer_ec;
-  (refuse != refusal::none ? cnt.refused : cnt.accepted).fetch_add(1, std::memory_order_relaxed);
   error_code ignored;
   sock.set_option(tcp::no_delay(true), ignored);
   sock.non_blocking(true, ignored);  // write_plain tries a direct write first
   auto c = std::make_shared<connection>(std::move(sock), cfg, session_cfg, tls.get(), messages,
-                                        cnt);
-  cnt.active.fetch_add(1);
+                                        cnt, adm);
+  // A peer already gone has no address: it is closed at its first read.
+  const net::admit_result admitted = adm.admit(*c, peer_ec ? std::string("?") : ip);
+  (net::admitted(admitted) ? cnt.accepted : cnt.refused).fetch_add(1, std::memory_order_relaxed);
   {
     std::lock_guard lock(mu);
     live.insert(c);
   }
   auto ex = c->executor();
   asio::co_spawn(ex, c->watchdog(), asio::detached);
-  asio::co_spawn(ex, c->serve(refuse), [this, c, counted, ip](std::exception_ptr) {
+  asio::co_spawn(ex, c->serve(admitted), [this, c](std::exception_ptr) {
     // An exception (bad_alloc) ends the connection alone; the socket closes with it.
-    {
-      std::lock_guard lock(mu);
-      live.erase(c);
-      if (counted)
-        if (auto it = per_ip.find(ip); it != per_ip.end() && --it->second == 0) per_ip.erase(it);
-    }
-    cnt.active.fetch_sub(1);
+    c->leave();
+    std::lock_guard lock(mu);
+    live.erase(c);
   });
   if (stopping.load()) asio::post(ex, [c] { c->stop(); });
+}
+
+net::admission_limits default_admission() noexcept {
+  net::admission_limits l;
+  l.max_total = 1000;
+  l.max_per_ip = 1000;
+  l.max_per_subnet = 0;
+  l.pressure_at(75);
+  return l;
 }
 
 server::server(server_config cfg, store::store& messages)
@@ -439,7 +462,9 @@ server_stats server::stats() const {
   server_stats s;
   s.connections_accepted = c.accepted.load(std::memory_order_relaxed);
   s.connections_refused = c.refused.load(std::memory_order_relaxed);
-  s.active_connections = c.active.load(std::memory_order_relaxed);
+  s.connections_evicted = impl_->adm.evicted();
+  s.under_pressure = impl_->adm.under_pressure();
+  s.active_connections = impl_->adm.active();
   s.sign_ins = c.sign_ins.load(std::memory_order_relaxed);
   s.messages_retrieved = c.retrieved.load(std::memory_order_relaxed);
   s.messages_deleted = c.deleted.load(std::memory_order_relaxed);
@@ -458,6 +483,8 @@ void server::append_metrics(std::string& out) const {
       "# TYPE inlet_pop3_connections_total counter\ninlet_pop3_connections_total %llu\n"
       "# TYPE inlet_pop3_connections_refused_total counter\n"
       "inlet_pop3_connections_refused_total %llu\n"
+      "# TYPE inlet_pop3_connections_evicted_total counter\n"
+      "inlet_pop3_connections_evicted_total %llu\n"
       "# TYPE inlet_pop3_connections_active gauge\ninlet_pop3_connections_active %llu\n"
       "# TYPE inlet_pop3_sign_ins_total counter\ninlet_pop3_sign_ins_total %llu\n"
       "# TYPE inlet_pop3_messages_retrieved_total counter\n"
@@ -466,6 +493,7 @@ void server::append_metrics(std::string& out) const {
       "inlet_pop3_messages_deleted_total %llu\n",
       static_cast<unsigned long long>(s.connections_accepted),
       static_cast<unsigned long long>(s.connections_refused),
+      static_cast<unsigned long long>(s.connections_evicted),
       static_cast<unsigned long long>(s.active_connections),
       static_cast<unsigned long long>(s.sign_ins),
       static_cast<unsigned long long>(s.messages_retrieved),

@@ -22,6 +22,7 @@ class category final : public std::error_category {
       case errc::connection_lost: return "connection lost";
       case errc::tls_failed: return "TLS handshake failed";
       case errc::too_many_connections: return "too many connections";
+      case errc::evicted: return "slot given to another client";
       case errc::bad_config: return "bad configuration";
     }
     return "unknown inlet.pop3 error";
@@ -320,6 +321,7 @@ void session::list_done(std::error_code ec, std::vector<maildrop_entry> entries)
     ok(text);
   }
   if (shutdown_pending_) shutdown();
+  if (evict_pending_) evict();
 }
 
 std::optional<step> session::transaction_command(std::string_view c, std::string_view arg) {
@@ -476,6 +478,7 @@ void session::fetch_done(std::error_code ec, std::string_view raw) {
     out_ += ".\r\n";
   }
   if (shutdown_pending_) shutdown();
+  if (evict_pending_) evict();
 }
 
 std::optional<step> session::cmd_quit() {
@@ -534,6 +537,17 @@ void session::shutdown() {
   err("[SYS/TEMP] server shutting down");
   closing_ = true;
   close_reason_ = errc::shutdown;
+}
+
+void session::evict() {
+  if (closing_) return;
+  if (state_ == state::waiting) {
+    evict_pending_ = true;
+    return;
+  }
+  err("[SYS/TEMP] too many connections, closing an idle one");
+  closing_ = true;
+  close_reason_ = errc::evicted;
 }
 
 }  // namespace inlet::pop3

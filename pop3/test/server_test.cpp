@@ -1,8 +1,10 @@
 // The POP3 server over loopback against a memory store: clear text, STLS and
 // implicit TLS (an asio::ssl client, a throwaway certificate from the openssl
-// tool), the connection limit, the idle deadline and the stop.
+// tool), the connection limits and eviction, the idle deadline and the stop.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <boost/asio/connect.hpp>
@@ -210,7 +212,8 @@ TEST_F(pop3_server, bad_certificate_is_bad_config) {
 
 TEST_F(pop3_server, connection_limit) {
   auto cfg = config();
-  cfg.max_connections = 1;
+  cfg.admission.max_total = 1;
+  cfg.admission.evict = false;
   pop3::server srv(cfg, st);
   ASSERT_FALSE(srv.start());
   asio::io_context io;
@@ -227,7 +230,7 @@ TEST_F(pop3_server, connection_limit) {
 
 TEST_F(pop3_server, connection_limit_per_address) {
   auto cfg = config();
-  cfg.max_connections_per_ip = 2;
+  cfg.admission.max_per_ip = 2;
   pop3::server srv(cfg, st);
   ASSERT_FALSE(srv.start());
   asio::io_context io;
@@ -251,6 +254,80 @@ TEST_F(pop3_server, connection_limit_per_address) {
   client<tcp::socket> cd(d);
   EXPECT_THAT(cd.line(), StartsWith("+OK"));
   EXPECT_EQ(srv.stats().connections_refused, 1u);
+}
+
+// Every slot taken: the idle connection that has waited longest makes room, says
+// why and is closed; the newcomer and the other connection are served.
+TEST_F(pop3_server, full_server_gives_the_longest_idle_slot_to_a_new_client) {
+  auto cfg = config();
+  cfg.admission.max_total = 2;
+  pop3::server srv(cfg, st);
+  ASSERT_FALSE(srv.start());
+  asio::io_context io;
+  auto a = connect(io, srv.port());
+  client<tcp::socket> ca(a);
+  EXPECT_THAT(ca.line(), StartsWith("+OK"));
+  auto b = connect(io, srv.port());
+  client<tcp::socket> cb(b);
+  EXPECT_THAT(cb.line(), StartsWith("+OK"));
+  EXPECT_EQ(cb.cmd("NOOP"), "-ERR sign in first");  // b waits since later than a
+  auto c = connect(io, srv.port());
+  client<tcp::socket> cc(c);
+  EXPECT_THAT(cc.line(), StartsWith("+OK"));
+  EXPECT_EQ(ca.line(), "-ERR [SYS/TEMP] too many connections, closing an idle one");
+  EXPECT_EQ(ca.line(), "<End of file>");
+  EXPECT_EQ(cb.cmd("NOOP"), "-ERR sign in first");
+  sign_in_and_retrieve(cc);
+  EXPECT_EQ(srv.stats().connections_evicted, 1u);
+  EXPECT_EQ(srv.stats().connections_refused, 0u);
+}
+
+// One subnet past its limit is refused, free slots or not.
+TEST_F(pop3_server, subnet_limit) {
+  auto cfg = config();
+  cfg.admission.max_per_subnet = 1;
+  pop3::server srv(cfg, st);
+  ASSERT_FALSE(srv.start());
+  asio::io_context io;
+  auto a = connect(io, srv.port());
+  client<tcp::socket> ca(a);
+  EXPECT_THAT(ca.line(), StartsWith("+OK"));
+  auto b = connect(io, srv.port());  // 127.0.0.1 again: the same /24
+  client<tcp::socket> cb(b);
+  EXPECT_EQ(cb.line(), "-ERR [SYS/TEMP] too many connections from your network");
+  EXPECT_EQ(cb.line(), "<End of file>");
+  EXPECT_EQ(ca.cmd("NOOP"), "-ERR sign in first");
+  EXPECT_EQ(srv.stats().connections_refused, 1u);
+}
+
+// Under slot pressure an address past its share is refused, and a waiting
+// connection's idle time is cut to pressure_timeout from its next wait on.
+TEST_F(pop3_server, slot_pressure_shares_and_shorter_idle_time) {
+  auto cfg = config();
+  cfg.admission.max_total = 4;
+  cfg.admission.pressure_at(50);  // on from 2 open connections
+  cfg.admission.pressure_per_ip = 2;
+  cfg.pressure_timeout = std::chrono::milliseconds(50);
+  cfg.idle_timeout = std::chrono::hours(1);
+  pop3::server srv(cfg, st);
+  ASSERT_FALSE(srv.start());
+  asio::io_context io;
+  auto a = connect(io, srv.port());
+  client<tcp::socket> ca(a);
+  EXPECT_THAT(ca.line(), StartsWith("+OK"));
+  auto b = connect(io, srv.port());
+  client<tcp::socket> cb(b);
+  EXPECT_THAT(cb.line(), StartsWith("+OK"));
+  EXPECT_TRUE(srv.stats().under_pressure);
+  auto c = connect(io, srv.port());
+  client<tcp::socket> cc(c);
+  EXPECT_EQ(cc.line(), "-ERR [SYS/TEMP] too many connections from your address");
+  // a's next wait is under pressure: closed without a reply (the autologout),
+  // long before its hour; a receive timeout keeps a regression from hanging.
+  timeval tv{60, 0};
+  ::setsockopt(a.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  EXPECT_EQ(ca.cmd("NOOP"), "-ERR sign in first");
+  EXPECT_EQ(ca.line(), "<End of file>");
 }
 
 TEST_F(pop3_server, idle_connection_is_closed_without_a_reply) {

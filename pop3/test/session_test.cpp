@@ -423,6 +423,25 @@ TEST(pop3_session, shutdown_waits_for_the_step_in_flight) {
   EXPECT_EQ(r.reason, pop3::errc::shutdown);
 }
 
+TEST(pop3_session, eviction_waits_for_the_step_in_flight_and_removes_nothing) {
+  pop3::session s(config());
+  s.start();
+  s.clear_output();
+  s.evict();
+  auto st = s.consume("USER alice\r\n");
+  EXPECT_EQ(st.kind, step_kind::close);
+  EXPECT_EQ(st.reason, pop3::errc::evicted);
+  EXPECT_EQ(s.output(), "-ERR [SYS/TEMP] too many connections, closing an idle one\r\n");
+
+  hooks h;
+  h.at_fetch = [](pop3::session& x) { x.evict(); };
+  auto r = run(config(), three(), whole(login + "DELE 2\r\nRETR 1\r\nQUIT\r\n"), h);
+  EXPECT_THAT(r.output, EndsWith("third\r\n.\r\n-ERR [SYS/TEMP] too many connections, "
+                                 "closing an idle one\r\n"));
+  EXPECT_TRUE(r.removed.empty());
+  EXPECT_EQ(r.reason, pop3::errc::evicted);
+}
+
 TEST(pop3_stuffing, line_ends_and_dots) {
   auto stuffed = [](std::string_view raw, std::int64_t lines = -1) {
     std::string out;

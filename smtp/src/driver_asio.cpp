@@ -158,7 +158,7 @@ asio_server::asio_server(const server_config& cfg, deliver_fn d)
     : cfg_(cfg),
       hook_(std::move(d)),
       policy_(conn_policy::from(cfg_, &stopping_)),
-      adm_(admission_limits::from(cfg), &cnt_.pressure),
+      adm_(limits_of(cfg), &cnt_.pressure),
       memory_(cfg.release_memory) {
   policy_.pressure = &cnt_.pressure;
 }

@@ -225,7 +225,7 @@ blocking_server::blocking_server(const server_config& cfg, deliver_fn d,
     : cfg_(cfg),
       hook_(std::move(d)),
       policy_(conn_policy::from(cfg_, conn_stop != nullptr ? conn_stop : &stopping_)),
-      adm_(admission_limits::from(cfg)) {
+      adm_(limits_of(cfg)) {
   policy_.pressure = &adm_.pressure_flag();
 }
 

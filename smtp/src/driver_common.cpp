@@ -23,6 +23,20 @@ delivery_result hook_failed() {
                          {}};
 }
 
+admission_limits limits_of(const server_config& cfg) {
+  admission_limits l;
+  l.max_total = cfg.max_connections;
+  l.max_per_ip = cfg.max_connections_per_ip;
+  l.max_per_subnet = cfg.max_connections_per_subnet;
+  l.v4_prefix = std::min(cfg.subnet_prefix_v4, 32u);
+  l.v6_prefix = std::min(cfg.subnet_prefix_v6, 128u);
+  l.pressure_at(cfg.pressure_percent);
+  l.pressure_per_ip = cfg.pressure_per_ip;
+  l.pressure_per_subnet = cfg.pressure_per_subnet;
+  l.evict = cfg.evict_when_full;
+  return l;
+}
+
 server_stats stats_of(const driver_counters& c, const admission& adm) {
   server_stats s;
   s.connections_accepted = c.accepted.load();

@@ -41,6 +41,15 @@ INLET_DEB_NO_BUILD=1 "$root/scripts/build-deb.sh" "$build" >/dev/null
 deb=$(ls "$build"/packages/inlet_*.deb)
 devdeb=$(ls "$build"/packages/libinlet-dev_*.deb)
 
+# The libraries inletd opens at their first use (docs/architecture.md) are dependencies
+# dpkg-shlibdeps cannot see: the package must name them itself.
+depends=$(dpkg-deb -f "$deb" Depends)
+for p in libcurl4 libgraphicsmagick-q16-3; do
+  case ", $depends," in *", $p,"*|*", $p "*) ;; *)
+    echo "package_test: $p missing from Depends: $depends" >&2; exit 1;;
+  esac
+done
+
 # 2. Install.
 start_ns=$(date +%s%N)
 installed=1

@@ -1085,7 +1085,7 @@ std::vector<flag> make_table() {
         "instead of Mailpit's implicit TLS."));
   add(f(pop3, "--pop3-max-connections-per-ip", "", "POP3 connections per client IP",
         number<std::size_t>(
-            [](config& c) -> std::size_t& { return c.pop3.server.max_connections_per_ip; }, 1,
+            [](config& c) -> std::size_t& { return c.pop3.server.admission.max_per_ip; }, 1,
             std::numeric_limits<std::size_t>::max()),
         "POP3 connections from one client address at once; past it `-ERR [SYS/TEMP] too many "
         "connections from your address` and the connection is closed (1,000 in all)."));

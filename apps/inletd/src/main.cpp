@@ -198,11 +198,15 @@ int main(int argc, char** argv) {
   // Webhooks (docs/outbound.md): handed each stored message, sent on a thread of their own.
   inletd::outbound_service outbound(cfg);
   inlet::mail::ingest_options popts = cfg.ingest;
-  if (process_model && outbound.active())
+  if (process_model && outbound.active()) {
+    // Messages are parsed and dropped in forked children (--store sink): nothing is stored,
+    // so nothing would ever be sent; refused rather than ignored.
     std::fprintf(stderr,
-                 "inletd: webhooks, auto-relay and forwarding: not with --io-model process; "
-                 "ignored\n");
-  else if (outbound.active())
+                 "inletd: webhooks, auto-relay and forwarding need stored messages: not with "
+                 "--io-model process (which needs --store sink)\n");
+    return 2;
+  }
+  if (outbound.active())
     popts.on_stored = [&outbound](const inlet::store::message_ptr& m) { outbound.on_stored(m); };
   inlet::mail::ingest pipe(backing, filter.get(), std::move(popts));
 

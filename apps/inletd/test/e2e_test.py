@@ -115,6 +115,13 @@ class Inletd:
                 return m
         return None
 
+    def stop_clean(self):
+        """Stops it; a non-zero exit or a sanitizer's report in the log fails the test."""
+        rc = self.stop()
+        log = "".join(self.log)
+        if rc != 0 or "Sanitizer" in log or "runtime error" in log:
+            raise AssertionError(f"inletd exited {rc}:\n{log}")
+
     def stop(self, sig=signal.SIGTERM):
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
@@ -905,6 +912,15 @@ class ProcessModelNeedsSinkTest(unittest.TestCase):
                            capture_output=True, text=True, timeout=DEADLINE)
         self.assertEqual(r.returncode, 2)
         self.assertIn("--io-model process needs --store sink", r.stderr)
+
+    def test_process_with_webhooks_is_refused(self):
+        # The children store nothing, so a webhook would never fire: refused, not ignored.
+        r = subprocess.run([INLETD, "--smtp", "127.0.0.1:0", "--listen", "127.0.0.1:0",
+                            "--io-model", "process", "--store", "sink",
+                            "--webhook-url", "http://127.0.0.1:9/hook"],
+                           capture_output=True, text=True, timeout=DEADLINE)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("not with --io-model process", r.stderr)
 
 
 def add_io_model_tests(inletd_uring):

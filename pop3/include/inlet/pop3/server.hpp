@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <inlet/net/admission.hpp>
 #include <inlet/pop3/session.hpp>
 #include <memory>
 #include <string>
@@ -28,6 +29,10 @@ enum class tls_mode : std::uint8_t {
   stls,      ///< clear text, STLS offered (RFC 2595)
 };
 
+/// POP3's admission unless configured: 1,000 slots, 1,000 per address, no subnet
+/// limit, pressure from 75 % (shares 50 per address, 200 per subnet), eviction on.
+net::admission_limits default_admission() noexcept;
+
 struct server_config {
   std::string address = "127.0.0.1";
   std::uint16_t port = 0;  ///< 0: pick a free port (see server::port())
@@ -36,10 +41,12 @@ struct server_config {
   std::string tls_key;     ///< PEM private key file (empty: in tls_cert)
   tls_mode tls = tls_mode::implicit;
   unsigned threads = 1;                 ///< I/O threads (0: one per core)
-  std::size_t max_connections = 1000;   ///< past it: -ERR [SYS/TEMP] and close
-  /// Connections from one client address at once (as SMTP's --max-connections-per-ip),
-  /// so one host cannot take every slot; past it: -ERR [SYS/TEMP] and close.
-  std::size_t max_connections_per_ip = 1000;
+  /// Admission by SMTP's rules (inlet/net/admission.hpp): limits per address and
+  /// subnet, slot pressure, and when every slot is taken an idle connection's slot
+  /// given to the newcomer; else -ERR [SYS/TEMP] and close.
+  net::admission_limits admission = default_admission();
+  /// Under slot pressure the idle timeout is at most this.
+  std::chrono::milliseconds pressure_timeout{std::chrono::seconds(10)};
   /// Waiting for a command (RFC 1939 3: an autologout timer of at least 10 minutes).
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(10)};
   /// The whole TLS handshake (implicit TLS or after STLS).
@@ -50,7 +57,9 @@ struct server_config {
 
 struct server_stats {
   std::uint64_t connections_accepted = 0;
-  std::uint64_t connections_refused = 0;  ///< over max_connections or max_connections_per_ip
+  std::uint64_t connections_refused = 0;  ///< over a limit (total, per address, per subnet)
+  std::uint64_t connections_evicted = 0;  ///< idle ones closed to make room
+  bool under_pressure = false;            ///< slot pressure now
   std::uint64_t active_connections = 0;
   std::uint64_t sign_ins = 0;             ///< maildrops listed
   std::uint64_t messages_retrieved = 0;   ///< RETR and TOP answered from the store

@@ -65,6 +65,7 @@ enum class errc {
   connection_lost,   ///< the peer went away (drivers)
   tls_failed,        ///< the TLS handshake failed (drivers)
   too_many_connections,  ///< refused at accept (drivers)
+  evicted,           ///< the connection's slot was given to another client (drivers)
   bad_config,        ///< a certificate or address could not be used (server::start)
 };
 const std::error_category& pop3_category() noexcept;
@@ -154,6 +155,10 @@ class session {
   /// The server stops: "-ERR [SYS/TEMP]" is queued and the next consume()
   /// returns close; nothing marked is removed. A step in flight finishes first.
   void shutdown();
+  /// Every slot is taken and this idle connection's was given to a new
+  /// client: "-ERR [SYS/TEMP]" is queued and the next consume() returns close;
+  /// nothing marked is removed. A step in flight finishes first.
+  void evict();
 
   bool authenticated() const noexcept { return state_ == state::transaction; }
   bool tls_active() const noexcept { return tls_; }
@@ -204,6 +209,7 @@ class session {
   bool closing_ = false;
   bool overlong_ = false;  // discarding the rest of an over-long line
   bool shutdown_pending_ = false;  // shutdown() while a step was in flight
+  bool evict_pending_ = false;     // evict() while a step was in flight
   std::size_t errors_ = 0;
   std::size_t auth_failures_ = 0;
   std::string user_;           // USER argument, then the signed-in user

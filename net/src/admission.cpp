@@ -1,13 +1,12 @@
 // Connection slots: limits, pressure and eviction; see admission.hpp.
-#include "admission.hpp"
+#include <inlet/net/admission.hpp>
 
 #include <arpa/inet.h>
 
 #include <algorithm>
 #include <cstring>
-#include <inlet/smtp/server.hpp>
 
-namespace inlet::smtp::detail {
+namespace inlet::net {
 
 slot::~slot() {
   leave();
@@ -21,22 +20,11 @@ void slot::leave() noexcept {
   if (owner_ != nullptr) owner_->release(*this);
 }
 
-admission_limits admission_limits::from(const server_config& cfg) {
-  admission_limits l;
-  l.max_total = cfg.max_connections;
-  l.max_per_ip = cfg.max_connections_per_ip;
-  l.max_per_subnet = cfg.max_connections_per_subnet;
-  l.v4_prefix = std::min(cfg.subnet_prefix_v4, 32u);
-  l.v6_prefix = std::min(cfg.subnet_prefix_v6, 128u);
-  unsigned pct = std::min(cfg.pressure_percent, 100u);
-  l.pressure_on = pct == 0 ? std::numeric_limits<std::size_t>::max()
-                           : std::max<std::size_t>(1, cfg.max_connections * pct / 100);
-  l.pressure_off = l.pressure_on == std::numeric_limits<std::size_t>::max() ? l.pressure_on
-                                                                            : l.pressure_on * 4 / 5;
-  l.pressure_per_ip = cfg.pressure_per_ip;
-  l.pressure_per_subnet = cfg.pressure_per_subnet;
-  l.evict = cfg.evict_when_full;
-  return l;
+void admission_limits::pressure_at(unsigned percent) noexcept {
+  constexpr std::size_t never = std::numeric_limits<std::size_t>::max();
+  percent = std::min(percent, 100u);
+  pressure_on = percent == 0 ? never : std::max<std::size_t>(1, max_total * percent / 100);
+  pressure_off = pressure_on == never ? never : pressure_on * 4 / 5;
 }
 
 std::string subnet_of(std::string_view ip, unsigned v4_prefix, unsigned v6_prefix) {
@@ -199,4 +187,4 @@ void admission::wait_idle() {
   idle_.wait(lk, [&] { return slots_.empty(); });
 }
 
-}  // namespace inlet::smtp::detail
+}  // namespace inlet::net
