@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "catchers.hpp"
+#include "catchers_json.hpp"
 
 namespace inlet::http::detail {
 
@@ -12,94 +13,147 @@ namespace {
 
 
 // "user@domain" as MailHog's Path: {Relays, Mailbox, Domain, Params}.
-json::object path_json(std::string_view addr) {
+void append_path(std::string& out, std::string_view addr) {
   auto at = addr.rfind('@');
-  json::object o;
-  o["Relays"] = nullptr;
-  o["Mailbox"] = js(at == std::string_view::npos ? addr : addr.substr(0, at));
-  o["Domain"] = js(at == std::string_view::npos ? std::string_view{} : addr.substr(at + 1));
-  o["Params"] = "";
-  return o;
+  out.append("{\"Relays\":null,\"Mailbox\":");
+  append_json_string(out, at == std::string_view::npos ? addr : addr.substr(0, at));
+  out.append(",\"Domain\":");
+  append_json_string(out, at == std::string_view::npos ? std::string_view{} : addr.substr(at + 1));
+  out.append(",\"Params\":\"\"}");
 }
 
-std::string unfold(std::string_view v) {
-  std::string out;
-  out.reserve(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (v[i] == '\r' || v[i] == '\n') continue;
-    out.push_back(v[i]);
-  }
-  auto b = out.find_first_not_of(" \t");
-  return b == std::string::npos ? std::string{} : sanitize_utf8(out.substr(b));
+// A header value unfolded: line breaks dropped, leading blanks trimmed.
+std::string_view unfold(std::string_view v, std::string& scratch) {
+  auto b = v.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return {};
+  v.remove_prefix(b);
+  if (v.find_first_of("\r\n") == std::string_view::npos) return v;
+  scratch.clear();
+  for (char ch : v)
+    if (ch != '\r' && ch != '\n') scratch.push_back(ch);
+  b = scratch.find_first_not_of(" \t");
+  return b == std::string::npos ? std::string_view{} : std::string_view(scratch).substr(b);
 }
 
-// One part of the tree as MailHog's Content: its headers, raw body and, for a
-// multipart, its children.
-json::object content_json(const mime::parsed_message& m, std::uint32_t p) {
+// One part of the tree as MailHog's Content: its headers (names in first-seen order,
+// repeated names gathered), raw body and, for a multipart, its children.
+void append_content(std::string& out, const mime::parsed_message& m, std::uint32_t p) {
   const auto& part = m.parts()[p];
-  json::object headers;
-  std::string scratch;
+  std::string scratch, folded;
+  // Names in canonical case; a name seen before adds its value to the first one's list.
+  std::vector<std::pair<std::string, std::vector<std::uint32_t>>> names;
   for (std::uint32_t i = 0; i < part.header_count; ++i) {
     const auto& h = m.headers()[part.first_header + i];
     auto name = inlet::mail::canonical_header_name(m.view(h.name, scratch));
-    auto value = unfold(m.view(h.value, scratch));
-    auto it = headers.find(name);
-    if (it == headers.end()) it = headers.emplace(name, json::array()).first;
-    it->value().as_array().emplace_back(js(value));
+    auto it = std::find_if(names.begin(), names.end(),
+                           [&](const auto& e) { return e.first == name; });
+    if (it == names.end()) {
+      names.emplace_back(std::move(name), std::vector<std::uint32_t>{});
+      it = std::prev(names.end());
+    }
+    it->second.push_back(part.first_header + i);
   }
-  std::string body = m.copy(part.body);
-  json::object o;
-  o["Headers"] = std::move(headers);
-  o["Size"] = body.size();
-  o["Body"] = js(body);  // js makes it valid UTF-8
+  out.append("{\"Headers\":{");
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    if (k) out.push_back(',');
+    append_json_string(out, names[k].first);
+    out.append(":[");
+    for (std::size_t v = 0; v < names[k].second.size(); ++v) {
+      if (v) out.push_back(',');
+      const auto& h = m.headers()[names[k].second[v]];
+      append_json_string(out, unfold(m.view(h.value, scratch), folded));
+    }
+    out.push_back(']');
+  }
+  const std::string_view body = m.view(part.body, scratch);
+  out.append("},\"Size\":");
+  out.append(std::to_string(body.size()));
+  out.append(",\"Body\":");
+  append_json_string(out, body);
+  out.append(",\"MIME\":");
   if (part.kind == mime::part_kind::multipart) {
-    json::array parts;
-    for (auto ch = part.first_child; ch != mime::no_index; ch = m.parts()[ch].next_sibling)
-      parts.emplace_back(content_json(m, ch));
-    o["MIME"] = json::object{{"Parts", std::move(parts)}};
+    out.append("{\"Parts\":[");
+    bool first = true;
+    for (auto ch = part.first_child; ch != mime::no_index; ch = m.parts()[ch].next_sibling) {
+      if (!first) out.push_back(',');
+      first = false;
+      append_content(out, m, ch);
+    }
+    out.append("]}");
   } else {
-    o["MIME"] = nullptr;
+    out.append("null");
   }
-  return o;
+  out.push_back('}');
 }
 
-json::object message_json(const store::stored_message& msg) {
-  json::object o;
-  o["ID"] = js(msg.id.str());
-  o["From"] = path_json(msg.envelope.mail_from);
-  json::array to, raw_to;
-  for (const auto& r : msg.envelope.rcpt_to) {
-    to.emplace_back(path_json(r));
-    raw_to.emplace_back(js(r));
-  }
-  o["To"] = std::move(to);
+// The message as MailHog's data.Message: {ID, From, To, Content, Created, MIME, Raw}.
+// Content is the root part with the whole message's header map (as the read view gives
+// it), the raw size and no MIME; the top-level MIME (the root's children) is beside it.
+std::string message_text(const store::stored_message& msg) {
   inlet::mail::message_view view(msg.raw);
-  auto root = content_json(view.parsed(), 0);
-  json::value mime = root["MIME"];
-  root["Size"] = msg.raw.size();
-  // Content.Headers is the whole message's header map, as the read view gives it.
-  json::object headers;
-  for (auto& [name, values] : view.headers()) {
-    json::array a;
-    for (auto& v : values) a.emplace_back(js(unfold(v)));
-    headers[name] = std::move(a);
+  const auto& m = view.parsed();
+  std::string out;
+  out.reserve(2 * msg.raw.size() + msg.raw.size() / 8 + 1024);
+  out.append("{\"ID\":");
+  append_json_string(out, msg.id.str());
+  out.append(",\"From\":");
+  append_path(out, msg.envelope.mail_from);
+  out.append(",\"To\":[");
+  for (std::size_t i = 0; i < msg.envelope.rcpt_to.size(); ++i) {
+    if (i) out.push_back(',');
+    append_path(out, msg.envelope.rcpt_to[i]);
   }
-  root["Headers"] = std::move(headers);
-  root["MIME"] = nullptr;
-  o["Content"] = std::move(root);
-  o["Created"] = js(format_rfc3339(msg.created));
-  o["MIME"] = std::move(mime);
-  json::object raw;
-  raw["From"] = js(msg.envelope.mail_from);
-  raw["To"] = std::move(raw_to);
-  raw["Data"] = js(msg.raw);
-  raw["Helo"] = js(msg.envelope.helo);
-  o["Raw"] = std::move(raw);
-  return o;
+  out.append("],\"Content\":{\"Headers\":{");
+  std::string scratch;
+  bool first = true;
+  for (auto& [name, values] : view.headers()) {
+    if (!first) out.push_back(',');
+    first = false;
+    append_json_string(out, name);
+    out.append(":[");
+    for (std::size_t v = 0; v < values.size(); ++v) {
+      if (v) out.push_back(',');
+      append_json_string(out, unfold(values[v], scratch));
+    }
+    out.push_back(']');
+  }
+  const auto& root = m.parts()[0];
+  out.append("},\"Size\":");
+  out.append(std::to_string(msg.raw.size()));
+  out.append(",\"Body\":");
+  append_json_string(out, m.view(root.body, scratch));
+  out.append(",\"MIME\":null},\"Created\":");
+  append_json_string(out, format_rfc3339(msg.created));
+  out.append(",\"MIME\":");
+  if (root.kind == mime::part_kind::multipart) {
+    out.append("{\"Parts\":[");
+    bool first_part = true;
+    for (auto ch = root.first_child; ch != mime::no_index; ch = m.parts()[ch].next_sibling) {
+      if (!first_part) out.push_back(',');
+      first_part = false;
+      append_content(out, m, ch);
+    }
+    out.append("]}");
+  } else {
+    out.append("null");
+  }
+  out.append(",\"Raw\":{\"From\":");
+  append_json_string(out, msg.envelope.mail_from);
+  out.append(",\"To\":[");
+  for (std::size_t i = 0; i < msg.envelope.rcpt_to.size(); ++i) {
+    if (i) out.push_back(',');
+    append_json_string(out, msg.envelope.rcpt_to[i]);
+  }
+  out.append("],\"Data\":");
+  append_json_string(out, msg.raw);
+  out.append(",\"Helo\":");
+  append_json_string(out, msg.envelope.helo);
+  out.append("}}");
+  return out;
 }
 
 render_cache::entry render_message(const store::stored_message& m) {
-  return render_cache::entry{json::serialize(message_json(m)), std::string::npos};
+  return render_cache::entry{message_text(m), std::string::npos};
 }
 
 // An answer whose body is `head`, the items as a JSON array of data.Message (each
@@ -118,14 +172,14 @@ reply items_reply(const ctx_t& c, const request& req, std::string head,
                                                         ']' + std::move(tail)));
 }
 
-bool read_index(std::string_view q, std::string_view key, std::size_t& out, std::size_t dflt) {
-  out = dflt;
+// MailHog's start and limit: a value that is not a positive integer is ignored (start 0,
+// limit 50), the limit is at most 250; MailHog never refuses them.
+std::size_t read_index(std::string_view q, std::string_view key, std::size_t dflt) {
   std::string v;
-  auto r = query_param(q, key, v);
-  if (r == param::malformed) return false;
-  if (r == param::absent || v.empty()) return true;
+  if (query_param(q, key, v) != param::found) return dflt;
+  std::size_t out = 0;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  return ec == std::errc{} && p == v.data() + v.size();
+  return ec == std::errc{} && p == v.data() + v.size() && out > 0 ? out : dflt;
 }
 
 // A search value as one quoted term of Mailpit's language (quotes inside dropped).
@@ -136,35 +190,45 @@ std::string quoted(std::string_view v) {
   return s + "\"";
 }
 
+// MailHog's search (its storage's Search): kind=from finds the envelope sender (MAIL FROM,
+// "mailbox@domain") or else the From: header; kind=to an envelope recipient or else the
+// To: header; each a case-insensitive substring. kind=containing: the message's text.
+std::error_code search_query(std::string_view kind, std::string_view q, store::search::query& out,
+                             std::string& why) {
+  namespace se = store::search;
+  if (kind == "containing") return se::parse(quoted(q), "", out, &why);
+  const bool from = kind == "from";
+  // Parsed as Mailpit's from:/to: term (folded, whitespace collapsed), then widened.
+  if (auto ec = se::parse((from ? "from:" : "to:") + quoted(q), "", out, &why)) return ec;
+  for (auto& t : out.terms) {
+    t.where = from ? se::field::envelope_from : se::field::envelope_to;
+    t.also = {from ? se::field::from : se::field::to};
+  }
+  return {};
+}
+
 awaitable<reply> v2_list(const ctx_t& c, const request& req, const target& t, bool search) {
-  std::size_t start = 0, limit = 0;
-  if (!read_index(t.query, "start", start, 0) || !read_index(t.query, "limit", limit, 50))
-    co_return error_response(req, 400, "start and limit must be non-negative integers");
-  limit = std::min(limit, c.cfg.max_limit);
+  const std::size_t start = read_index(t.query, "start", 0);
+  const std::size_t limit = std::min({read_index(t.query, "limit", 50), std::size_t{250},
+                                      c.cfg.max_limit});
   store::list_request lr(start, limit);
   if (search) {
     std::string kind, q;
     if (query_param(t.query, "kind", kind) != param::found ||
-        query_param(t.query, "query", q) != param::found || blank(q))
-      co_return error_response(req, 400, "kind and query are required");
-    std::string text;
-    if (kind == "from")
-      text = "from:" + quoted(q);
-    else if (kind == "to")
-      text = "to:" + quoted(q);
-    else if (kind == "containing")
-      text = quoted(q);
-    else
+        (kind != "from" && kind != "to" && kind != "containing"))
       co_return error_response(req, 400, "kind must be from, to or containing");
+    if (query_param(t.query, "query", q) != param::found || q.empty())
+      co_return error_response(req, 400, "query is required");
     std::string why;
-    if (store::search::parse(text, "", lr.query, &why)) co_return error_response(req, 400, why);
+    if (search_query(kind, q, lr.query, why)) co_return error_response(req, 400, why);
   }
   std::vector<catcher_item> items;
   auto [ec, p] = co_await catcher_list(c, std::move(lr), mailhog_view, items);
   if (ec) co_return store_error(req, ec);
+  // MailHog's messagesResult: total (all messages, or all matches), count, start as asked.
   std::string head = "{\"total\":" + std::to_string(p.matched) +
                      ",\"count\":" + std::to_string(items.size()) +
-                     ",\"start\":" + std::to_string(p.start) + ",\"items\":";
+                     ",\"start\":" + std::to_string(start) + ",\"items\":";
   co_return items_reply(c, req, std::move(head), items, "}");
 }
 
@@ -330,7 +394,7 @@ awaitable<std::pair<std::error_code, store::page>> catcher_list(
 }
 
 std::string mailhog_message_text(const store::stored_message& msg) {
-  return json::serialize(message_json(msg));
+  return message_text(msg);
 }
 
 }  // namespace inlet::http::detail

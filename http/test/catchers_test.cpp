@@ -1,7 +1,12 @@
 // The catchers' parts without sockets: MailHog's Jim settings over inlet's chaos
-// triggers, and the cache of rendered messages.
+// triggers, the cache of rendered messages, and the JSON string writer of renderings.
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
+
+#include <random>
+
+#include "catchers_json.hpp"
 #include "inlet/http/api.hpp"
 #include "render_cache.hpp"
 
@@ -112,3 +117,58 @@ TEST(RenderCache, ZeroBytesKeepsNothing) {
 }
 
 }  // namespace
+
+namespace {
+
+// What the renderings wrote before the direct writer: a sanitised copy, serialised.
+std::string tree_json(std::string_view s) {
+  return boost::json::serialize(boost::json::string(inlet::http::sanitize_utf8(s)));
+}
+
+std::string direct_json(std::string_view s) {
+  std::string out;
+  inlet::http::detail::append_json_string(out, s);
+  return out;
+}
+
+}  // namespace
+
+TEST(CatcherJson, StringsAreWhatTheJsonTreeWrote) {
+  static constexpr char with_nul[] = "controls \0 \x01\x02\b\f\n\r\t\x1f\x7f end";
+  const std::vector<std::string> cases = {
+      "",
+      "plain ascii text that is longer than sixteen bytes, twice over and more",
+      "quote \" and backslash \\ and slash /",
+      std::string(with_nul, sizeof with_nul - 1),
+      "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80 (valid)",
+      "bad \xC3 lone lead, \x80 lone continuation, \xED\xA0\x80 surrogate, \xF5 too high",
+      "overlong \xC0\xAF and \xE0\x80\xAF, truncated at the end \xE2\x82",
+      std::string(40, '"'),
+      "lines\r\nof a body\r\n\r\n\r\rbare\n\nends with CR\r",
+  };
+  for (const auto& c : cases) EXPECT_EQ(direct_json(c), tree_json(c)) << c;
+  // Every byte value at every offset of a 16-byte block and around it.
+  for (int b = 0; b < 256; ++b)
+    for (std::size_t at = 0; at < 34; ++at) {
+      std::string s(40, 'a');
+      s[at] = static_cast<char>(b);
+      ASSERT_EQ(direct_json(s), tree_json(s)) << b << " at " << at;
+    }
+}
+
+TEST(CatcherJson, RandomBytesAgreeWithTheTreeAndParseBack) {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 2000; ++round) {
+    std::string s(rng() % 80, '\0');
+    // Mostly ASCII with some high and control bytes, as mail is.
+    for (auto& ch : s) {
+      const unsigned r = rng() % 100;
+      ch = static_cast<char>(r < 80   ? 0x20 + rng() % 0x5f
+                             : r < 90 ? 0x80 + rng() % 0x80
+                                      : rng() % 0x20);
+    }
+    const auto text = direct_json(s);
+    ASSERT_EQ(text, tree_json(s));
+    EXPECT_EQ(boost::json::parse(text).as_string(), inlet::http::sanitize_utf8(s));
+  }
+}

@@ -421,6 +421,37 @@ bool folded_equals(std::string_view a, std::string_view b_folded) {
   return tmp == b_folded;
 }
 
+// An envelope address contains `value` (folded) once folded. Addresses are short: folded
+// in a buffer kept per thread, so a search over every message does not allocate.
+bool envelope_contains(std::string_view address, std::string_view value) {
+  thread_local std::string folded;
+  folded.assign(address);
+  fold_case_in_place(folded);
+  return contains(folded, value);
+}
+
+bool eval_field(field where, const std::string& value, const stored_message& m,
+                const match_source& src) {
+  switch (where) {
+    case field::text:
+      return contains(src.text(), value);
+    case field::message_id:
+      return src.fields().get(field::message_id) == value;
+    case field::tag: {
+      auto tags = m.tags();
+      return std::any_of(tags->begin(), tags->end(),
+                         [&](const std::string& tag) { return folded_equals(tag, value); });
+    }
+    case field::envelope_from:
+      return envelope_contains(m.envelope.mail_from, value);
+    case field::envelope_to:
+      return std::any_of(m.envelope.rcpt_to.begin(), m.envelope.rcpt_to.end(),
+                         [&](const auto& r) { return envelope_contains(r, value); });
+    default:
+      return contains(src.fields().get(where), value);
+  }
+}
+
 bool eval(const term& t, const stored_message& m, const match_source& src) {
   switch (t.what) {
     case kind::is_read:
@@ -444,25 +475,17 @@ bool eval(const term& t, const stored_message& m, const match_source& src) {
     case kind::match:
       break;
   }
-  switch (t.where) {
-    case field::text:
-      return contains(src.text(), t.value);
-    case field::message_id:
-      return src.fields().get(field::message_id) == t.value;
-    case field::tag: {
-      auto tags = m.tags();
-      return std::any_of(tags->begin(), tags->end(),
-                         [&](const std::string& tag) { return folded_equals(tag, t.value); });
-    }
-    default:
-      return contains(src.fields().get(t.where), t.value);
-  }
+  if (eval_field(t.where, t.value, m, src)) return true;
+  for (field f : t.also)
+    if (eval_field(f, t.value, m, src)) return true;
+  return false;
 }
 
 // Cheap terms first: flags and numbers, then header fields, then the body text.
 int cost(const term& t) noexcept {
   if (t.what != kind::match) return 0;
-  return t.where == field::text ? 2 : 1;
+  if (t.where == field::text) return 2;
+  return std::find(t.also.begin(), t.also.end(), field::text) != t.also.end() ? 2 : 1;
 }
 
 void append_address(std::string& out, const address& a) {

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "search_cases.hpp"
 
 namespace st = inlet::store;
@@ -177,5 +179,26 @@ TEST(Matches, PreparedFieldsAgreeWithReference) {
       ASSERT_FALSE(se::parse(c.query, c.tz, q));
       EXPECT_EQ(se::matches(q, m), se::matches(q, m, pf)) << c.query;
     }
+  }
+}
+
+TEST(Matches, EnvelopeTermsByReference) {
+  // The built (envelope) cases against matches() alone, message by message.
+  std::vector<std::pair<std::string, std::unique_ptr<st::stored_message>>> msgs;
+  for (auto& f : st::test::search_fixture()) {
+    auto p = std::make_unique<st::stored_message>();
+    auto& m = *p;
+    m.summary = f.msg.summary;
+    m.envelope = f.msg.envelope;
+    m.size = f.msg.raw.size();
+    m.created = *f.msg.created;
+    if (f.read) m.init_read(true);
+    msgs.emplace_back(f.label, std::move(p));
+  }
+  for (const auto& c : st::test::envelope_cases()) {
+    std::vector<std::string> got;
+    for (auto it = msgs.rbegin(); it != msgs.rend(); ++it)
+      if (se::matches(c.query, *it->second)) got.push_back(it->first);
+    EXPECT_EQ(got, c.expect) << c.name;
   }
 }

@@ -58,6 +58,13 @@ class reader {
     out = static_cast<T>(v);
     return true;
   }
+  bool view(std::string_view& v) {
+    std::uint64_t n;
+    if (!u(n) || n > in_.size()) return false;
+    v = in_.substr(0, n);
+    in_.remove_prefix(n);
+    return true;
+  }
   bool s(std::string& v) {
     std::uint64_t n;
     if (!u(n) || n > in_.size()) return false;
@@ -214,6 +221,20 @@ bool decompress(std::string_view frame, std::string& out, std::size_t max_size) 
   const std::size_t n = ZSTD_decompressDCtx(ctx.get(), out.data(), out.size(), frame.data(),
                                             frame.size());
   if (ZSTD_isError(n) || n != size) return false;
+  return true;
+}
+
+bool decode_meta_addresses(std::string_view in, std::string_view& mail_from,
+                           std::vector<std::string_view>& rcpt_to) {
+  rcpt_to.clear();
+  if (in.empty() || static_cast<unsigned char>(in.front()) != meta_version) return false;
+  reader r(in.substr(1));
+  std::string_view helo;
+  std::uint64_t n;
+  if (!r.view(helo) || !r.view(mail_from) || !r.u(n) || n > in.size()) return false;
+  rcpt_to.resize(n);
+  for (auto& v : rcpt_to)
+    if (!r.view(v)) return false;
   return true;
 }
 

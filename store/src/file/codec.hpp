@@ -12,6 +12,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "inlet/store/types.hpp"
 
@@ -20,6 +21,10 @@ namespace inlet::store::file {
 std::string encode_meta(const envelope& e, const summary& s);
 /// False when the bytes do not decode (a damaged row): e and s are then unspecified.
 bool decode_meta(std::string_view in, envelope& e, summary& s);
+/// The envelope's addresses only, as views into `in` (a search reads them from every
+/// row without decoding the rest): false when the bytes do not decode.
+bool decode_meta_addresses(std::string_view in, std::string_view& mail_from,
+                           std::vector<std::string_view>& rcpt_to);
 
 enum class raw_codec : int { none = 0, zstd = 1 };
 

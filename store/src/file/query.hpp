@@ -3,7 +3,8 @@
 // header fields and the search text are stored folded (BLOB columns, compared byte-wise
 // with inlet_contains, schema.hpp), address lists as "name <address>" entries joined by '\n' (a query value
 // never holds a '\n', so a substring of the joined text is a substring of one entry),
-// tags as "\nfolded\n" runs (a whole-tag test is a substring test of "\nvalue\n").
+// tags as "\nfolded\n" runs (a whole-tag test is a substring test of "\nvalue\n"); the
+// envelope's addresses are read from the meta column and folded on the search.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -26,5 +27,10 @@ struct sql_condition {
 };
 
 sql_condition compile(const search::query& q);
+
+/// Registers the functions compile() uses beside inlet_contains:
+/// inlet_envelope_contains(meta, needle, which), the envelope sender (which 0) or any
+/// envelope recipient (1) of a meta column, folded, holds needle.
+void add_query_functions(connection& c);
 
 }  // namespace inlet::store::file

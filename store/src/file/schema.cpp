@@ -1,6 +1,7 @@
 #include "file/schema.hpp"
 
 #include "file/mailpit.hpp"
+#include "file/query.hpp"
 
 #include <sys/stat.h>
 
@@ -223,6 +224,7 @@ void add_functions(connection& c) {
       c.get(), "inlet_contains", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
       nullptr, &contains_fn, nullptr, nullptr, nullptr);
   if (rc != SQLITE_OK) c.fail(rc, "inlet_contains");
+  add_query_functions(c);
 }
 
 connection open_reader(const file_store_config& cfg) {

@@ -152,6 +152,37 @@ std::string contains(const std::string& hay, const std::string& needle) {
   return "strpos(" + hay + ", " + needle + ") > 0";
 }
 
+// One field of a match term as SQL: the value (parameter `p`) found there.
+std::string match_sql(search::field where, const std::string& p) {
+  using search::field;
+  switch (where) {
+    case field::text:
+      return contains("m.search_text", p);
+    case field::to:
+    case field::from:
+    case field::cc:
+    case field::bcc:
+    case field::reply_to:
+    case field::subject:
+      return contains(field_sql(where), p);
+    case field::addressed:  // From, To, Cc, Bcc, Reply-To, as search::matches
+      return "(" + contains(field_sql(field::to), p) + " OR " +
+             contains(field_sql(field::from), p) + " OR " + contains(field_sql(field::cc), p) +
+             " OR " + contains(field_sql(field::bcc), p) + " OR " +
+             contains(field_sql(field::reply_to), p) + ")";
+    case field::message_id:
+      return field_sql(field::message_id) + " = " + p;
+    case field::tag:
+      return "EXISTS (SELECT 1 FROM unnest(m.tags) AS g WHERE mail.fold(g) = " + p + ")";
+    case field::envelope_from:  // stored as given: folded here, as search::matches does
+      return contains("mail.fold(m.mail_from)", p);
+    case field::envelope_to:
+      return "EXISTS (SELECT 1 FROM unnest(m.rcpt_to) AS r WHERE " + contains("mail.fold(r)", p) +
+             ")";
+  }
+  return "FALSE";
+}
+
 }  // namespace
 
 compiled_search compile_search(const search::query& q, int tp, int ip, int sp) {
@@ -182,31 +213,8 @@ compiled_search compile_search(const search::query& q, int tp, int ip, int sp) {
     switch (t.what) {
       case kind::match: {
         auto p = text_param(t.value);
-        switch (t.where) {
-          case field::text:
-            c = contains("m.search_text", p);
-            break;
-          case field::to:
-          case field::from:
-          case field::cc:
-          case field::bcc:
-          case field::reply_to:
-          case field::subject:
-            c = contains(field_sql(t.where), p);
-            break;
-          case field::addressed:  // From, To, Cc, Bcc, Reply-To, as search::matches
-            c = "(" + contains(field_sql(field::to), p) + " OR " +
-                contains(field_sql(field::from), p) + " OR " + contains(field_sql(field::cc), p) +
-                " OR " + contains(field_sql(field::bcc), p) + " OR " +
-                contains(field_sql(field::reply_to), p) + ")";
-            break;
-          case field::message_id:
-            c = field_sql(field::message_id) + " = " + p;
-            break;
-          case field::tag:
-            c = "EXISTS (SELECT 1 FROM unnest(m.tags) AS g WHERE mail.fold(g) = " + p + ")";
-            break;
-        }
+        c = match_sql(t.where, p);
+        for (auto f : t.also) c += " OR " + match_sql(f, p);
         break;
       }
       case kind::is_read:

@@ -43,6 +43,10 @@ enum class field : std::uint8_t {
   subject,     ///< Subject:
   message_id,  ///< Message-ID, compared whole (case-insensitively; <> ignored)
   tag,         ///< a tag, compared whole (case-insensitively)
+  // Not in Mailpit's language (Mailpit keeps no envelope sender; its `bcc:` already
+  // finds envelope-only recipients): terms built by code, such as MailHog's search.
+  envelope_from,  ///< the envelope sender (MAIL FROM), substring
+  envelope_to,    ///< any envelope recipient (RCPT TO), substring
 };
 
 enum class kind : std::uint8_t {
@@ -65,6 +69,9 @@ struct term {
   time_point when{};        ///< after/before: the instant DATE starts in the query's zone
   std::uint64_t bytes = 0;  ///< larger/smaller
   bool negated = false;
+  /// match: more fields to look in; the term holds when any of `where` and these
+  /// matches the value (MailHog's "envelope sender, or else the From: header").
+  std::vector<field> also;
   friend bool operator==(const term&, const term&) = default;
 };
 
