@@ -158,7 +158,8 @@ std::string html_to_text(std::string_view h) {
   std::string tidy;
   tidy.reserve(out.size());
   for (char ch : out) {
-    if ((ch == ' ' || ch == '\t') && (tidy.empty() || tidy.back() == ' ' || tidy.back() == '\n'))
+    if (ch == '\t' || ch == '\f') ch = ' ';  // HTML's white space, collapsed as spaces are
+    if (ch == ' ' && (tidy.empty() || tidy.back() == ' ' || tidy.back() == '\n'))
       continue;
     if ((ch == '\n' || ch == '\r') && !tidy.empty() && tidy.back() == ' ') tidy.pop_back();
     if (ch == '\r') continue;

@@ -18,6 +18,8 @@ TEST(html_to_text, block_ends_are_line_breaks_and_blanks_collapse) {
   EXPECT_EQ(html_to_text("<p>One  <b>two</b></p>\r\n<P>three<BR>four</p><p></p><p></p><p>five</p>"),
             "One two\n\nthree\nfour\n\nfive");  // the source line break counts
   EXPECT_EQ(html_to_text("  <div> lead </div>  "), "lead");
+  // Tabs and form feeds are white space too: collapsed, never left at an end.
+  EXPECT_EQ(html_to_text("\tone\t\ttwo \t\r\nthree\f"), "one two\nthree");
 }
 
 TEST(html_to_text, entities_named_and_numeric) {
