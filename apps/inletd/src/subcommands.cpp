@@ -20,6 +20,8 @@
 #include <inlet/mail/summary.hpp>
 #include <inlet/store/file_store.hpp>
 #include <inlet/mime/message.hpp>
+#include <inlet/outbound/smtp_relay.hpp>
+#include <memory>
 #include <iostream>
 #include <iterator>
 #include <sstream>
@@ -46,63 +48,31 @@ std::string url_host(const std::string& host) {
   return host.find(':') != std::string::npos ? "[" + host + "]" : host;
 }
 
-// SMTP transactions through libcurl (dot-stuffing, EHLO, the replies). One client keeps
-// its connection between messages (libcurl reuses it), so a folder of thousands of
-// messages is not a connection per message.
+// SMTP transactions through inlet's own client (inlet/outbound/smtp_relay.hpp: EHLO,
+// dot-stuffing, pipelining, the replies). One client keeps its connection between
+// messages, so a folder of thousands of messages is not a connection per message; and no
+// HTTP library is loaded for it (a sendmail run is a process per message).
 class smtp_client {
  public:
-  smtp_client() : c_(curl_easy_init()) {}
-  ~smtp_client() {
-    if (c_) curl_easy_cleanup(c_);
-  }
-  smtp_client(const smtp_client&) = delete;
-  smtp_client& operator=(const smtp_client&) = delete;
-
   // "" on success, else why not.
   std::string send(const std::string& server, const std::string& from,
                    const std::vector<std::string>& rcpt, const std::string& raw) {
-    host_port hp;
-    if (!parse_host_port(server, hp)) return "SMTP server must be HOST:PORT, got '" + server + "'";
-    if (!c_) return "libcurl could not start";
-    const std::string url =
-        "smtp://" + url_host(client_host(hp.host)) + ":" + std::to_string(hp.port);
-    const std::string mail_from = "<" + from + ">";
-    curl_slist* to = nullptr;
-    for (const auto& r : rcpt) to = curl_slist_append(to, ("<" + r + ">").c_str());
-    reader rd{&raw};
-    curl_easy_setopt(c_, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(c_, CURLOPT_MAIL_FROM, mail_from.c_str());
-    curl_easy_setopt(c_, CURLOPT_MAIL_RCPT, to);
-    curl_easy_setopt(c_, CURLOPT_UPLOAD, 1L);
-    curl_easy_setopt(c_, CURLOPT_READFUNCTION, &smtp_client::read);
-    curl_easy_setopt(c_, CURLOPT_READDATA, &rd);
-    curl_easy_setopt(c_, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(raw.size()));
-    curl_easy_setopt(c_, CURLOPT_CONNECTTIMEOUT, 10L);
-    curl_easy_setopt(c_, CURLOPT_TIMEOUT, 300L);
-    curl_easy_setopt(c_, CURLOPT_NOSIGNAL, 1L);
-    char err[CURL_ERROR_SIZE] = {};
-    curl_easy_setopt(c_, CURLOPT_ERRORBUFFER, err);
-    CURLcode rc = curl_easy_perform(c_);
-    curl_easy_setopt(c_, CURLOPT_MAIL_RCPT, nullptr);
-    curl_easy_setopt(c_, CURLOPT_ERRORBUFFER, nullptr);
-    curl_slist_free_all(to);
-    if (rc == CURLE_OK) return {};
-    return *err ? err : curl_easy_strerror(rc);
+    if (!client_ || server != server_) {
+      host_port hp;
+      if (!parse_host_port(server, hp)) return "SMTP server must be HOST:PORT, got '" + server + "'";
+      inlet::outbound::smtp_relay_config cfg;
+      cfg.host = client_host(hp.host);
+      cfg.port = hp.port;
+      cfg.timeout = std::chrono::seconds(300);
+      client_ = std::make_unique<inlet::outbound::smtp_client>(std::move(cfg));
+      server_ = server;
+    }
+    return client_->send(from, rcpt, raw);
   }
 
  private:
-  struct reader {
-    const std::string* data;
-    std::size_t at = 0;
-  };
-  static std::size_t read(char* buf, std::size_t size, std::size_t n, void* user) {
-    auto* r = static_cast<reader*>(user);
-    std::size_t k = std::min(size * n, r->data->size() - r->at);
-    std::memcpy(buf, r->data->data() + r->at, k);
-    r->at += k;
-    return k;
-  }
-  CURL* c_;
+  std::string server_;
+  std::unique_ptr<inlet::outbound::smtp_client> client_;
 };
 
 std::string smtp_send(const std::string& server, const std::string& from,
@@ -586,12 +556,7 @@ std::optional<int> run_subcommand(int argc, char** argv) {
     curl_global_cleanup();
     return rc;
   };
-  if (cmd == "sendmail") {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    int rc = sendmail(argc, argv, 2);
-    curl_global_cleanup();
-    return rc;
-  }
+  if (cmd == "sendmail") return sendmail(argc, argv, 2);  // SMTP only: no libcurl
   if (cmd == "readyz") return rest(readyz);
   if (cmd == "ingest") return rest(ingest);
   if (cmd == "dump") return rest(dump);
