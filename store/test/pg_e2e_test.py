@@ -20,6 +20,8 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.error
+import urllib.parse
 import urllib.request
 
 INLETD = None
@@ -338,6 +340,68 @@ class ShardOutage(unittest.TestCase):
         self.assertIn(subject, self.ev_b.subjects)
         self.assertNotIn(gone, self.ev_b.subjects)
         self.assertEqual(self.metric('inlet_pg_failed_put_cleanups_total{result="removed"}'), 0)
+
+
+class ShardRestart(unittest.TestCase):
+    """Every shard restarted under warm connection pools: once /readyz says ok on both
+    instances, the very first reads answer 200 (a pooled connection that died with its
+    server is retried on a fresh one, not turned into a 503)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.a = Inletd(SHARDS)
+        cls.b = Inletd(SHARDS)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.a.stop()
+        cls.b.stop()
+
+    @staticmethod
+    def status(inst, path):
+        try:
+            inst.get(path)
+            return 200
+        except urllib.error.HTTPError as e:
+            return e.code
+
+    def reads(self, inst, boxes, subject):
+        paths = ["/api/v1/messages?limit=50", f"/api/v1/search?query={urllib.parse.quote(subject)}"]
+        paths += [f"/api/v1/mailbox/{b}" for b in boxes]
+        return {p: self.status(inst, p) for p in paths}
+
+    def wait_ready(self, inst):
+        end = time.monotonic() + DEADLINE
+        while time.monotonic() < end:
+            if self.status_or_none(inst, "/readyz") == 200:
+                return
+            time.sleep(0.05)
+        self.fail("readyz never ok again")
+
+    def status_or_none(self, inst, path):
+        try:
+            return self.status(inst, path)
+        except OSError:
+            return None
+
+    def test_first_reads_after_every_shard_restarted_answer(self):
+        boxes = [f"restart{i}@example.com" for i in range(12)]  # spread over the shards
+        subject = "restart %d" % time.time_ns()
+        raw = f"From: a@example.org\r\nSubject: {subject}\r\n\r\nbody\r\n".encode()
+        with smtplib.SMTP("127.0.0.1", self.a.smtp_port, timeout=DEADLINE) as s:
+            self.assertEqual(s.sendmail("a@example.org", boxes, raw), {})
+        for _ in range(3):  # warm both pools: connections to every shard
+            for inst in (self.a, self.b):
+                self.assertEqual(set(self.reads(inst, boxes, subject).values()), {200})
+        for shard in range(len(SHARDS)):
+            self.assertEqual(pg_ctl(shard, "restart -m fast"), 0, f"shard {shard}")
+        for inst in (self.a, self.b):
+            self.wait_ready(inst)
+        for inst in (self.a, self.b):
+            codes = self.reads(inst, boxes, subject)
+            self.assertEqual({p: c for p, c in codes.items() if c != 200}, {})
+            box = inst.json(f"/api/v1/mailbox/{boxes[0]}")
+            self.assertIn(subject, [m["Subject"] for m in box["messages"]])
 
 
 def main():
