@@ -49,7 +49,9 @@ class Inletd:
                 break
         else:
             raise RuntimeError("inletd did not start: " + "".join(self.log))
-        threading.Thread(target=lambda: [self.log.append(l) for l in self.proc.stdout], daemon=True).start()
+        self.reader = threading.Thread(target=lambda: [self.log.append(l) for l in self.proc.stdout],
+                                       daemon=True)
+        self.reader.start()
 
     def get(self, path):
         with HTTP.open(f"http://127.0.0.1:{self.http_port}{path}", timeout=DEADLINE) as r:
@@ -64,6 +66,9 @@ class Inletd:
             self.proc.wait(timeout=DEADLINE)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+            self.proc.wait()
+        self.reader.join(timeout=DEADLINE)  # the pipe's end reached: then it can be closed
+        self.proc.stdout.close()
 
 
 class Events(threading.Thread):
