@@ -84,6 +84,18 @@ struct client {
   }
 };
 
+// A line client on its own loopback connection (the socket lives beside the client that
+// reads it).
+struct socket_holder {
+  tcp::socket sock;
+};
+struct plain_client : socket_holder, client<tcp::socket> {
+  plain_client(asio::io_context& io, std::uint16_t port)
+      : socket_holder{tcp::socket(io)}, client<tcp::socket>(sock) {
+    sock.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  }
+};
+
 class pop3_server : public ::testing::Test {
  protected:
   store::memory_store st{store::memory_store_config{1000, 1u << 26}};
@@ -217,11 +229,9 @@ TEST_F(pop3_server, connection_limit) {
   pop3::server srv(cfg, st);
   ASSERT_FALSE(srv.start());
   asio::io_context io;
-  auto a = connect(io, srv.port());
-  client<tcp::socket> ca(a);
+  plain_client ca(io, srv.port());
   EXPECT_THAT(ca.line(), StartsWith("+OK"));
-  auto b = connect(io, srv.port());
-  client<tcp::socket> cb(b);
+  plain_client cb(io, srv.port());
   EXPECT_EQ(cb.line(), "-ERR [SYS/TEMP] too many connections");
   EXPECT_EQ(cb.line(), "<End of file>");
   EXPECT_EQ(ca.cmd("NOOP"), "-ERR sign in first");  // the first one is served on
@@ -234,14 +244,11 @@ TEST_F(pop3_server, connection_limit_per_address) {
   pop3::server srv(cfg, st);
   ASSERT_FALSE(srv.start());
   asio::io_context io;
-  auto a = connect(io, srv.port());
-  client<tcp::socket> ca(a);
+  plain_client ca(io, srv.port());
   EXPECT_THAT(ca.line(), StartsWith("+OK"));
-  auto b = connect(io, srv.port());
-  client<tcp::socket> cb(b);
+  plain_client cb(io, srv.port());
   EXPECT_THAT(cb.line(), StartsWith("+OK"));
-  auto c = connect(io, srv.port());  // a third from 127.0.0.1
-  client<tcp::socket> cc(c);
+  plain_client cc(io, srv.port());  // a third from 127.0.0.1
   EXPECT_EQ(cc.line(), "-ERR [SYS/TEMP] too many connections from your address");
   EXPECT_EQ(cc.line(), "<End of file>");
   EXPECT_EQ(ca.cmd("NOOP"), "-ERR sign in first");  // the first two are served on
@@ -250,8 +257,7 @@ TEST_F(pop3_server, connection_limit_per_address) {
   // Its slot is given back once the server has closed it (bounded wait, no timing asserted).
   for (int i = 0; i < 500 && srv.stats().active_connections > 1; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  auto d = connect(io, srv.port());
-  client<tcp::socket> cd(d);
+  plain_client cd(io, srv.port());
   EXPECT_THAT(cd.line(), StartsWith("+OK"));
   EXPECT_EQ(srv.stats().connections_refused, 1u);
 }
@@ -264,15 +270,12 @@ TEST_F(pop3_server, full_server_gives_the_longest_idle_slot_to_a_new_client) {
   pop3::server srv(cfg, st);
   ASSERT_FALSE(srv.start());
   asio::io_context io;
-  auto a = connect(io, srv.port());
-  client<tcp::socket> ca(a);
+  plain_client ca(io, srv.port());
   EXPECT_THAT(ca.line(), StartsWith("+OK"));
-  auto b = connect(io, srv.port());
-  client<tcp::socket> cb(b);
+  plain_client cb(io, srv.port());
   EXPECT_THAT(cb.line(), StartsWith("+OK"));
   EXPECT_EQ(cb.cmd("NOOP"), "-ERR sign in first");  // b waits since later than a
-  auto c = connect(io, srv.port());
-  client<tcp::socket> cc(c);
+  plain_client cc(io, srv.port());
   EXPECT_THAT(cc.line(), StartsWith("+OK"));
   EXPECT_EQ(ca.line(), "-ERR [SYS/TEMP] too many connections, closing an idle one");
   EXPECT_EQ(ca.line(), "<End of file>");
@@ -289,11 +292,9 @@ TEST_F(pop3_server, subnet_limit) {
   pop3::server srv(cfg, st);
   ASSERT_FALSE(srv.start());
   asio::io_context io;
-  auto a = connect(io, srv.port());
-  client<tcp::socket> ca(a);
+  plain_client ca(io, srv.port());
   EXPECT_THAT(ca.line(), StartsWith("+OK"));
-  auto b = connect(io, srv.port());  // 127.0.0.1 again: the same /24
-  client<tcp::socket> cb(b);
+  plain_client cb(io, srv.port());  // 127.0.0.1 again: the same /24
   EXPECT_EQ(cb.line(), "-ERR [SYS/TEMP] too many connections from your network");
   EXPECT_EQ(cb.line(), "<End of file>");
   EXPECT_EQ(ca.cmd("NOOP"), "-ERR sign in first");
@@ -312,20 +313,17 @@ TEST_F(pop3_server, slot_pressure_shares_and_shorter_idle_time) {
   pop3::server srv(cfg, st);
   ASSERT_FALSE(srv.start());
   asio::io_context io;
-  auto a = connect(io, srv.port());
-  client<tcp::socket> ca(a);
+  plain_client ca(io, srv.port());
   EXPECT_THAT(ca.line(), StartsWith("+OK"));
-  auto b = connect(io, srv.port());
-  client<tcp::socket> cb(b);
+  plain_client cb(io, srv.port());
   EXPECT_THAT(cb.line(), StartsWith("+OK"));
   EXPECT_TRUE(srv.stats().under_pressure);
-  auto c = connect(io, srv.port());
-  client<tcp::socket> cc(c);
+  plain_client cc(io, srv.port());
   EXPECT_EQ(cc.line(), "-ERR [SYS/TEMP] too many connections from your address");
   // a's next wait is under pressure: closed without a reply (the autologout),
   // long before its hour; a receive timeout keeps a regression from hanging.
   timeval tv{60, 0};
-  ::setsockopt(a.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(ca.sock.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   EXPECT_EQ(ca.cmd("NOOP"), "-ERR sign in first");
   EXPECT_EQ(ca.line(), "<End of file>");
 }

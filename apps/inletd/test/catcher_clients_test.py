@@ -22,6 +22,17 @@ CLIENTS = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__
                                        "..", "tests", "clients"))
 
 
+def node_with(test, package):
+    """Node, once tests/clients has `package` installed: a CI run fails without it (the
+    install script puts it there), elsewhere the test is skipped."""
+    node = real_client(test, "node")
+    if not os.path.isdir(os.path.join(CLIENTS, "node_modules", package)):
+        if os.environ.get("CI"):
+            test.fail("tests/clients is not installed (scripts/install-web-deps.sh)")
+        test.skipTest("tests/clients not installed")
+    return node
+
+
 def messages():
     first = EmailMessage()
     first["From"] = "Ann <ann@example.org>"
@@ -46,11 +57,7 @@ def messages():
 
 class MailHogClient(unittest.TestCase):
     def test_npm_mailhog_client(self):
-        node = real_client(self, "node")
-        if not os.path.isdir(os.path.join(CLIENTS, "node_modules", "mailhog")):
-            if os.environ.get("CI"):
-                self.fail("tests/clients is not installed (scripts/install-web-deps.sh)")
-            self.skipTest("tests/clients not installed")
+        node = node_with(self, "mailhog")
         # Started as a MailHog compose file starts it: MailHog's own variable selects
         # MailHog's API on /api/v1/messages.
         srv = Inletd(env={"MH_HOSTNAME": "mailhog.test.example"})
@@ -70,11 +77,7 @@ class MailHogClient(unittest.TestCase):
 
 class MailDevClient(unittest.TestCase):
     def test_npm_cypress_maildev_commands(self):
-        node = real_client(self, "node")
-        if not os.path.isdir(os.path.join(CLIENTS, "node_modules", "cypress-maildev")):
-            if os.environ.get("CI"):
-                self.fail("tests/clients is not installed (scripts/install-web-deps.sh)")
-            self.skipTest("tests/clients not installed")
+        node = node_with(self, "cypress-maildev")
         # Started with a MailDev variable: MailDev's flavour (its 2.x paths are served in
         # every flavour; the harness's own --listen and --smtp win over port 1080).
         srv = Inletd(env={"MAILDEV_MAX_EMAILS": "100"})
@@ -99,11 +102,7 @@ class MailDevClient(unittest.TestCase):
 
 class MailpitClient(unittest.TestCase):
     def test_npm_mailpit_api_client(self):
-        node = real_client(self, "node")
-        if not os.path.isdir(os.path.join(CLIENTS, "node_modules", "mailpit-api")):
-            if os.environ.get("CI"):
-                self.fail("tests/clients is not installed (scripts/install-web-deps.sh)")
-            self.skipTest("tests/clients not installed")
+        node = node_with(self, "mailpit-api")
         srv = Inletd("--enable-chaos")
         try:
             with smtplib.SMTP("127.0.0.1", srv.smtp_port, timeout=DEADLINE) as s:
