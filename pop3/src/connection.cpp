@@ -174,8 +174,21 @@ action connection::need_input(clock::time_point now) {
   if (in_) in_->release_for_wait(false);
   bool idle = (!in_ || in_->empty()) && session_.output().empty();
   if (tls_) tls_->release_for_wait(idle);
-  if (idle) in_.reset();
+  if (idle) {
+    in_.reset();
+    trim_replies();
+  }
   return make(act::wait, dl, idle);
+}
+
+// An idle connection keeps no large reply buffer: a RETR's reply grew one of the
+// two strings (ours and the session's, swapped at each flush) to the message's size.
+void connection::trim_replies() noexcept {
+  constexpr std::size_t keep = 4096;
+  if (wbuf_.capacity() > keep) std::string().swap(wbuf_);
+  std::string theirs;
+  session_.take_output(theirs);  // empty: everything was written
+  if (theirs.capacity() <= keep) session_.take_output(theirs);  // back, capacity and all
 }
 
 action connection::on_read(std::size_t n, clock::time_point now) {

@@ -147,6 +147,7 @@ class connection {
   }
   void begin_session(clock::time_point now);
   void expire(clock::time_point now);
+  void trim_replies() noexcept;
 
   const conn_policy& p_;
   session session_;

@@ -237,11 +237,14 @@ struct call_slot_pool {
   }
 };
 template <class P>
-inline thread_local call_slot_pool<P> call_slots;
+call_slot_pool<P>& call_slots() {
+  thread_local call_slot_pool<P> pool;
+  return pool;
+}
 
 template <class P>
 call_slot<P>* call_slot<P>::acquire() {
-  auto& pool = call_slots<P>;
+  auto& pool = call_slots<P>();
   if (pool.free.empty()) return new call_slot;
   call_slot* s = pool.free.back();
   pool.free.pop_back();
@@ -261,7 +264,7 @@ void call_slot<P>::release(call_slot* s) noexcept {
   }
   s->conn.reset();
   try {
-    call_slots<P>.free.push_back(s);
+    call_slots<P>().free.push_back(s);
   } catch (...) {
     delete s;  // no memory to keep it
   }
