@@ -18,6 +18,11 @@
 #include "driver_asio.hpp"
 
 namespace inlet::smtp::detail {
+// Internal linkage: each protocol's instantiation lives in the one file that
+// makes it (SMTP: driver_coro.cpp; POP3: pop3/src/server.cpp), so the compiler
+// treats run() and its handlers as local and inlines them as it did when this
+// was SMTP's alone (measured: docs/smtp.md, "One set of drivers").
+namespace {
 
 template <class P>
 class coro_driver final : public asio_server<P> {
@@ -79,4 +84,5 @@ void coro_driver<P>::run(conn_ptr c, action a) {
   }
 }
 
+}  // namespace
 }  // namespace inlet::smtp::detail
