@@ -18,6 +18,9 @@
 #include "driver_asio.hpp"
 
 namespace inlet::smtp::detail {
+// Internal linkage, as driver_coro.hpp's dispatcher: one instantiation per protocol,
+// in the file that makes it.
+namespace {
 
 inline constexpr std::size_t stackful_stack_size = 256 * 1024;
 
@@ -86,4 +89,5 @@ void stackful_driver<P>::run(const conn_ptr& c, asio::yield_context& y) {
   }
 }
 
+}  // namespace
 }  // namespace inlet::smtp::detail

@@ -12,6 +12,9 @@
 #include "driver_blocking.hpp"
 
 namespace inlet::smtp::detail {
+// Internal linkage, as driver_coro.hpp's dispatcher: one instantiation per protocol,
+// in the file that makes it.
+namespace {
 
 template <class P>
 class thread_driver final : public blocking_server<P> {
@@ -61,4 +64,5 @@ class thread_driver final : public blocking_server<P> {
   memory_keeper memory_{this->cfg_.release_memory};  // the accept thread's
 };
 
+}  // namespace
 }  // namespace inlet::smtp::detail
