@@ -39,7 +39,11 @@ class plug {
   using answer = store_answer;
 
   plug(const server_config& cfg, store::store& st, counters& cnt)
-      : cfg_(cfg), store_(st), cnt_(cnt), driver_(driver_config_of(cfg_)), policy_(policy_of(cfg_)) {}
+      : cfg_(cfg),
+        store_(st),
+        cnt_(cnt),
+        driver_(driver_config_of(cfg_)),
+        policy_(policy_of(cfg_)) {}
   plug(const plug&) = delete;
   plug& operator=(const plug&) = delete;
 

@@ -42,11 +42,9 @@ bool wait_fd(int fd, short events, C& conn, const std::atomic<bool>& stopping) {
     if (now >= conn.deadline()) return false;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(conn.deadline() - now);
     pollfd p{fd, events, 0};
-    int r = ::poll(
-        &p, 1,
-        static_cast<int>(std::clamp<std::chrono::milliseconds>(left + std::chrono::milliseconds(1),
-                                                               std::chrono::milliseconds(1), blocking_tick)
-                             .count()));
+    auto wait_ms = std::clamp<std::chrono::milliseconds>(left + std::chrono::milliseconds(1),
+                                                         std::chrono::milliseconds(1), blocking_tick);
+    int r = ::poll(&p, 1, static_cast<int>(wait_ms.count()));
     if (r > 0) return true;  // readable, writable, or an error the next call reports
     if (r < 0 && errno != EINTR) return true;
   }
