@@ -28,8 +28,19 @@ client_pool::~client_pool() {
 }
 
 client_pool& client_pool::shared() {
-  static client_pool pool;
-  return pool;
+  // Never destroyed: closing TLS connections from a static destructor could run after
+  // OpenSSL's own exit-time cleanup. inletd closes the idle ones at stop (close_idle).
+  static client_pool* pool = new client_pool;
+  return *pool;
+}
+
+void client_pool::close_idle() {
+  std::map<std::string, std::vector<idle_client>> all;
+  {
+    std::lock_guard lk(mu_);
+    all.swap(idle_);
+  }
+  // QUITs here, outside the lock
 }
 
 std::string client_pool::destination_key(const smtp_relay_config& c) {

@@ -688,6 +688,10 @@ TEST(ClientPool, OneKeptConnectionPerDestinationAcrossLeases) {
   other.username = "someone";
   EXPECT_NE(inlet::outbound::client_pool::destination_key(other),
             inlet::outbound::client_pool::destination_key(cfg));
+  pool.close_idle();  // QUIT: the server sees the session end
+  EXPECT_EQ(pool.idle(), 0u);
+  EXPECT_EQ(pool.acquire(cfg)->send(from, {"b@example.org"}, raw), "");
+  EXPECT_EQ(server.connections(), 2);
 }
 
 TEST(ClientPool, IdleConnectionsAreClosedAndAClosedOneIsNoticed) {

@@ -280,6 +280,7 @@ void outbound_service::stop() {
   if (webhook_) webhook_->stop();
   if (relay_) relay_->stop();
   if (forward_) forward_->stop();
+  inlet::outbound::client_pool::shared().close_idle();  // a polite QUIT to each relay
 }
 
 }  // namespace inletd

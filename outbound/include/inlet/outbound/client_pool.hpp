@@ -52,10 +52,13 @@ class client_pool {
   /// server meanwhile: the client notices before use and reconnects), or a new one.
   lease acquire(const smtp_relay_config& cfg);
 
+  /// Closes every idle connection now (a QUIT each); those in use are kept when given back.
+  void close_idle();
+
   /// Idle clients held now (all destinations).
   std::size_t idle() const;
 
-  /// The process's pool (message release, auto-relay and forwarding).
+  /// The process's pool (message release, auto-relay and forwarding); never destroyed.
   static client_pool& shared();
 
   /// What makes two configurations the same destination (connection-wise).
