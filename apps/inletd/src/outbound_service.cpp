@@ -10,7 +10,8 @@ namespace inletd {
 
 namespace {
 
-// Kept connections per auto-relay or forwarding destination (a sender thread each).
+// Sender threads per auto-relay or forwarding destination; each takes a kept connection
+// from the process's pool for a batch (the pool keeps two idle per destination).
 constexpr std::size_t kConnections = 2;
 // Messages waiting per destination: a burst of SMTP at several thousand a second outruns
 // the relay for a while; the byte bound is what limits memory.
