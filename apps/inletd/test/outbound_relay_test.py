@@ -17,7 +17,6 @@ import sys
 import tempfile
 import threading
 import unittest
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_test  # noqa: E402  (the Inletd harness)
@@ -258,7 +257,7 @@ def labelled(srv, name, label):
 def release(srv, mid, to):
     req = urllib.request.Request(srv.url(f"/api/v1/message/{mid}/release"), method="POST",
                                  data=json.dumps({"To": to}).encode())
-    with urllib.request.urlopen(req, timeout=DEADLINE) as r:
+    with e2e_test.HTTP.open(req, timeout=DEADLINE) as r:  # no proxy from the environment
         return r.read()
 
 
