@@ -17,6 +17,7 @@ import sys
 import tempfile
 import threading
 import unittest
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_test  # noqa: E402  (the Inletd harness)
