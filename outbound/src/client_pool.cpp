@@ -71,7 +71,11 @@ client_pool::lease client_pool::acquire(const smtp_relay_config& cfg) {
       return lease(this, std::move(key), std::move(c));
     }
   }
-  return lease(this, std::move(key), std::make_unique<smtp_client>(cfg));
+  // Per-message settings are each send's own (mail_item::all_recipients), never the
+  // client's: whoever made it, the next lease of the destination may want otherwise.
+  smtp_relay_config connection_only = cfg;
+  connection_only.forward_smtp_errors = false;
+  return lease(this, std::move(key), std::make_unique<smtp_client>(std::move(connection_only)));
 }
 
 client_pool::lease::~lease() {

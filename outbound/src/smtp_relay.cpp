@@ -367,6 +367,7 @@ void append_client_metrics(std::string& out) {
 
 smtp_client::~smtp_client() {
   if (conn_ && conn_->session.ready()) {  // a polite QUIT; its reply is not awaited
+    conn_->deadline = clock::time_point::max();  // the last batch's bound is not the QUIT's
     conn_->session.quit();
     std::string err;
     conn_->write_all(conn_->session.output(), err);

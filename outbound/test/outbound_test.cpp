@@ -327,6 +327,8 @@ class limited_server {
       } else if (line.rfind("MAIL FROM:<bad@", 0) == 0) {
         put(c, "550 5.7.1 sender refused\r\n");
         refused = true;
+      } else if (line.rfind("RCPT TO:<refused@", 0) == 0) {
+        put(c, "550 5.1.1 no such user\r\n");
       } else if (refused && (line.rfind("RCPT", 0) == 0 || line == "DATA")) {
         put(c, "503 5.5.1 MAIL first\r\n");
       } else if (line == "RSET") {
@@ -709,4 +711,24 @@ TEST(ClientPool, IdleConnectionsAreClosedAndAClosedOneIsNoticed) {
   EXPECT_EQ(pool.acquire(cfg)->send(from, {"b@example.org"}, raw), "");
   EXPECT_EQ(server.connections(), 3);
   EXPECT_EQ(server.messages(), 3);
+}
+
+TEST(ClientPool, ForwardSmtpErrorsIsEachSendsNotTheConnections) {
+  limited_server server(100);
+  inlet::outbound::client_pool pool(std::chrono::seconds(60), 2);
+  auto strict = local(server.port());
+  strict.forward_smtp_errors = true;
+  auto lenient = local(server.port());
+  const std::string from = "a@example.org", raw = "x\r\n";
+  const std::vector<std::string> rcpt = {"refused@example.org", "b@example.org"};
+  // The connection is made for a forward-smtp-errors send: one refusal fails it all.
+  {
+    auto c = pool.acquire(strict);
+    EXPECT_NE(c->send(from, rcpt, raw, true), "");
+    EXPECT_EQ(c->last_reply(), "550 5.1.1 no such user");
+  }
+  // The same connection lent for a default send: the refused recipient is skipped.
+  EXPECT_EQ(pool.acquire(lenient)->send(from, rcpt, raw), "");
+  EXPECT_EQ(server.messages(), 1);
+  EXPECT_EQ(server.connections(), 1);
 }

@@ -49,7 +49,8 @@ class client_pool {
   };
 
   /// An idle client for `cfg`'s destination (its connection may have been closed by the
-  /// server meanwhile: the client notices before use and reconnects), or a new one.
+  /// server meanwhile: the client notices before use and reconnects), or a new one. Its
+  /// config() is the connection's only: pass forward-smtp-errors per send (all_recipients).
   lease acquire(const smtp_relay_config& cfg);
 
   /// Closes every idle connection now (a QUIT each); those in use are kept when given back.
