@@ -371,7 +371,8 @@ std::error_code move_group(session& s, unsigned from, unsigned to,
                            const std::vector<std::int32_t>& buckets,
                            const std::vector<std::map<std::int32_t, std::string>>& where,
                            move_result& out, std::string& message,
-                           const std::function<void()>& after_copy = {}) {
+                           const std::function<void()>& after_copy = {},
+                           const std::function<bool()>& after_take = {}) {
   auto& a = s.at(from);
   auto& b = s.at(to);
   auto st = [&](unsigned shard, std::int32_t bk) {
@@ -440,6 +441,10 @@ std::error_code move_group(session& s, unsigned from, unsigned to,
     out.frozen_ms = std::max(out.frozen_ms, std::chrono::duration<double, std::milli>(
                                                 steady::now() - frozen_at)
                                                 .count());
+  if (after_take && !after_take()) {
+    message = "stopped after the take";
+    return std::make_error_code(std::errc::operation_canceled);
+  }
   if (!leave.empty()) {
     call(a, pg::sql("SELECT mail.leave_buckets_v2($1, $2)", leave, channel),
          "leaving the buckets on the old shard");
@@ -479,7 +484,8 @@ std::string describe_states(const std::vector<std::map<std::int32_t, std::string
 
 std::error_code move_bucket(const std::vector<std::string>& shards, std::uint32_t bucket_u,
                             unsigned to, move_result& out, std::string& message,
-                            const std::function<void()>& after_copy) {
+                            const std::function<void()>& after_copy,
+                            const std::function<bool()>& after_take) {
   out = {};
   out.to = to;
   auto bucket = static_cast<std::int32_t>(bucket_u);
@@ -502,7 +508,7 @@ std::error_code move_bucket(const std::vector<std::string>& shards, std::uint32_
     return make_error_code(errc::unavailable);
   }
   out.from = static_cast<unsigned>(from);
-  return move_group(s, out.from, to, {bucket}, where, out, message, after_copy);
+  return move_group(s, out.from, to, {bucket}, where, out, message, after_copy, after_take);
 }
 
 std::error_code move_buckets(const std::vector<std::string>& shards,

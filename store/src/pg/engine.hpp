@@ -127,6 +127,13 @@ class shard {
   std::size_t queued() const;
   /// Buckets this shard reported at its last refresh, with their states.
   std::vector<std::pair<std::int32_t, char>> holdings() const;
+  /// Home copies of each bucket frozen here at the last refresh (same snapshot as the
+  /// tally): a move's switch, where the new shard may already own and count them.
+  struct frozen_count {
+    std::int32_t bucket = 0;
+    std::int64_t messages = 0, unread = 0, bytes = 0;
+  };
+  std::vector<frozen_count> frozen_counts() const;
 
   void start();
   void stop();
@@ -170,9 +177,10 @@ class shard {
   std::unique_ptr<pg::listener> listener_;
   shard_counters counters_;
 
-  mutable std::mutex mu_;  // detail_, holdings_
+  mutable std::mutex mu_;  // detail_, holdings_, frozen_
   std::string detail_ = "connecting";
   std::vector<std::pair<std::int32_t, char>> holdings_;
+  std::vector<frozen_count> frozen_;
 
   mutable std::mutex queue_mu_;  // queue_, pump_posted_
   std::deque<copy_item> queue_;

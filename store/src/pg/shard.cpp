@@ -112,6 +112,11 @@ void shard::set_detail(std::string d) {
   detail_ = std::move(d);
 }
 
+std::vector<shard::frozen_count> shard::frozen_counts() const {
+  std::lock_guard lk(mu_);
+  return frozen_;
+}
+
 std::vector<std::pair<std::int32_t, char>> shard::holdings() const {
   std::lock_guard lk(mu_);
   return holdings_;
@@ -299,25 +304,40 @@ asio::awaitable<void> shard::bring_up(pg::connection& conn) {
 }
 
 asio::awaitable<void> shard::refresh(pg::connection& conn) {
-  std::vector<std::tuple<std::int32_t, std::string>> rows;
-  co_await conn.async_query(pg::sql("SELECT bucket, state FROM mail.bucket ORDER BY bucket"),
-                            pg::into(rows));
+  // The buckets, the home copies of frozen ones and the tally in one snapshot: stats()
+  // takes a frozen bucket out of this shard's tally once its new shard owns it.
+  co_await conn.async_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  std::vector<std::tuple<std::int32_t, std::string, std::int64_t, std::int64_t, std::int64_t>> rows;
+  co_await conn.async_query(
+      pg::sql("SELECT b.bucket, b.state, f.messages, f.unread, f.bytes FROM mail.bucket b "
+              "LEFT JOIN LATERAL (SELECT count(*)::int8 AS messages, "
+              "count(*) FILTER (WHERE NOT m.read)::int8 AS unread, "
+              "coalesce(sum(m.size), 0)::int8 AS bytes FROM mail.message m "
+              "WHERE b.state = 'frozen' AND m.home AND m.primary_bucket = b.bucket) f ON true "
+              "ORDER BY b.bucket"),
+      pg::into(rows));
   std::vector<std::pair<std::int32_t, char>> h;
+  std::vector<frozen_count> frozen;
   h.reserve(rows.size());
-  for (auto& [b, st] : rows) h.emplace_back(b, st.empty() ? '?' : st.front());
+  for (auto& [b, st, n, unread, bytes] : rows) {
+    h.emplace_back(b, st.empty() ? '?' : st.front());
+    if (st == "frozen") frozen.push_back({b, n, unread, bytes});
+  }
   std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> tally;
   co_await conn.async_query(
       pg::sql("SELECT coalesce(sum(messages), 0)::int8, coalesce(sum(unread), 0)::int8, "
               "coalesce(sum(bytes), 0)::int8 FROM mail.tally"),
       pg::into(tally));
+  co_await conn.async_execute("COMMIT");
+  {
+    std::lock_guard lk(mu_);
+    holdings_ = std::move(h);
+    frozen_ = std::move(frozen);
+  }
   if (!tally.empty()) {
     tally_messages.store(std::get<0>(tally[0]));
     tally_unread.store(std::get<1>(tally[0]));
     tally_bytes.store(std::get<2>(tally[0]));
-  }
-  {
-    std::lock_guard lk(mu_);
-    holdings_ = std::move(h);
   }
   eng_.rebuild_map();
   if (ready()) set_detail(live_slots_.load() > 0 ? "up" : "no writer connection");
