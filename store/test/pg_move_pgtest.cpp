@@ -463,6 +463,59 @@ TEST_F(PgMove, AMoveInterruptedBetweenTakeAndLeaveCountsOnceAndResumes) {
   EXPECT_EQ(p.unread, 8u);
 }
 
+// For a moment in a move the map can name no owner for a bucket (rebuilt from the old
+// shard's refresh after its leave, before the new shard's after its take). A mailbox
+// listing and a selection by mailbox then wait for the owner instead of answering
+// "unavailable". The moment is made here by hand, longer than a move makes it: the
+// owner's row says `gone` for 300 ms.
+TEST_F(PgMove, MailboxReadsWaitForABucketWithoutOwnerInTheMap) {
+  auto cfg = pgtest::config(3);
+  cfg.buckets = buckets;
+  st::pg_store s(cfg);
+  ASSERT_TRUE(s.wait_ready(20s));
+  const std::string box = mailbox_in(7, 0);  // shard 1
+  for (int i = 0; i < 3; ++i) {
+    std::error_code ec;
+    pgtest::put(s, pgtest::message({box}, "w" + std::to_string(i)), ec);
+    ASSERT_FALSE(ec);
+  }
+  const auto owned_before = s.shard_stats()[1].buckets_owned;
+  auto set_state = [](const char* state) {
+    auto c = pgtest::connect(1);
+    c.execute(inlet::pg::sql("UPDATE mail.bucket SET state = $1 WHERE bucket = 7",
+                             std::string(state)));
+    c.execute("NOTIFY inlet_events, '- m'");  // the instances read the buckets again
+  };
+  // Makes the bucket ownerless in the store's map, runs `op` while it is, and gives it
+  // back its owner 300 ms later.
+  auto while_ownerless = [&](auto op) {
+    set_state("gone");
+    for (int i = 0; i < 200 && s.shard_stats()[1].buckets_owned == owned_before; ++i)
+      std::this_thread::sleep_for(10ms);
+    ASSERT_EQ(s.shard_stats()[1].buckets_owned, owned_before - 1);
+    std::thread back([&] {
+      std::this_thread::sleep_for(300ms);
+      set_state("owned");
+    });
+    op();
+    back.join();
+  };
+  while_ownerless([&] {
+    auto [ec, marked] = pgtest::wait<std::size_t>(
+        [&](auto h) { s.async_set_read(st::selection::everything(box), true, std::move(h)); });
+    EXPECT_FALSE(ec) << ec.message();
+    EXPECT_EQ(marked, 3u);
+  });
+  while_ownerless([&] {
+    st::list_request r(0, 100);
+    r.mailbox = box;
+    auto [ec, p] = pgtest::wait<st::page>([&](auto h) { s.async_list(r, std::move(h)); });
+    EXPECT_FALSE(ec) << ec.message();
+    EXPECT_EQ(p.total, 3u);
+    EXPECT_EQ(p.unread, 0u);
+  });
+}
+
 TEST_F(PgMove, AddsAShardAndRebalances) {
   auto cfg = pgtest::config(3);
   cfg.buckets = buckets;

@@ -366,6 +366,34 @@ asio::awaitable<shard_page> mailbox_page(shard& s, std::string mailbox, std::int
 
 }  // namespace
 
+namespace {
+
+// The shard that owns `bucket` and is ready, or -1. With every shard up, a bucket the map
+// gives no owner is one between two steps of a move as the map last saw them (rebuilt
+// from the old shard's refresh after its leave, before the new shard's after its take):
+// the shards' buckets are read again until the map names its owner, for up to a second.
+// `stale`: a shard that just said the bucket is no longer there (its map entry is old),
+// waited past likewise.
+asio::awaitable<int> owner_of(engine& e, std::int32_t bucket, int stale = -1) {
+  const auto until = steady::now() + std::chrono::seconds(1);
+  auto next_refresh = steady::now();
+  for (;;) {
+    int si = e.map()->shard_of(static_cast<std::uint32_t>(bucket));
+    const bool late = steady::now() >= until;
+    if (si >= 0 && (si != stale || late))
+      co_return e.at(static_cast<unsigned>(si)).ready() ? si : -1;
+    if ((si < 0 && !e.all_ready()) || late) co_return -1;
+    if (steady::now() >= next_refresh) {
+      for (unsigned i = 0; i < e.shard_count(); ++i) e.at(i).refresh_soon();
+      next_refresh = steady::now() + std::chrono::milliseconds(100);
+    }
+    asio::steady_timer t(e.io(), std::chrono::milliseconds(10));
+    co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+}
+
+}  // namespace
+
 asio::awaitable<std::pair<std::error_code, message_ptr>> get_co(engine& e, std::string id);
 
 asio::awaitable<std::pair<std::error_code, page>> list_co(engine& e, list_request req) {
@@ -397,23 +425,12 @@ asio::awaitable<std::pair<std::error_code, page>> list_co(engine& e, list_reques
   if (!req.mailbox.empty()) {
     auto mailbox = normalize_mailbox(req.mailbox);
     auto bucket = static_cast<std::int32_t>(bucket_of(mailbox, e.config().buckets));
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      int si = e.map()->shard_of(static_cast<std::uint32_t>(bucket));
-      // No owner with every shard up: the map was rebuilt from the old shard's refresh
-      // after a move's leave before the new shard's after its take. Refresh and retry.
-      bool unowned = si < 0 && e.all_ready();
-      if (!unowned && (si < 0 || !e.at(static_cast<unsigned>(si)).ready()))
-        co_return std::make_pair(make_error_code(errc::unavailable), std::move(out));
-      if (unowned) {
-        if (attempt > 0) break;
-        for (unsigned i = 0; i < e.shard_count(); ++i) e.at(i).refresh_soon();
-        asio::steady_timer t(e.io(), std::chrono::milliseconds(200));
-        co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
-        continue;
-      }
+    int stale = -1;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      int si = co_await owner_of(e, bucket, stale);
+      if (si < 0) break;
       shard& s = e.at(static_cast<unsigned>(si));
       std::exception_ptr failed;
-      bool moved = false;
       try {
         auto p = co_await mailbox_page(s, mailbox, bucket, before, n, req.query);
         s.counters().reads.fetch_add(1, std::memory_order_relaxed);
@@ -426,18 +443,13 @@ asio::awaitable<std::pair<std::error_code, page>> list_co(engine& e, list_reques
         keep(out);
         co_return std::make_pair(std::error_code{}, std::move(out));
       } catch (const bucket_moved&) {
-        moved = true;
+        stale = si;  // the map was stale: read the shards' buckets again, then retry
       } catch (...) {
         failed = std::current_exception();
       }
       if (failed) {
         s.counters().read_errors.fetch_add(1, std::memory_order_relaxed);
         co_return std::make_pair(shard_error(failed), std::move(out));
-      }
-      if (moved) {  // the map was stale: read the shards' buckets again, then retry once
-        for (unsigned i = 0; i < e.shard_count(); ++i) e.at(i).refresh_soon();
-        asio::steady_timer t(e.io(), std::chrono::milliseconds(200));
-        co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
       }
     }
     co_return std::make_pair(make_error_code(errc::unavailable), std::move(out));
@@ -703,29 +715,37 @@ asio::awaitable<std::pair<std::error_code, std::vector<std::string>>> resolve(
   if (!sel.mailbox.empty()) {
     auto mailbox = normalize_mailbox(sel.mailbox);
     auto bucket = static_cast<std::int32_t>(bucket_of(mailbox, e.config().buckets));
-    int si = e.map()->shard_of(static_cast<std::uint32_t>(bucket));
-    if (si < 0 || !e.at(static_cast<unsigned>(si)).ready())
-      co_return std::make_pair(make_error_code(errc::unavailable), std::move(ids));
+    // The bucket's state in the same snapshot as the IDs: a bucket no longer on the
+    // shard the map named (a move) is looked up again, as a mailbox listing is.
     auto cs = compile_search(q, 3, 4, 5);
     std::string sql =
-        "SELECT m.id FROM mail.inbox i JOIN mail.message m ON m.id = i.id AND m.received = "
-        "i.received"
-        " WHERE i.bucket = $1 AND i.mailbox = $2 AND " +
-        cs.condition;
-    std::vector<std::error_code> errs;
-    std::vector<shard*> one(1, &e.at(static_cast<unsigned>(si)));
-    auto r = co_await for_shards<std::vector<std::string>>(
-        e.io(), one,
-        [&](shard& s) -> asio::awaitable<std::vector<std::string>> {
-          auto res =
-              co_await run(s, pg::sql(sql, bucket, mailbox, cs.texts, cs.instants, cs.sizes));
-          std::vector<std::string> v;
-          if (auto ec = res.read_all<std::string>(v)) throw std::system_error(ec);
-          co_return v;
-        },
-        &errs);
-    if (!r[0]) co_return std::make_pair(errs[0], std::move(ids));
-    co_return std::make_pair(std::error_code{}, std::move(*r[0]));
+        "SELECT coalesce((SELECT state FROM mail.bucket WHERE bucket = $1), ''), "
+        "ARRAY(SELECT m.id FROM mail.inbox i JOIN mail.message m ON m.id = i.id AND "
+        "m.received = i.received WHERE i.bucket = $1 AND i.mailbox = $2 AND " +
+        cs.condition + ")";
+    int stale = -1;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      int si = co_await owner_of(e, bucket, stale);
+      if (si < 0) break;
+      std::vector<std::error_code> errs;
+      std::vector<shard*> one(1, &e.at(static_cast<unsigned>(si)));
+      auto r = co_await for_shards<std::pair<std::string, std::vector<std::string>>>(
+          e.io(), one,
+          [&](shard& s) -> asio::awaitable<std::pair<std::string, std::vector<std::string>>> {
+            auto res =
+                co_await run(s, pg::sql(sql, bucket, mailbox, cs.texts, cs.instants, cs.sizes));
+            std::pair<std::string, std::vector<std::string>> v;
+            if (res.rows() != 1 || res.at(0, 0).as(v.first) || res.at(0, 1).as(v.second))
+              throw std::system_error(make_error_code(errc::unavailable));
+            co_return v;
+          },
+          &errs);
+      if (!r[0]) co_return std::make_pair(errs[0], std::move(ids));
+      if (r[0]->first == "owned" || r[0]->first == "frozen")
+        co_return std::make_pair(std::error_code{}, std::move(r[0]->second));
+      stale = si;
+    }
+    co_return std::make_pair(make_error_code(errc::unavailable), std::move(ids));
   }
   auto cs = compile_search(q, 1, 2, 3);
   std::string sql = "SELECT m.id FROM mail.message m WHERE m.home AND " + cs.condition;
