@@ -155,6 +155,9 @@ class shard {
   asio::awaitable<void> bring_up(pg::connection& conn);
   asio::awaitable<void> refresh(pg::connection& conn);
   asio::awaitable<void> maintain(pg::connection& conn);
+  // Indexes a migration declared for later (build_deferred_indexes), on a connection of
+  // their own so the shard serves meanwhile; checked at each maintenance.
+  asio::awaitable<void> build_indexes();
 
   // Writer (on the strand).
   void schedule_pump();
@@ -170,7 +173,7 @@ class shard {
   std::string dsn_, endpoint_;
   pg::target read_target_ = pg::target::primary;
   strand_t strand_;
-  std::atomic<bool> ready_{false}, stopping_{false}, maintain_now_{false};
+  std::atomic<bool> ready_{false}, stopping_{false}, maintain_now_{false}, building_{false};
   std::atomic<int> live_slots_{0};
   std::atomic<std::shared_ptr<const shard_types>> types_;
   std::unique_ptr<pg::cluster> cluster_;

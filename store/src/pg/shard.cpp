@@ -357,6 +357,30 @@ asio::awaitable<void> shard::maintain(pg::connection& conn) {
     }
   }
   co_await conn.async_query(pg::sql("SELECT mail.compact_tally()"));
+  if (!building_.load() && co_await deferred_indexes_missing(conn) && !building_.exchange(true))
+    asio::co_spawn(strand_, build_indexes(), asio::detached);
+}
+
+asio::awaitable<void> shard::build_indexes() {
+  std::string failure;
+  try {
+    pg::connection conn(strand_);
+    co_await conn.async_connect(dsn_);
+    co_await conn.async_execute("SET client_min_messages = warning");
+    int built = co_await build_deferred_indexes(conn);
+    if (built > 0)
+      std::fprintf(stderr, "inlet pg store: shard %u (%s): built %d partition indexes\n", index_,
+                   endpoint_.c_str(), built);
+    conn.close();
+  } catch (const std::exception& e) {
+    failure = describe(e);
+  }
+  if (!failure.empty() && !stopping_.load())
+    std::fprintf(stderr,
+                 "inlet pg store: shard %u (%s): building indexes: %s (tried again at the next "
+                 "maintenance)\n",
+                 index_, endpoint_.c_str(), failure.c_str());
+  building_.store(false);
 }
 
 // ---- writer ----------------------------------------------------------------------------
