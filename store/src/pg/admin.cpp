@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 
+#include "admin_pace.hpp"
 #include "engine.hpp"
 #include "inlet/store/pg_admin.hpp"
 #include "params.hpp"
@@ -315,6 +316,7 @@ std::error_code catch_up(pg::connection& a, pg::connection& b, const pgs::shard_
 struct session {
   std::vector<std::unique_ptr<link>> links;
   std::vector<std::optional<pgs::shard_types>> types;
+  switch_pace pace;
 
   std::error_code open_all(const std::vector<std::string>& shards, std::string& message) {
     links.resize(shards.size());
@@ -408,47 +410,81 @@ std::error_code move_group(session& s, unsigned from, unsigned to,
     if (ec) return ec;
     types = s.types_of(to, message);
     if (!types) return make_error_code(errc::unavailable);
-    for (auto bk : copy)
-      if ((ec = copy_bucket(a, b, *types, bk, out, message))) return ec;
-    if (after_copy) after_copy();
-    // What changed during the copy, while writes go on; a few passes, until a pass
-    // finds little, so that what is left for the frozen moment is short.
-    for (int pass = 0; pass < 20; ++pass) {
+  }
+  std::map<std::int32_t, std::uint64_t> copies_of;  // what each bucket's copy wrote
+  for (auto bk : copy) {
+    const auto before = out.copied;
+    if ((ec = copy_bucket(a, b, *types, bk, out, message))) return ec;
+    copies_of[bk] = out.copied - before;
+  }
+  if (!copy.empty() && after_copy) after_copy();
+  // What changed during the copy, while writes go on; a few passes, until a pass finds
+  // little, so that what is left for the frozen moment is short.
+  auto catch_up_live = [&](const std::vector<std::int32_t>& which) {
+    for (int pass = 0; pass < 20 && !which.empty(); ++pass) {
       std::uint64_t n = 0;
-      if ((ec = catch_up(a, b, *types, copy, n, message))) return ec;
+      if ((ec = catch_up(a, b, *types, which, n, message))) return;
       out.caught_up += n;
       if (n < 50) break;
     }
-  }
-  auto frozen_at = steady::now();
-  if (!live.empty()) {
-    call(a, pg::sql("SELECT mail.freeze_buckets_v1($1, $2)", live, channel),
-         "freezing the buckets on the old shard");
-    if (ec) return ec;
-    frozen_at = steady::now();
-  }
-  if (!copy.empty()) {
-    std::uint64_t n = 0;
-    if ((ec = catch_up(a, b, *types, copy, n, message))) return ec;
-    out.caught_up += n;
-  }
-  if (!take.empty()) {
-    call(b, pg::sql("SELECT mail.take_buckets_v1($1, $2)", take, channel),
-         "taking the buckets on the new shard");
-    if (ec) return ec;
-  }
-  if (!live.empty())
-    out.frozen_ms = std::max(out.frozen_ms, std::chrono::duration<double, std::milli>(
-                                                steady::now() - frozen_at)
-                                                .count());
-  if (after_take && !after_take()) {
-    message = "stopped after the take";
-    return std::make_error_code(std::errc::operation_canceled);
-  }
-  if (!leave.empty()) {
-    call(a, pg::sql("SELECT mail.leave_buckets_v2($1, $2)", leave, channel),
-         "leaving the buckets on the old shard");
-    if (ec) return ec;
+  };
+  catch_up_live(copy);
+  if (ec) return ec;
+  auto among = [](const std::vector<std::int32_t>& all, const std::vector<std::int32_t>& part) {
+    std::vector<std::int32_t> v;
+    for (auto bk : all)
+      if (std::find(part.begin(), part.end(), bk) != part.end()) v.push_back(bk);
+    return v;
+  };
+  // The switch, in parts the pace allows.
+  for (std::size_t i = 0; i < buckets.size();) {
+    std::vector<std::int32_t> part;
+    std::uint64_t part_copies = 0;
+    for (; i < buckets.size() && part.size() < s.pace.buckets; ++i) {
+      auto c = copies_of.count(buckets[i]) ? copies_of[buckets[i]] : 0;
+      if (!part.empty() && part_copies + c > s.pace.copies) break;
+      part.push_back(buckets[i]);
+      part_copies += c;
+    }
+    auto p_live = among(live, part), p_copy = among(copy, part), p_take = among(take, part),
+         p_leave = among(leave, part);
+    if (part.front() != buckets.front()) {  // notes of this part since the first passes
+      catch_up_live(p_copy);
+      if (ec) return ec;
+    }
+    auto frozen_at = steady::now();
+    if (!p_live.empty()) {
+      call(a, pg::sql("SELECT mail.freeze_buckets_v1($1, $2)", p_live, channel),
+           "freezing the buckets on the old shard");
+      if (ec) return ec;
+      frozen_at = steady::now();
+    }
+    if (!p_copy.empty()) {
+      std::uint64_t n = 0;
+      if ((ec = catch_up(a, b, *types, p_copy, n, message))) return ec;
+      out.caught_up += n;
+    }
+    if (!p_take.empty()) {
+      call(b, pg::sql("SELECT mail.take_buckets_v1($1, $2)", p_take, channel),
+           "taking the buckets on the new shard");
+      if (ec) return ec;
+    }
+    if (!p_live.empty()) {
+      const double held =
+          std::chrono::duration<double, std::milli>(steady::now() - frozen_at).count();
+      out.frozen_ms = std::max(out.frozen_ms, held);
+      ++out.switches;
+      s.pace.learn(part.size(), part_copies, held);
+    }
+    if (after_take && !after_take()) {
+      message = "stopped after the take";
+      return std::make_error_code(std::errc::operation_canceled);
+    }
+    if (!p_leave.empty()) {
+      call(a, pg::sql("SELECT mail.leave_buckets_v2($1, $2)", p_leave, channel),
+           "leaving the buckets on the old shard");
+      if (ec) return ec;
+    }
   }
   auto r = call(a, pg::sql("SELECT mail.release_buckets_v1($1)", buckets),
                 "removing the buckets from the old shard");
@@ -521,6 +557,7 @@ std::error_code move_buckets(const std::vector<std::string>& shards,
   std::vector<std::map<std::int32_t, std::string>> where;
   if (auto ec = s.states(where, message)) return ec;
   if (group_size == 0) group_size = 1;
+  s.pace.max_buckets = s.pace.buckets = group_size;
   // Moves between the same two shards, in plan order, grouped.
   std::map<std::pair<unsigned, unsigned>, std::vector<std::int32_t>> by_pair;
   for (auto [bu, to] : moves) {

@@ -56,6 +56,7 @@ struct move_result {
   bool already_there = false;
   std::uint64_t caught_up = 0;  ///< change notes applied after the copy
   double frozen_ms = 0;         ///< longest time a bucket was frozen (writes waited)
+  std::uint64_t switches = 0;   ///< switches (freeze, last catch-up, take) that held writes
 };
 
 /// Moves bucket `bucket` to shard `to` (see above). On failure returns an error and says
