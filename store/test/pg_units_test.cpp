@@ -249,8 +249,11 @@ TEST(PgDsn, SetsAParameterOverTheURIs) {
 }
 
 TEST(PgAdminPace, SwitchesShrinkWhenTheyHoldTooLongAndGrowBackWhenQuick) {
-  inlet::store::pg_admin::switch_pace p;
-  p.max_buckets = p.buckets = 32;
+  inlet::store::pg_admin::switch_pace p(32);
+  EXPECT_EQ(p.buckets, 8u);  // small at first
+  EXPECT_EQ(inlet::store::pg_admin::switch_pace(4).buckets, 4u);
+  p.buckets = 32;
+  p.copies = 4000;
   p.learn(32, 6000, 150);  // a switch of 32 buckets holding 6,000 copies took 150 ms
   EXPECT_EQ(p.buckets, 16u);
   EXPECT_EQ(p.copies, 2000u);

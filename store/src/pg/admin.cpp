@@ -237,26 +237,49 @@ std::error_code copy_bucket(pg::connection& a, pg::connection& b, const pgs::sha
 // (catch_up_v1: b's part of each noted copy removed, what A holds stored again; one
 // commit). Notes are removed from A after B applied them, so an interruption applies them
 // again (catch_up_v1 is idempotent). `applied`: how many notes.
+//
+// `take` (the last catch-up of a switch, writes to the buckets frozen): B takes these
+// buckets in the transaction that applies the last notes, and the notes stay on A (read
+// past by their sequence; A's leave drops them): two commits fewer while writes wait.
 std::error_code catch_up(pg::connection& a, pg::connection& b, const pgs::shard_types& types,
                          const std::vector<std::int32_t>& buckets, std::uint64_t& applied,
-                         std::string& message) {
+                         std::string& message, const std::vector<std::int32_t>* take = nullptr) {
   constexpr std::int64_t batch = 1000;
   static const std::string rows_sql =
       "SELECT " + row_columns() +
       " FROM mail.message m JOIN unnest($1::text[], $2::timestamptz[]) AS x(id, received)"
       " ON m.id = x.id AND m.received = x.received";
   std::error_code ec;
+  std::int64_t after = 0;  // with `take`: the notes applied so far
+  auto take_now = [&](pg::batch& tx) {
+    tx.add("SELECT mail.take_buckets_v1($1, $2)", *take, channel);
+  };
   for (;;) {
     std::vector<std::tuple<std::int64_t, std::int32_t, std::string, pg::timestamptz>> notes;
     a.query(pg::sql("SELECT seq, bucket, id, received FROM mail.move_log WHERE bucket = ANY ($1) "
-                    "ORDER BY seq LIMIT $2",
-                    buckets, batch),
+                    "AND seq > $3 ORDER BY seq LIMIT $2",
+                    buckets, batch, after),
             pg::into(notes), ec);
     if (ec) {
       message = "reading the old shard's change notes: " + why(a, ec);
       return ec;
     }
-    if (notes.empty()) return {};
+    if (notes.empty()) {
+      if (take && !take->empty()) {
+        pg::batch tx;
+        tx.add("BEGIN");
+        take_now(tx);
+        tx.add("COMMIT");
+        b.execute(std::move(tx), ec);
+        if (ec) {
+          message = "taking the buckets on the new shard: " + why(b, ec);
+          std::error_code ignored;
+          b.execute(pg::query<>("ROLLBACK"), ignored);
+        }
+      }
+      return ec;
+    }
+    const bool last = static_cast<std::int64_t>(notes.size()) < batch;
     std::vector<std::int64_t> seqs;
     using key = std::pair<std::string, pg::timestamptz>;
     std::map<std::int32_t, std::vector<key>> by_bucket;
@@ -294,6 +317,7 @@ std::error_code catch_up(pg::connection& a, pg::connection& b, const pgs::shard_
       apply.add("SELECT mail.catch_up_v1($1::mail.new_message_v2[], $2, $3, $4)",
                 pgs::raw_param{array_param(types, encoded)}, ids, rcvd, bk);
     }
+    if (take && last && !take->empty()) take_now(apply);
     apply.add("COMMIT");
     b.execute(std::move(apply), ec);
     if (ec) {
@@ -302,13 +326,18 @@ std::error_code catch_up(pg::connection& a, pg::connection& b, const pgs::shard_
       b.execute(pg::query<>("ROLLBACK"), ignored);
       return ec;
     }
+    applied += notes.size();
+    if (take) {
+      after = std::get<0>(notes.back());
+      if (last) return {};
+      continue;
+    }
     a.query(pg::sql("DELETE FROM mail.move_log WHERE seq = ANY ($1)", seqs), ec);
     if (ec) {
       message = "removing applied change notes: " + why(a, ec);
       return ec;
     }
-    applied += notes.size();
-    if (static_cast<std::int64_t>(notes.size()) < batch) return {};
+    if (last) return {};
   }
 }
 
@@ -459,12 +488,11 @@ std::error_code move_group(session& s, unsigned from, unsigned to,
       if (ec) return ec;
       frozen_at = steady::now();
     }
-    if (!p_copy.empty()) {
+    if (!p_copy.empty()) {  // the last notes, and the take in the same transaction on B
       std::uint64_t n = 0;
-      if ((ec = catch_up(a, b, *types, p_copy, n, message))) return ec;
+      if ((ec = catch_up(a, b, *types, p_copy, n, message, &p_take))) return ec;
       out.caught_up += n;
-    }
-    if (!p_take.empty()) {
+    } else if (!p_take.empty()) {
       call(b, pg::sql("SELECT mail.take_buckets_v1($1, $2)", p_take, channel),
            "taking the buckets on the new shard");
       if (ec) return ec;
@@ -474,6 +502,7 @@ std::error_code move_group(session& s, unsigned from, unsigned to,
           std::chrono::duration<double, std::milli>(steady::now() - frozen_at).count();
       out.frozen_ms = std::max(out.frozen_ms, held);
       ++out.switches;
+      out.held_ms.push_back(held);
       s.pace.learn(part.size(), part_copies, held);
     }
     if (after_take && !after_take()) {
@@ -557,7 +586,7 @@ std::error_code move_buckets(const std::vector<std::string>& shards,
   std::vector<std::map<std::int32_t, std::string>> where;
   if (auto ec = s.states(where, message)) return ec;
   if (group_size == 0) group_size = 1;
-  s.pace.max_buckets = s.pace.buckets = group_size;
+  s.pace = switch_pace(group_size);
   // Moves between the same two shards, in plan order, grouped.
   std::map<std::pair<unsigned, unsigned>, std::vector<std::int32_t>> by_pair;
   for (auto [bu, to] : moves) {

@@ -220,13 +220,15 @@ asio::awaitable<shard_page> global_page(shard& s, std::string before, std::int64
   // Home copies of the buckets frozen here (none but in a move's switch; found through
   // the primary_bucket index), for the listing to take out when another shard owns one.
   auto frozen_search = compile_search(q, 1, 2, 3);
+  // A lateral lookup per frozen bucket (an index range scan on each partition; nothing at
+  // all when no bucket is frozen), never a join the planner could turn into a scan.
   std::string frozen_sql =
-      "SELECT m.primary_bucket, count(*), count(*) FILTER (WHERE NOT m.read), "
-      "count(*) FILTER (WHERE " +
+      "SELECT f.bucket, c.* FROM mail.bucket f CROSS JOIN LATERAL (SELECT count(*), "
+      "count(*) FILTER (WHERE NOT m.read), count(*) FILTER (WHERE " +
       frozen_search.condition + "), count(*) FILTER (WHERE NOT m.read AND " +
       frozen_search.condition +
-      ") FROM mail.message m WHERE m.home AND m.primary_bucket IN "
-      "(SELECT bucket FROM mail.bucket WHERE state = 'frozen') GROUP BY 1";
+      ") FROM mail.message m WHERE m.home AND m.primary_bucket = f.bucket) c "
+      "WHERE f.state = 'frozen'";
   auto r = co_await run(s, [&] {
     pg::batch b;
     b.add("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");

@@ -309,11 +309,13 @@ asio::awaitable<void> shard::refresh(pg::connection& conn) {
   co_await conn.async_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
   std::vector<std::tuple<std::int32_t, std::string, std::int64_t, std::int64_t, std::int64_t>> rows;
   co_await conn.async_query(
+      // The condition on the state inside the lateral query: a one-time filter, so only
+      // a frozen bucket's copies are looked up.
       pg::sql("SELECT b.bucket, b.state, f.messages, f.unread, f.bytes FROM mail.bucket b "
-              "LEFT JOIN LATERAL (SELECT count(*)::int8 AS messages, "
+              "CROSS JOIN LATERAL (SELECT count(*)::int8 AS messages, "
               "count(*) FILTER (WHERE NOT m.read)::int8 AS unread, "
               "coalesce(sum(m.size), 0)::int8 AS bytes FROM mail.message m "
-              "WHERE b.state = 'frozen' AND m.home AND m.primary_bucket = b.bucket) f ON true "
+              "WHERE b.state = 'frozen' AND m.home AND m.primary_bucket = b.bucket) f "
               "ORDER BY b.bucket"),
       pg::into(rows));
   std::vector<std::pair<std::int32_t, char>> h;

@@ -57,6 +57,7 @@ struct move_result {
   std::uint64_t caught_up = 0;  ///< change notes applied after the copy
   double frozen_ms = 0;         ///< longest time a bucket was frozen (writes waited)
   std::uint64_t switches = 0;   ///< switches (freeze, last catch-up, take) that held writes
+  std::vector<double> held_ms;  ///< how long each switch held writes, in order
 };
 
 /// Moves bucket `bucket` to shard `to` (see above). On failure returns an error and says
