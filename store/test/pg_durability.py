@@ -22,6 +22,11 @@ streaming replica, its URI naming both): the faults are instead the failover of 
 i: its primary is stopped with -m immediate, /readyz must report shard i, the replica is
 promoted (pg_ctl promote), and writes to the shard's mailboxes must resume through the
 same inletd process (never restarted). Then the same count checks.
+
+--delay-proxy BIN --delay-ms D: inletd reaches every shard through BIN (tests/support's
+delay_proxy), which holds every byte D ms each way: the shards "across a network", so
+the group commit has batches in flight across a round trip when the faults hit. The
+faults and the final count go to the shards directly.
 """
 import argparse
 import json
@@ -38,6 +43,20 @@ from inlet_support import DEADLINE, Inletd, Sender, http_get, pg_ctl, tally  # n
 
 def env(name):
     return os.environ.get(name, "")
+
+
+def start_delay_proxies(binary, delay_ms, shards):
+    """A delay_proxy per shard URI (single host): the proxies and the URIs through them."""
+    procs, uris = [], []
+    for dsn in shards:
+        m = re.match(r"(postgresql://[^@/]*@?)([^:/,]+):(\d+)(/.*)$", dsn)
+        if not m:
+            raise RuntimeError(f"cannot put a proxy in front of {dsn}")
+        p = subprocess.Popen([binary, "--target", f"{m.group(2)}:{m.group(3)}",
+                              "--delay-ms", str(delay_ms)], stdout=subprocess.PIPE, text=True)
+        procs.append(p)
+        uris.append(f"{m.group(1)}127.0.0.1:{int(p.stdout.readline())}{m.group(4)}")
+    return procs, uris
 
 
 def pg_ctl_data(data, args):
@@ -147,6 +166,8 @@ def main():
                     help="with --failover: that shard's reads on its replica "
                          "(target_session_attrs=prefer-standby in its URI); its mailboxes must "
                          "stay readable while it has no primary")
+    ap.add_argument("--delay-proxy", help="delay_proxy binary: inletd reaches the shards through it")
+    ap.add_argument("--delay-ms", type=float, default=0, help="with --delay-proxy: one-way delay")
     a = ap.parse_args()
     shards = env("INLET_PG_SHARDS").split()
     if not shards:
@@ -155,8 +176,26 @@ def main():
     if a.failover and a.replica_reads:
         i = int(env("INLET_PG_REPLICA_SHARD") or "0")
         shards[i] += ("&" if "?" in shards[i] else "?") + "target_session_attrs=prefer-standby"
-    d = Inletd(a.inletd, ["--store", shards[0], "--buckets", "64"] +
-               [x for sh in shards[1:] for x in ("--shard", sh)])
+    proxies, reach = [], shards
+    if a.delay_proxy:
+        if a.failover:
+            print("pg_durability: --delay-proxy is for the restart faults", file=sys.stderr)
+            return 2
+        proxies, reach = start_delay_proxies(a.delay_proxy, a.delay_ms, shards)
+    try:
+        return run(a, shards, reach)
+    finally:
+        for p in proxies:
+            p.kill()
+            p.wait(timeout=DEADLINE)
+            p.stdout.close()
+
+
+def run(a, shards, reach):
+    """The load and the faults with inletd reaching the shards at `reach`; the checks read
+    `shards` directly."""
+    d = Inletd(a.inletd, ["--store", reach[0], "--buckets", "64"] +
+               [x for sh in reach[1:] for x in ("--shard", sh)])
     d.start()
     run_id = f"r{int(time.time())}"
     stop = threading.Event()
@@ -194,6 +233,7 @@ def main():
             if subject.startswith(run_id + "-"):
                 present[subject] = present.get(subject, 0) + int(n)
     result, missing, doubled = tally(senders, present, faults)
+    result["shard_delay_ms_each_way"] = a.delay_ms if a.delay_proxy else 0
     print(json.dumps(result, indent=2))
     if a.json:
         with open(a.json, "w") as f:
