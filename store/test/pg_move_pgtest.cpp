@@ -420,8 +420,10 @@ TEST_F(PgMove, AMoveInterruptedBetweenTakeAndLeaveCountsOnceAndResumes) {
   EXPECT_EQ(mid[0].frozen, (std::vector<std::int32_t>{9, 12}));
   EXPECT_TRUE(std::find(mid[1].owned.begin(), mid[1].owned.end(), 9) != mid[1].owned.end());
   EXPECT_TRUE(std::find(mid[2].owned.begin(), mid[2].owned.end(), 12) != mid[2].owned.end());
-  EXPECT_EQ(pgtest::count(0, "SELECT count(*) FROM mail.message WHERE home AND primary_bucket = 9"), 4);
-  EXPECT_EQ(pgtest::count(1, "SELECT count(*) FROM mail.message WHERE home AND primary_bucket = 9"), 4);
+  EXPECT_EQ(
+      pgtest::count(0, "SELECT count(*) FROM mail.message WHERE home AND primary_bucket = 9"), 4);
+  EXPECT_EQ(
+      pgtest::count(1, "SELECT count(*) FROM mail.message WHERE home AND primary_bucket = 9"), 4);
 
   // A store started now reads every shard's buckets and tally before it is ready.
   st::pg_store s(cfg);

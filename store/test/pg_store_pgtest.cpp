@@ -1060,7 +1060,8 @@ TEST_F(PgStore, Migration3BuildsItsIndexWithoutHoldingWrites) {
   for (int i = 0; i < 500 && pgtest::count(0, valid) == 0; ++i) std::this_thread::sleep_for(10ms);
   EXPECT_EQ(pgtest::count(0, valid), 1);
   EXPECT_EQ(pgtest::count(0, attached), pgtest::count(0, parts));
-  EXPECT_EQ(pgtest::count(0, "SELECT count(*) FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid "
-                             "WHERE i.relnamespace = 'mail'::regnamespace AND NOT x.indisvalid"),
+  EXPECT_EQ(pgtest::count(0,
+                          "SELECT count(*) FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid "
+                          "WHERE i.relnamespace = 'mail'::regnamespace AND NOT x.indisvalid"),
             0);
 }
