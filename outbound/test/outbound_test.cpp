@@ -262,21 +262,27 @@ TEST(Headers, ReplacePrefixAndOverride) {
 
 namespace {
 
+// A listening socket on 127.0.0.1 and a free port; `port` is set to it.
+int listen_loopback(std::uint16_t& port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::listen(fd, 8);
+  socklen_t n = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
+  port = ntohs(a.sin_port);
+  return fd;
+}
+
 // A scripted SMTP server on 127.0.0.1 for the client's driver: PIPELINING offered, each
 // connection takes `per_connection` messages, then answers the next MAIL with 421 and
 // closes (as servers with a per-connection message limit do).
 class limited_server {
  public:
   explicit limited_server(int per_connection) : per_connection_(per_connection) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    ::listen(fd_, 8);
-    socklen_t n = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &n);
-    port_ = ntohs(a.sin_port);
+    fd_ = listen_loopback(port_);
     thread_ = std::thread([this] { serve(); });
   }
   ~limited_server() {
@@ -463,15 +469,7 @@ class hanging_resolver {
 class script_server {
  public:
   explicit script_server(std::function<void(int)> script) : script_(std::move(script)) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    ::listen(fd_, 8);
-    socklen_t n = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &n);
-    port_ = ntohs(a.sin_port);
+    fd_ = listen_loopback(port_);
     thread_ = std::thread([this] {
       for (;;) {
         const int c = ::accept(fd_, nullptr, nullptr);
