@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "driver_buffer.hpp"
+#include "conn_core.hpp"
 #include "driver_common.hpp"
 #include "tls.hpp"
 
@@ -82,7 +83,8 @@ struct store_answer {
   std::size_t removed = 0;              ///< remove
 };
 
-class connection {
+class connection
+    : public smtp::detail::basic_connection<connection, conn_policy, errc> {
  public:
   connection(const conn_policy& p, listener_kind k);
   ~connection();
@@ -90,89 +92,59 @@ class connection {
   connection& operator=(const connection&) = delete;
 
   void set_remote(std::string, std::uint16_t) noexcept {}  // POP3 answers nobody by address
-  void set_slot(net::slot* s) noexcept { slot_ = s; }
 
   /// The greeting (or the implicit-TLS handshake first).
   action start(clock::time_point now);
 
-  action on_read(std::size_t n, clock::time_point now);
-  action on_would_block(clock::time_point now);
-  action on_written(clock::time_point now);
+  // The other results (on_read, on_written, ...) and deadline(): conn_core.hpp.
   /// The store answered the call-out request() asked for.
   action on_answered(store_answer&& a, clock::time_point now);
-  action on_interrupted(clock::time_point now);
-  action on_lost(errc why = errc::connection_lost);
-  /// Graceful stop (once): true when the pending wait must be cancelled.
-  bool on_stop(clock::time_point now);
 
-  buffer::streambuf::mutable_buffers_type read_buffers();
-  std::string_view output() const noexcept;
   /// The call-out's request: list, fetch (session().fetch_id()) or remove
   /// (session().deletions()).
   step_kind request() const noexcept { return request_; }
 
-  clock::time_point deadline() const noexcept { return deadline(pressured()); }
-  clock::time_point deadline(bool under_pressure) const noexcept;
-  act pending() const noexcept { return op_; }
-  std::error_code close_reason() const noexcept {
-    return reason_ == errc::ok ? std::error_code{} : make_error_code(reason_);
-  }
-  bool tls() const noexcept { return tls_ != nullptr && !handshaking_; }
   const session& protocol() const noexcept { return session_; }
   bool holds_input() const noexcept { return in_ != nullptr; }
 
  private:
-  enum class then : std::uint8_t { input, call_out, handshake, handshake_more, decrypt, close };
-  struct limit {
-    clock::time_point normal, pressed;
-  };
+  friend class smtp::detail::basic_connection<connection, conn_policy, errc>;
 
-  smtp::detail::driver_input& in();
   action advance(clock::time_point now);
-  action need_input(clock::time_point now);
-  action flush(then next, clock::time_point now);
-  action handshake(clock::time_point now);
-  action decrypt(clock::time_point now);
-  action close(errc why);
-  action make(act kind, limit deadline, bool idle = false);
-  limit after(clock::time_point base, clock::duration timeout) const noexcept {
-    return {base + timeout, base + std::min(timeout, p_.pressure_timeout)};
-  }
-  bool pressured() const noexcept {
-    return p_.pressure != nullptr && p_.pressure->load(std::memory_order_relaxed);
-  }
-  bool evicted() const noexcept { return slot_ != nullptr && slot_->is_evicted(); }
-  bool grace_over(clock::time_point now) const noexcept {
-    return stop_seen_ && !forced_ && now >= force_at_;
-  }
   void begin_session(clock::time_point now);
   void expire(clock::time_point now);
   void trim_replies() noexcept;
 
-  const conn_policy& p_;
+  // ---- the hooks basic_connection calls (smtp/src/conn_core.hpp)
+  smtp::detail::driver_input& input();
+  bool body_reads() const noexcept { return false; }  // commands are short
+  limit input_deadline(clock::time_point now);
+  bool keep_reading() const noexcept { return false; }
+  bool release_input() noexcept;
+  void drop_input() noexcept { in_.reset(); }
+  void go_idle() noexcept;
+  void landed(std::size_t, clock::time_point) noexcept {}
+  clock::time_point waiting_since() const noexcept { return cmd_since_; }
+  std::string& reply_buffer() noexcept { return wbuf_; }
+  std::string_view plain_output() const noexcept { return wbuf_; }
+  clock::duration write_timeout() const noexcept { return p_.write_timeout; }
+  void handshake_started(clock::time_point now) noexcept { hs_since_ = now; }
+  void handshake_done(clock::time_point now);
+  limit handshake_limit() const noexcept { return after(hs_since_, p_.handshake_timeout); }
+  void stop_session() {
+    if (started_) session_.shutdown();  // else when the handshake is done
+  }
+
   session session_;
   std::unique_ptr<smtp::detail::driver_input> in_;  // only while busy
   std::string wbuf_;                                // the replies being written
-  std::unique_ptr<smtp::detail::tls_engine> tls_;
-  net::slot* slot_ = nullptr;
 
-  errc reason_ = errc::ok;
-  limit op_deadline_{clock::time_point::max(), clock::time_point::max()};
-  clock::time_point cmd_since_{};    // the command being waited for, since
-  clock::time_point hs_since_{};     // the TLS handshake, since
-  clock::time_point force_at_ = clock::time_point::max();  // the end of the shutdown grace
-  unsigned reads_left_ = 0;
-  act op_ = act::close;
-  then after_write_ = then::input;
+  clock::time_point cmd_since_{};  // the command being waited for, since
+  clock::time_point hs_since_{};   // the TLS handshake, since
   step_kind request_ = step_kind::need_more;
   bool implicit_ = false;
-  bool started_ = false;  // the session's greeting is queued
-  bool handshaking_ = false;
+  bool started_ = false;    // the session's greeting is queued
   bool line_open_ = false;  // the input consumed so far did not end a line
-  bool would_block_ = false;
-  bool extra_read_ = false;
-  bool stop_seen_ = false;
-  bool forced_ = false;
 };
 
 }  // namespace inlet::pop3::detail

@@ -173,9 +173,12 @@ void connection::io_state::operator delete(void* p) noexcept {
     ::operator delete(p);
 }
 
-std::string_view connection::output() const noexcept {
-  if (tls_) return tls_->output();
+std::string_view connection::plain_output() const noexcept {
   return io_ ? std::string_view(io_->wbuf) : std::string_view();
+}
+
+std::string& connection::reply_buffer() {
+  return io().wbuf;
 }
 
 received_message connection::take_message() {
@@ -183,7 +186,7 @@ received_message connection::take_message() {
 }
 
 connection::connection(const conn_policy& p, std::shared_ptr<const session_config> cfg)
-    : p_(p), session_(std::move(cfg)), reads_left_(p.reads_per_event - 1) {}
+    : basic_connection(p), session_(std::move(cfg)) {}
 
 connection::~connection() = default;
 
@@ -200,60 +203,20 @@ connection::io_state& connection::io() {
   return *io_;
 }
 
-buffer::streambuf::mutable_buffers_type connection::read_buffers() {
-  if (tls_) return tls_->read_space();
-  return io().in.prepare(session_.in_body());
+driver_input& connection::input() {
+  return io().in;
 }
 
-// Computed when asked, so that a change of slot pressure or an eviction
-// reaches a wait that is already pending (the driver re-arms it).
-clock::time_point connection::deadline(bool under_pressure) const noexcept {
-  if (op_ == act::call_out || op_ == act::close) return clock::time_point::max();
-  clock::time_point d = under_pressure ? op_deadline_.pressed : op_deadline_.normal;
-  if ((op_ == act::read || op_ == act::wait) && !forced_ && evicted()) d = clock::time_point::min();
-  if (stop_seen_ && !forced_) d = std::min(d, force_at_);
-  return d;
-}
-
-connection::limit connection::after(clock::time_point base,
-                                    clock::duration timeout) const noexcept {
-  return {base + timeout, base + std::min(timeout, p_.pressure_timeout)};
-}
-
-// Also tells the admission slot what the connection is doing: busy, or
-// waiting for its client since when (the smaller, the slower).
-action connection::make(act kind, limit deadline, bool idle) {
-  op_ = kind;
-  op_deadline_ = deadline;
-  if (slot_ != nullptr) {
-    if (kind == act::read || kind == act::wait) {
-      clock::time_point since = session_.in_body() ? body_progress_ : cmd_since_;
-      slot_->progress.store(since.time_since_epoch().count(), std::memory_order_relaxed);
-      slot_->state.store(idle ? slot::phase::idle : slot::phase::waiting,
-                         std::memory_order_relaxed);
-    } else {
-      slot_->state.store(slot::phase::busy, std::memory_order_relaxed);
-    }
-  }
-  return action{kind, this->deadline(), idle};
-}
-
-action connection::close(errc why) {
-  if (reason_ == errc::ok) reason_ = why;
-  io_.reset();  // an unfinished message is dropped here (its observer aborted)
-  return make(act::close, clock::time_point::max());
+void connection::drop_input() noexcept {
+  io_.reset();
 }
 
 action connection::start(clock::time_point now) {
-  if (p_.stopping != nullptr && p_.stopping->load(std::memory_order_relaxed)) on_stop(now);
+  poll_stop(now);
   cmd_since_ = now;
   greeting_phase_ = true;
-  if (session_.config().implicit_tls && p_.tls != nullptr) {
-    // SMTPS: the handshake first, within the greeting timeout; the greeting after it.
-    tls_ = std::make_unique<tls_engine>(*p_.tls);
-    handshaking_ = true;
-    return handshake(now);
-  }
+  // SMTPS: the handshake first, within the greeting timeout; the greeting after it.
+  if (session_.config().implicit_tls && p_.tls != nullptr) return begin_handshake(now);
   session_.start();
   return advance(now);
 }
@@ -263,8 +226,7 @@ action connection::start(clock::time_point now) {
 action connection::advance(clock::time_point now) {
   io_state& s = io();
   for (;;) {
-    if (!stop_seen_ && p_.stopping != nullptr && p_.stopping->load(std::memory_order_relaxed))
-      on_stop(now);
+    poll_stop(now);
     std::string_view view = s.in.view();
     const bool commands = !session_.in_body();
     step st = session_.consume(view);
@@ -284,12 +246,11 @@ action connection::advance(clock::time_point now) {
       case step_kind::message_complete:
         s.msg = s.body.complete(session_.take_envelope(), session_.body_size());
         body_start_ = clock::time_point::max();
-        return make(act::call_out, clock::time_point::max());
+        return make(act::call_out, never());
       case step_kind::start_tls:
         return flush(then::handshake, now);
       case step_kind::close:
-        if (reason_ == errc::ok && st.reason.category() == smtp_category())
-          reason_ = static_cast<errc>(st.reason.value());
+        note_reason(st.reason, smtp_category());
         return flush(then::close, now);
       case step_kind::need_more:
         if (again) continue;  // the next readable span follows
@@ -298,44 +259,9 @@ action connection::advance(clock::time_point now) {
   }
 }
 
-// Writes the queued replies (all of them: one write per batch of pipelined
-// commands, RFC 2920), then goes on with `next`. A peer that does not take
-// our replies within the command timeout is closed (no reply could reach it).
-action connection::flush(then next, clock::time_point now) {
-  after_write_ = next;
-  if (session_.output().empty() && (!tls_ || tls_->output().empty())) return on_written(now);
-  std::string& wbuf = io().wbuf;
-  session_.take_output(wbuf);  // a stop may queue a 421 while this is written
-  if (tls_ && tls_->write(wbuf) != tls_engine::status::ok) return close(errc::tls_failed);
-  if (forced_ || evicted()) return make(act::write, now + p_.last_word_timeout);  // the last word
-  return make(act::write, after(now, p_.command_timeout));
-}
-
-action connection::on_written(clock::time_point now) {
-  if (tls_) tls_->clear_output();
-  switch (after_write_) {
-    case then::close:
-      return close(errc::client_quit);
-    case then::handshake:
-      io().in.clear();  // RFC 3207 4.2: discard whatever was pipelined after STARTTLS
-      tls_ = std::make_unique<tls_engine>(*p_.tls);
-      handshaking_ = true;
-      cmd_since_ = now;  // the whole handshake has the command timeout
-      return handshake(now);
-    case then::handshake_more:
-      return handshake(now);
-    case then::decrypt:
-      return decrypt(now);
-    case then::input:
-      if (session_.closing() || !session_.output().empty()) return advance(now);
-      return need_input(now);
-  }
-  return close(errc::connection_lost);
-}
-
 // The deadline of the next read. A command line must arrive whole within
 // command_timeout (bytes trickled in do not extend it). A body must keep up
-// min_data_rate (on_read moves body_progress_ by what each read brought, at
+// min_data_rate (landed() moves body_progress_ by what each read brought, at
 // that rate, up to now) and may fall behind by data_timeout; the whole body
 // has message_timeout. Under pressure the command and data timeouts are at
 // most pressure_timeout.
@@ -354,34 +280,12 @@ connection::limit connection::input_deadline(clock::time_point now) {
   return after(cmd_since_, greeting_phase_ ? p_.greeting_timeout : p_.command_timeout);
 }
 
-// Everything sent so far is handled and answered: read more. Plain TCP reads
-// first without waiting when more bytes are likely there (reads_per_event,
-// inside a body); otherwise it waits for readability, holding nothing when
-// nothing is pending (idle).
-action connection::need_input(clock::time_point now) {
-  limit dl = input_deadline(now);
-  op_ = act::wait;
-  op_deadline_ = dl;
-  if (now >= deadline()) {  // passed already (a body below the rate, pressure, eviction, the grace)
-    would_block_ = false;
-    expire(now);
-    return advance(now);
-  }
-  bool waited_last = std::exchange(would_block_, false);
-  if (!waited_last) {
-    if (reads_left_ > 0) {
-      extra_read_ = true;
-      return make(act::read, dl);
-    }
-    if (session_.in_body()) return make(act::read, dl);
-  }
-  reads_left_ = p_.reads_per_event - 1;
+// Before a wait: a body being received (or held between BDAT chunks) keeps
+// its buffers; otherwise the connection is idle when nothing is pending.
+bool connection::release_input() noexcept {
   bool in_message = session_.in_body() || (io_ && io_->body.holding());
   if (io_) io_->in.release_for_wait(in_message);
-  bool idle = !in_message && (!io_ || io_->in.empty()) && session_.output().empty();
-  if (tls_) tls_->release_for_wait(idle);
-  if (idle) go_idle();
-  return make(act::wait, dl, idle);
+  return !in_message && (!io_ || io_->in.empty()) && session_.output().empty();
 }
 
 // Nothing is pending: give back the receive buffer, the body collector and
@@ -393,9 +297,9 @@ void connection::go_idle() noexcept {
   reply_cache.give(std::move(none));
 }
 
-action connection::on_read(std::size_t n, clock::time_point now) {
+// A body read earns deadline credit at min_data_rate.
+void connection::landed(std::size_t n, clock::time_point now) noexcept {
   first_read_ = false;
-  if (std::exchange(extra_read_, false)) --reads_left_;
   if (session_.in_body() && body_start_ != clock::time_point::max()) {
     if (p_.min_data_rate == 0) {
       body_progress_ = now;
@@ -405,63 +309,13 @@ action connection::on_read(std::size_t n, clock::time_point now) {
       body_progress_ = std::min(now, body_progress_ + credit);
     }
   }
-  if (!tls_) {
-    io().in.commit(n);
-    return advance(now);
-  }
-  tls_->commit(n);
-  return handshaking_ ? handshake(now) : decrypt(now);
 }
 
-// The TLS server handshake, one flight at a time: write what OpenSSL
-// produced, wait for the client's next flight. It has one deadline, the
-// command timeout from STARTTLS on; past it the connection closes silently.
-action connection::handshake(clock::time_point now) {
-  tls_engine::status st = tls_->handshake();
-  if (st == tls_engine::status::failed) return close(errc::tls_failed);
-  if (st == tls_engine::status::ok) {
-    handshaking_ = false;
-    session_.start();        // SMTPS: the greeting, now that it can be sent encrypted
-    session_.tls_started();  // STARTTLS: a fresh session on the secured channel
-    cmd_since_ = now;
-    greeting_phase_ = false;
-  }
-  if (!tls_->output().empty()) {
-    after_write_ = st == tls_engine::status::ok ? then::decrypt : then::handshake_more;
-    return make(act::write, after(cmd_since_, p_.command_timeout));
-  }
-  if (st == tls_engine::status::ok) return decrypt(now);
-  return make(act::wait, after(cmd_since_, p_.command_timeout));
-}
-
-// Decrypts every record the ciphertext read so far completes into the
-// receive buffer, then lets the session see it.
-action connection::decrypt(clock::time_point now) {
-  driver_input& in = io().in;
-  for (;;) {
-    std::size_t got = 0;
-    tls_engine::status st = tls_engine::status::ok;
-    for (auto b : in.prepare(session_.in_body())) {
-      std::size_t off = 0;
-      while (off < b.size() && st == tls_engine::status::ok) {
-        std::size_t n = 0;
-        st = tls_->read({static_cast<char*>(b.data()) + off, b.size() - off}, n);
-        off += n;
-      }
-      got += off;
-      if (st != tls_engine::status::ok) break;
-    }
-    in.commit(got);
-    if (st == tls_engine::status::failed) return close(errc::connection_lost);
-    if (st == tls_engine::status::want_read) break;
-  }
-  return advance(now);
-}
-
-action connection::on_would_block(clock::time_point now) {
-  extra_read_ = false;
-  would_block_ = true;
-  return need_input(now);
+void connection::handshake_done(clock::time_point now) {
+  session_.start();        // SMTPS: the greeting, now that it can be sent encrypted
+  session_.tls_started();  // STARTTLS: a fresh session on the secured channel
+  cmd_since_ = now;
+  greeting_phase_ = false;
 }
 
 action connection::on_delivered(const delivery_result& r, clock::time_point now) {
@@ -484,34 +338,6 @@ void connection::expire(clock::time_point now) {
   } else {
     session_.timeout();  // 421 4.4.2
   }
-}
-
-action connection::on_interrupted(clock::time_point now) {
-  if (handshaking_) return close(evicted() ? errc::evicted : errc::timeout);
-  switch (op_) {
-    case act::read:
-    case act::wait:
-      if (now >= deadline()) expire(now);
-      return advance(now);  // a stop's 421 (or the expiry's) is written, then close
-    case act::write:        // the peer does not read our replies
-      return close(errc::timeout);
-    case act::call_out:
-    case act::close:
-      break;
-  }
-  return close(errc::connection_lost);
-}
-
-action connection::on_lost(errc why) {
-  return close(why);
-}
-
-bool connection::on_stop(clock::time_point now) {
-  if (stop_seen_) return false;
-  stop_seen_ = true;
-  force_at_ = now + p_.shutdown_grace;
-  if (!session_.shutting_down()) session_.shutdown();
-  return (op_ == act::read || op_ == act::wait) && session_.closing();
 }
 
 }  // namespace inlet::smtp::detail

@@ -57,6 +57,7 @@
 #include <system_error>
 
 #include "admission.hpp"
+#include "conn_core.hpp"
 #include "driver_buffer.hpp"
 #include "driver_common.hpp"
 #include "tls.hpp"
@@ -155,7 +156,7 @@ class body_collector {
   std::uint64_t fed_ = 0;  // body octets taken for the current message
 };
 
-class connection {
+class connection : public basic_connection<connection, conn_policy, errc> {
  public:
   connection(const conn_policy& p, std::shared_ptr<const session_config> cfg);
   connection(const conn_policy& p, listener_kind k) : connection(p, p.session(k)) {}
@@ -166,95 +167,59 @@ class connection {
   void set_remote(std::string address, std::uint16_t port) {
     session_.set_remote(std::move(address), port);
   }
-  /// The admission slot this connection keeps current (progress, state) and
-  /// whose eviction it obeys. Null (tests, the process model's children): none.
-  void set_slot(slot* s) noexcept { slot_ = s; }
 
   /// The greeting (or 421 4.3.2 when the server is already stopping).
   action start(clock::time_point now);
 
-  // ---- results of the last action
-  action on_read(std::size_t n, clock::time_point now);  ///< n > 0 octets landed in read_buffers()
-  action on_would_block(clock::time_point now);          ///< a read found nothing
-  action on_written(clock::time_point now);
+  // ---- results of the last action (the others: conn_core.hpp)
   action on_delivered(const delivery_result& r, clock::time_point now);
-  /// The pending wait or write was cancelled: its deadline passed, or
-  /// on_stop() asked for it.
-  action on_interrupted(clock::time_point now);
-  /// The peer closed or reset the connection, an I/O error, or (`why` =
-  /// errc::tls_failed) the handshake failed: close.
-  action on_lost(errc why = errc::connection_lost);
 
-  /// Graceful stop (once; later calls do nothing): idle sessions get 421 4.3.2
-  /// now, a transaction may finish within the shutdown grace. True when the
-  /// pending wait must be cancelled (then on_interrupted()). Either way the
-  /// pending action's deadline() may have moved earlier (the grace).
-  bool on_stop(clock::time_point now);
-
-  // ---- what the action works on
-  /// Space to read into (read, wait): one fragment for commands, the read
-  /// buffer size inside a message body; ciphertext space under TLS.
-  buffer::streambuf::mutable_buffers_type read_buffers();
-  std::string_view output() const noexcept;
+  // ---- what the action works on (read_buffers(), output(): conn_core.hpp;
+  // read_buffers() is one fragment for commands, the read buffer size inside
+  // a message body)
   received_message take_message();
 
-  /// The pending action's deadline (max when it has none), under the slot
-  /// pressure of now, or as it is with and without pressure (a driver that
-  /// keeps both needs no word from the connection when the pressure flips).
-  clock::time_point deadline() const noexcept { return deadline(pressured()); }
-  clock::time_point deadline(bool under_pressure) const noexcept;
-  act pending() const noexcept { return op_; }
-  std::error_code close_reason() const noexcept {
-    return reason_ == errc::ok ? std::error_code{} : make_error_code(reason_);
-  }
-  bool tls() const noexcept { return tls_ != nullptr && !handshaking_; }
   const server_session& session() const noexcept { return session_; }
   /// Does it hold a receive buffer or body now? (tests; idle connections do not)
   bool holds_input() const noexcept { return io_ != nullptr; }
 
  private:
+  friend class basic_connection<connection, conn_policy, errc>;
   struct io_state;
-  enum class then : std::uint8_t { input, handshake, handshake_more, decrypt, close };
 
   io_state& io();
   action advance(clock::time_point now);
-  action need_input(clock::time_point now);
-  action flush(then next, clock::time_point now);
-  action close(errc why);
-  // A deadline as it is, and as it is under slot pressure.
-  struct limit {
-    clock::time_point normal, pressed;
-  };
-  limit after(clock::time_point base, clock::duration timeout) const noexcept;
-  bool pressured() const noexcept {
-    return p_.pressure != nullptr && p_.pressure->load(std::memory_order_relaxed);
-  }
-  bool evicted() const noexcept { return slot_ != nullptr && slot_->is_evicted(); }
-  action make(act kind, limit deadline, bool idle = false);
-  action make(act kind, clock::time_point deadline) {
-    return make(kind, limit{deadline, deadline});
-  }
-  limit input_deadline(clock::time_point now);
   void expire(
       clock::time_point now);  // a read deadline passed: timeout, eviction or the grace's end
-  bool grace_over(clock::time_point now) const noexcept {
-    return stop_seen_ && !forced_ && now >= force_at_;
-  }
   void go_idle() noexcept;
-  action handshake(clock::time_point now);
-  action decrypt(clock::time_point now);
 
-  const conn_policy& p_;
+  // ---- the hooks basic_connection calls (conn_core.hpp)
+  driver_input& input();
+  bool body_reads() const noexcept { return session_.in_body(); }
+  limit input_deadline(clock::time_point now);
+  bool keep_reading() const noexcept { return session_.in_body(); }
+  bool release_input() noexcept;
+  void drop_input() noexcept;  // an unfinished message is dropped (its observer aborted)
+  void landed(std::size_t n, clock::time_point now) noexcept;
+  clock::time_point waiting_since() const noexcept {
+    return session_.in_body() ? body_progress_ : cmd_since_;
+  }
+  std::string& reply_buffer();
+  std::string_view plain_output() const noexcept;
+  clock::duration write_timeout() const noexcept { return p_.command_timeout; }
+  void handshake_started(clock::time_point now) noexcept {
+    cmd_since_ = now;  // the whole handshake has the command timeout
+  }
+  void handshake_done(clock::time_point now);
+  limit handshake_limit() const noexcept { return after(cmd_since_, p_.command_timeout); }
+  void stop_session() {
+    if (!session_.shutting_down()) session_.shutdown();
+  }
+
   server_session session_;
   std::unique_ptr<io_state> io_;               // receive buffer and body: only while busy
   std::unique_ptr<std::string> flat_storage_;  // flat mode: the connection's buffer, kept idle
 
-  std::unique_ptr<tls_engine> tls_;  // after STARTTLS
-
-  slot* slot_ = nullptr;
-
-  errc reason_ = errc::ok;
-  limit op_deadline_{clock::time_point::max(), clock::time_point::max()};
   // The next command (or the TLS handshake) is waited for since cmd_since_:
   // a line must arrive whole within the greeting (first) or command timeout.
   clock::time_point cmd_since_{};
@@ -262,21 +227,12 @@ class connection {
   // In a body: since when, and its credit (min_data_rate) time.
   clock::time_point body_start_ = clock::time_point::max();
   clock::time_point body_progress_{};
-  clock::time_point force_at_ = clock::time_point::max();  // end of the shutdown grace
 
-  unsigned reads_left_ = 0;  // extra reads before waiting (reads_per_event)
-  act op_ = act::close;
-  then after_write_ = then::input;
-  bool handshaking_ = false;
   bool first_read_ = true;
   // The last input consumed did not end a line: a partial line the session
   // discards (over max_command_line) leaves the input empty but is still
   // the same command, on the same deadline.
   bool line_open_ = false;
-  bool would_block_ = false;  // the last read found nothing: wait next
-  bool extra_read_ = false;   // the pending read is one of reads_per_event's
-  bool stop_seen_ = false;
-  bool forced_ = false;  // the grace ran out: shutdown_now() was called
 };
 
 /// SMTP plugged into the drivers (driver_common.hpp, "A protocol plugged into
