@@ -1,6 +1,7 @@
 // inlet::pop3::detail::connection — POP3's connection core: pop3::session
-// plus the policy around it, run by the SMTP server's I/O drivers through
-// the same actions as SMTP's core (smtp/src/connection.hpp):
+// on the connection core SMTP's uses too (smtp/src/conn_core.hpp, which owns
+// the deadlines, pressure, eviction, the stop, TLS and the read/wait choice),
+// run by the SMTP server's I/O drivers through the same actions:
 //
 //   read / wait   read into read_buffers() (wait: after readability; idle:
 //                 nothing is held, the receive buffer was given back)
@@ -42,8 +43,8 @@
 #include <system_error>
 #include <vector>
 
-#include "driver_buffer.hpp"
 #include "conn_core.hpp"
+#include "driver_buffer.hpp"
 #include "driver_common.hpp"
 #include "tls.hpp"
 
