@@ -13,6 +13,11 @@ and encode, queue, the batch's round trip and commit), and each proxy's own adde
 latency (a ping-pong through it to an echo server on loopback, minus the delay).
 --baseline runs another build's store_pg_bench right after each run of this one, on the
 same cluster and proxies (e.g. main's), for a same-run comparison.
+--server-time also reads PostgreSQL's own execution time of the batches' statement
+(pg_stat_statements, reset before each run; the commit's WAL flush is not in it), which
+needs the module preloaded:
+    INLET_PG_OPTS="-c shared_preload_libraries=pg_stat_statements" \
+      bench/store-pg/latency.sh 3 6 --server-time
 """
 import argparse
 import json
@@ -87,6 +92,20 @@ def proxy_overhead(build, delays, pings=200):
     return out
 
 
+def psql(dsn, sql):
+    r = subprocess.run(["psql", dsn, "-qAtX", "-c", sql], capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        raise SystemExit(f"psql failed: {r.stderr.strip()}")
+    return r.stdout.strip()
+
+
+def server_exec_ms(dsn):
+    """Mean execution time of mail.put_v2 since the last reset (ms), from pg_stat_statements."""
+    out = psql(dsn, "SELECT coalesce(sum(total_exec_time) / nullif(sum(calls), 0), 0) "
+                    "FROM pg_stat_statements WHERE query LIKE '%mail.put_v2(%'")
+    return float(out or 0)
+
+
 def run_bench(build, dsn, pgdata, seconds, inflight, label, out, extra=()):
     cmd = [os.path.join(build, "bin", "store_pg_bench"), "--store", dsn, "--pgdata", pgdata,
            "--seconds", str(seconds), "--inflight", str(inflight), "--fresh", "--json", out,
@@ -108,6 +127,8 @@ def main():
     ap.add_argument("--out", default="docs/benchmarks/data/store-pg-latency.json")
     ap.add_argument("--baseline", help="another build dir: its store_pg_bench runs right after each run")
     ap.add_argument("--bench-arg", action="append", default=[], help="passed to store_pg_bench (repeat)")
+    ap.add_argument("--server-time", action="store_true",
+                    help="read put_v2's execution time from pg_stat_statements (preloaded)")
     a = ap.parse_args()
     dsn = os.environ["INLET_PG_SHARDS"].split()[0]
     pgdata = os.environ["INLET_PG_SHARD0_DATA"]
@@ -119,6 +140,8 @@ def main():
     for d, o in overhead.items():
         print(f"delay_proxy {d:g} ms: ping-pong minus 2 x {d:g} ms: median {o['median_ms']:.3f} ms, "
               f"p99 {o['p99_ms']:.3f} ms")
+    if a.server_time:
+        psql(dsn, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
     builds = [("branch", a.build)] + ([("baseline", a.baseline)] if a.baseline else [])
     proxies = {}
     try:
@@ -132,12 +155,16 @@ def main():
                 for d in order:
                     # With a baseline, which build goes first alternates too.
                     for name, build in (builds if r % 2 == 0 else list(reversed(builds))):
+                        if a.server_time:
+                            psql(dsn, "SELECT pg_stat_statements_reset()")
                         with tempfile.NamedTemporaryFile("r", suffix=".json") as tmp:
                             run_bench(build, proxies[d][1], pgdata, a.seconds, n,
                                       f"{name[0]}-d{d:g}ms-c{n}", tmp.name,
                                       a.bench_arg if name == "branch" else ())
                             res = json.loads(tmp.read().strip().splitlines()[-1])
                         res.update({"round": r, "delay_ms": d, "build": name})
+                        if a.server_time:
+                            res["server_exec_ms"] = server_exec_ms(dsn)
                         runs.append(res)
     finally:
         for proc, _ in proxies.values():
@@ -147,8 +174,9 @@ def main():
     for name, _ in builds:
         print(f"\n{name}:\n")
         print("| puts in flight | one-way delay | msgs/s (median) | vs 0 ms (median of rounds) | put p50 ms "
-              "| put p99 ms | mean batch | put mean ms = queue + round trip and commit + rest |")
-        print("|---|---|---|---|---|---|---|---|")
+              "| put p99 ms | mean batch | put mean ms = queue + round trip and commit + rest "
+              "| batch's statement on the server ms |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for n in inflights:
             for d in delays:
                 mine = [x for x in runs if x["build"] == name and x["inflight"] == n and x["delay_ms"] == d]
@@ -171,9 +199,13 @@ def main():
                     rest = row["put_mean_ms"] - row["queue_ms"] - row["commit_ms"]
                     parts = (f"{row['put_mean_ms']:.1f} = {row['queue_ms']:.1f} + {row['commit_ms']:.1f} "
                              f"+ {rest:.1f}")
+                server = ""
+                if mine and "server_exec_ms" in mine[0]:
+                    row["server_exec_ms"] = med("server_exec_ms")
+                    server = f"{row['server_exec_ms']:.2f}"
                 summary.append(row)
                 print(f"| {n} | {d:g} ms | {rate:.0f} | {ratio:.2f}x | {row['put_p50_ms']:.1f} "
-                      f"| {row['put_p99_ms']:.1f} | {batch:.1f} | {parts} |")
+                      f"| {row['put_p99_ms']:.1f} | {batch:.1f} | {parts} | {server} |")
     if a.baseline:
         print("\nbranch / baseline (median of the rounds' ratios):\n")
         print("| puts in flight | one-way delay | branch / baseline |")
