@@ -159,7 +159,7 @@ def main():
                             psql(dsn, "SELECT pg_stat_statements_reset()")
                         with tempfile.NamedTemporaryFile("r", suffix=".json") as tmp:
                             run_bench(build, proxies[d][1], pgdata, a.seconds, n,
-                                      f"{name[0]}-d{d:g}ms-c{n}", tmp.name,
+                                      f"{name}-d{d:g}ms-c{n}", tmp.name,
                                       a.bench_arg if name == "branch" else ())
                             res = json.loads(tmp.read().strip().splitlines()[-1])
                         res.update({"round": r, "delay_ms": d, "build": name})
