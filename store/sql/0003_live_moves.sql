@@ -13,9 +13,11 @@
 
 -- A bucket's home copies by their primary bucket: leaving a bucket (home flags off on
 -- the old shard) and taking it (on the new one) read them while writes to the bucket
--- wait, and each did a scan of every copy on the shard per bucket. (Built on every
--- partition when this migration runs, which holds writes for the build.)
-CREATE INDEX message_primary_bucket ON mail.message (primary_bucket);
+-- wait, and each did a scan of every copy on the shard per bucket. Declared on the
+-- parent only (a catalog change: no partition is read, no write waits); inletd then
+-- builds it on each partition with CREATE INDEX CONCURRENTLY, outside any transaction,
+-- and attaches it (build_deferred_indexes). Partitions made later get it from the parent.
+CREATE INDEX message_primary_bucket ON ONLY mail.message (primary_bucket);
 
 -- Buckets being copied away from this shard (it still owns them).
 CREATE TABLE mail.copying (

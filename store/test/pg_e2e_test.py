@@ -6,10 +6,16 @@ byte, in the global listing, in each recipient's mailbox and as raw bytes; both
 instances' /api/events streams announce every message.
 
     store/test/with-pg-shards.sh 3 /usr/bin/python3 store/test/pg_e2e_test.py --inletd build/bin/inletd
+
+RebalanceUnderLoad needs four shards and inlet-pg-admin (ctest store_pg_rebalance_e2e):
+
+    INLET_PG_FSYNC=on store/test/with-pg-shards.sh 4 /usr/bin/python3 store/test/pg_e2e_test.py \
+        --inletd build/bin/inletd --admin build/bin/inlet-pg-admin RebalanceUnderLoad
 """
 import argparse
 import json
 import os
+import random
 import re
 import shutil
 import smtplib
@@ -25,16 +31,17 @@ import urllib.parse
 import urllib.request
 
 INLETD = None
+ADMIN = None  # inlet-pg-admin, for the rebalance under load
 DEADLINE = 30.0
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "support"))
 from inlet_support import HTTP, free_port, pg_ctl  # noqa: E402
 
 
 class Inletd:
-    def __init__(self, shards):
+    def __init__(self, shards, buckets=64):
         self.smtp_port, self.http_port = free_port(), free_port()
         args = [INLETD, "--smtp", f"127.0.0.1:{self.smtp_port}", "--listen", f"127.0.0.1:{self.http_port}",
-                "--hostname", "mx.test.example", "--store", shards[0], "--buckets", "64"]
+                "--hostname", "mx.test.example", "--store", shards[0], "--buckets", str(buckets)]
         for s in shards[1:]:
             args += ["--shard", s]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -72,12 +79,13 @@ class Inletd:
 
 
 class Events(threading.Thread):
-    """Reads an /api/events stream; keeps the subjects of 'new' events."""
+    """Reads an /api/events stream; keeps the subjects and IDs of 'new' events."""
 
     def __init__(self, inletd):
         super().__init__(daemon=True)
         self.inletd = inletd
         self.subjects = []
+        self.ids = set()
         self.ready = threading.Event()
 
     def run(self):
@@ -93,13 +101,20 @@ class Events(threading.Thread):
                 if not chunk:
                     return
                 buf += chunk
+                done = 0
                 for m in re.finditer(rb'event: new\r?\ndata: (\{.*?\})\r?\n', buf):
+                    done = m.end()
                     try:
-                        subject = json.loads(m.group(1)).get("Data", {}).get("Subject")
+                        data = json.loads(m.group(1)).get("Data", {})
                     except ValueError:
                         continue
+                    subject = data.get("Subject")
+                    if data.get("ID"):
+                        self.ids.add(data["ID"])
                     if subject and subject not in self.subjects:
                         self.subjects.append(subject)
+                # What was read is dropped up to the last whole event (a long stream).
+                buf = buf[done:] if done else buf[-65536:]
 
 
 SHARDS = []
@@ -409,12 +424,194 @@ class ShardRestart(unittest.TestCase):
             self.assertIn(subject, [m["Subject"] for m in box["messages"]])
 
 
+def psql(dsn, sql):
+    out = subprocess.run(["psql", dsn, "-At", "-F", "\t", "-c", sql], capture_output=True, text=True,
+                         timeout=DEADLINE * 2)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr)
+    return [line.split("\t") for line in out.stdout.splitlines() if line]
+
+
+def percentile(values, q):
+    if not values:
+        return float("nan")
+    v = sorted(values)
+    return v[min(len(v) - 1, int(q * len(v)))]
+
+
+class RebalanceUnderLoad(unittest.TestCase):
+    """Two inletd on three shards, a fourth shard added empty, and `inlet-pg-admin
+    rebalance` run while smtplib senders load instance A, a reader loop lists, counts and
+    searches on instance B and B's event stream is open. No read fails, the global total
+    never drops below what was acknowledged before the read, every acknowledged message
+    is stored once, and every `new` event names a message that exists. Put latency
+    before and during the rebalance is printed, not asserted."""
+
+    SENDERS = 4
+    PER_SENDER = 2000     # bounds the load in count...
+    LOAD_SECONDS = 40.0   # ...and in time
+    BEFORE = 4.0          # seconds of load before the rebalance starts
+    AFTER = 2.0           # and after it ends
+    MAILBOXES = 300
+
+    @classmethod
+    def setUpClass(cls):
+        if not ADMIN or len(SHARDS) < 4:
+            raise unittest.SkipTest("needs --admin and four shards (ctest store_pg_rebalance_e2e)")
+        cls.shards = SHARDS[:4]
+        Inletd(cls.shards[:3]).stop()  # a cluster of three shards
+        for dsn in cls.shards[:3]:
+            assert psql(dsn, "SELECT count(*) FROM mail.bucket WHERE state = 'owned'")[0][0] != "0"
+        # The fourth shard is appended to every instance's list: it joins without buckets.
+        cls.a = Inletd(cls.shards)
+        cls.b = Inletd(cls.shards)
+        cls.events = Events(cls.b)
+        cls.events.start()
+        cls.events.ready.wait(DEADLINE)
+        time.sleep(0.5)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.a.stop()
+        cls.b.stop()
+
+    def sender(self, n, stop, acked, lock):
+        rng = random.Random(n)
+        smtp = None
+        for i in range(self.PER_SENDER):
+            if stop.is_set():
+                break
+            subject = f"rb-{n}-{i}-end"  # no subject is a substring of another (search)
+            rcpt = [f"rb{rng.randrange(self.MAILBOXES)}@example.com" for _ in range(rng.randint(1, 3))]
+            raw = f"From: s{n}@example.org\r\nSubject: {subject}\r\n\r\nbody {i}\r\n".encode()
+            t0 = time.monotonic()
+            try:
+                if smtp is None:
+                    smtp = smtplib.SMTP("127.0.0.1", self.a.smtp_port, timeout=DEADLINE)
+                refused = smtp.sendmail(f"s{n}@example.org", rcpt, raw)
+            except (smtplib.SMTPException, OSError) as e:
+                with lock:
+                    self.send_errors.append(f"{subject}: {e!r}")
+                if smtp is not None:
+                    try:
+                        smtp.close()
+                    except OSError:
+                        pass
+                smtp = None
+                continue
+            t1 = time.monotonic()
+            with lock:
+                if refused:  # some recipients refused: the message is stored for the others
+                    self.send_errors.append(f"{subject}: refused {refused}")
+                acked.append((t0, t1 - t0, subject, rcpt[0]))
+        if smtp is not None:
+            smtp.quit()
+
+    def reader(self, stop, acked, lock):
+        rng = random.Random(99)
+        while not stop.is_set():
+            with lock:
+                acked_before = len(acked)
+                known = acked[rng.randrange(len(acked))] if acked else None
+            paths = ["/api/v1/messages?limit=50"]
+            if known:
+                paths.append(f"/api/v1/mailbox/{known[3]}")
+                paths.append("/api/v1/search?query=" + urllib.parse.quote(f'subject:"{known[2]}"'))
+            paths.append(f"/api/v1/mailbox/rb{rng.randrange(self.MAILBOXES)}@example.com")
+            for path in paths:
+                try:
+                    page = self.b.json(path)
+                except urllib.error.HTTPError as e:
+                    self.read_errors.append(f"{path}: {e.code} {e.read()[:200]!r}")
+                    continue
+                except OSError as e:
+                    self.read_errors.append(f"{path}: {e!r}")
+                    continue
+                self.reads += 1
+                ids = [m["ID"] for m in page["messages"]]
+                if len(ids) != len(set(ids)):
+                    self.read_errors.append(f"{path}: an ID listed twice")
+                if path.startswith("/api/v1/messages"):
+                    self.totals.append(page["total"])
+                    if page["total"] < acked_before:
+                        self.read_errors.append(f"total {page['total']} < {acked_before} acknowledged before")
+                elif path.startswith("/api/v1/search"):
+                    if known[2] not in [m["Subject"] for m in page["messages"]]:
+                        self.read_errors.append(f"{known[2]!r} acknowledged but not found by search")
+            time.sleep(0.01)
+
+    def test_rebalance_to_a_new_shard_under_load(self):
+        self.send_errors, self.read_errors, self.totals, self.reads = [], [], [], 0
+        acked, lock, stop = [], threading.Lock(), threading.Event()
+        senders = [threading.Thread(target=self.sender, args=(n, stop, acked, lock)) for n in range(self.SENDERS)]
+        reader = threading.Thread(target=self.reader, args=(stop, acked, lock))
+        load_end = time.monotonic() + self.LOAD_SECONDS
+        for t in senders + [reader]:
+            t.start()
+        try:
+            time.sleep(self.BEFORE)
+            cmd = [ADMIN]
+            for dsn in self.shards:
+                cmd += ["--store", dsn]
+            began = time.monotonic()
+            out = subprocess.run(cmd + ["rebalance", "--group", "4"], capture_output=True, text=True,
+                                 timeout=self.LOAD_SECONDS)
+            ended = time.monotonic()
+            print(f"\nrebalance ({ended - began:.2f} s): {out.stdout.strip()} {out.stderr.strip()}", file=sys.stderr)
+            self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+            time.sleep(min(self.AFTER, max(0.0, load_end - time.monotonic())))
+        finally:
+            stop.set()
+            for t in senders + [reader]:
+                t.join(DEADLINE * 2)
+        self.assertFalse(any(t.is_alive() for t in senders + [reader]))
+
+        owned = [int(psql(dsn, "SELECT count(*) FROM mail.bucket WHERE state = 'owned'")[0][0])
+                 for dsn in self.shards]
+        self.assertEqual(sum(owned), 64, owned)
+        self.assertGreaterEqual(min(owned), 15, owned)  # the new shard has its share
+
+        before = [lat for t0, lat, _, _ in acked if t0 < began]
+        during = [lat for t0, lat, _, _ in acked if began <= t0 < ended]
+        ms = lambda v: f"p50 {percentile(v, 0.5) * 1e3:.1f} ms, p99 {percentile(v, 0.99) * 1e3:.1f} ms, " \
+                       f"max {max(v, default=float('nan')) * 1e3:.1f} ms"
+        print(f"put latency before ({len(before)} messages): {ms(before)}", file=sys.stderr)
+        print(f"put latency during ({len(during)} messages): {ms(during)}", file=sys.stderr)
+
+        # Every shard read directly: home copies by subject, and every home copy's ID.
+        present, ids = {}, set()
+        for dsn in self.shards:
+            for subject, n in psql(dsn, "SELECT subject, count(*) FROM mail.message WHERE home GROUP BY subject"):
+                present[subject] = present.get(subject, 0) + int(n)
+            ids.update(r[0] for r in psql(dsn, "SELECT id FROM mail.message WHERE home"))
+        subjects = {s for _, _, s, _ in acked}
+        lost = sorted(subjects - present.keys())
+        doubled = sorted(s for s, n in present.items() if n > 1)
+        unacked = sorted(present.keys() - subjects)
+        print(f"acknowledged {len(acked)}, present {sum(present.values())}, lost {len(lost)}, "
+              f"doubled {len(doubled)}, stored but not acknowledged {len(unacked)}; "
+              f"{self.reads} reads, totals {min(self.totals, default=0)}..{max(self.totals, default=0)}, "
+              f"{len(self.events.ids)} new events", file=sys.stderr)
+        self.assertEqual(self.send_errors, [])
+        self.assertEqual(self.read_errors, [])
+        self.assertGreater(len(before), 0)
+        self.assertGreater(self.reads, 0)
+        self.assertEqual(lost, [])
+        self.assertEqual(doubled, [])
+        self.assertEqual(len(subjects), len(acked))
+        self.assertEqual(self.b.json("/api/v1/messages?limit=1")["total"], sum(present.values()))
+        time.sleep(0.5)  # the last events arrive
+        self.assertEqual(sorted(self.events.ids - ids), [], "a new event for a message that does not exist")
+        self.assertGreater(len(self.events.ids), 0)
+
+
 def main():
-    global INLETD
+    global INLETD, ADMIN
     ap = argparse.ArgumentParser()
     ap.add_argument("--inletd", required=True)
+    ap.add_argument("--admin", help="inlet-pg-admin (the rebalance under load)")
     a, rest = ap.parse_known_args()
-    INLETD = a.inletd
+    INLETD, ADMIN = a.inletd, a.admin
     SHARDS.extend(os.environ.get("INLET_PG_SHARDS", "").split())
     if not SHARDS:
         print("pg_e2e_test: run under store/test/with-pg-shards.sh", file=sys.stderr)

@@ -379,44 +379,143 @@ TEST_F(PgMove, AMoveInterruptedDuringItsCopyResumes) {
 }
 
 // A move stopped after the new shard took the bucket and before the old one left it:
-// both count it. Listings still answer (read again, then as they are, IDs once), and
+// both hold the bucket's copies (frozen on the old shard, owned on the new). Listings,
+// searches and store_stats count them once (the new shard's) without reading again, and
 // running the move again finishes it.
-TEST_F(PgMove, AMoveInterruptedBetweenTakeAndLeaveResumes) {
+TEST_F(PgMove, AMoveInterruptedBetweenTakeAndLeaveCountsOnceAndResumes) {
   auto cfg = pgtest::config(3);
   cfg.buckets = buckets;
+  std::string box = mailbox_in(10, 0);    // shard 1
+  std::string moved = mailbox_in(9, 0);   // shard 0, moved to shard 1
+  // Bucket 12 (shard 0, empty) is moved to shard 2 and stopped there too.
+  {
+    st::pg_store s(cfg);
+    ASSERT_TRUE(s.wait_ready(20s));
+    std::vector<std::string> in_moved;
+    for (int i = 0; i < 5; ++i) {
+      std::error_code ec;
+      pgtest::put(s, pgtest::message({box}, "t" + std::to_string(i)), ec);
+      ASSERT_FALSE(ec);
+    }
+    for (int i = 0; i < 4; ++i) {
+      std::error_code ec;
+      auto m = pgtest::put(s, pgtest::message({moved, box}, "moving" + std::to_string(i)), ec);
+      ASSERT_FALSE(ec);
+      in_moved.push_back(m->id);
+    }
+    auto [rec, marked] = pgtest::wait<std::size_t>([&](auto h) {
+      s.async_set_read(st::selection::of_ids({in_moved[0]}), true, std::move(h));
+    });
+    ASSERT_FALSE(rec);
+    ASSERT_EQ(marked, 1u);
+  }
+  adm::move_result res;
+  std::string msg;
+  auto stop_there = [] { return false; };
+  ASSERT_EQ(adm::move_bucket(dsns(3), 9, 1, res, msg, {}, stop_there),
+            std::make_error_code(std::errc::operation_canceled));
+  ASSERT_EQ(adm::move_bucket(dsns(3), 12, 2, res, msg, {}, stop_there),
+            std::make_error_code(std::errc::operation_canceled));
+  auto mid = adm::status(dsns(3));
+  EXPECT_EQ(mid[0].frozen, (std::vector<std::int32_t>{9, 12}));
+  EXPECT_TRUE(std::find(mid[1].owned.begin(), mid[1].owned.end(), 9) != mid[1].owned.end());
+  EXPECT_TRUE(std::find(mid[2].owned.begin(), mid[2].owned.end(), 12) != mid[2].owned.end());
+  EXPECT_EQ(
+      pgtest::count(0, "SELECT count(*) FROM mail.message WHERE home AND primary_bucket = 9"), 4);
+  EXPECT_EQ(
+      pgtest::count(1, "SELECT count(*) FROM mail.message WHERE home AND primary_bucket = 9"), 4);
+
+  // A store started now reads every shard's buckets and tally before it is ready.
   st::pg_store s(cfg);
   ASSERT_TRUE(s.wait_ready(20s));
-  const std::string box = mailbox_in(10, 0);  // shard 1; bucket 9 (shard 0) stays empty
-  for (int i = 0; i < 5; ++i) {
-    std::error_code ec;
-    pgtest::put(s, pgtest::message({box}, "t" + std::to_string(i)), ec);
-    ASSERT_FALSE(ec);
-  }
-  {
-    auto b = pgtest::connect(1);
-    b.execute(inlet::pg::sql("SELECT mail.expect_bucket_v1(9)"));
-    auto a = pgtest::connect(0);
-    a.execute(inlet::pg::sql("SELECT mail.freeze_bucket_v1(9, '')"));
-    b.execute(inlet::pg::sql("SELECT mail.take_bucket_v1(9, '')"));  // empty: nothing to copy
-  }
+  auto stats = s.stats();
+  EXPECT_EQ(stats.messages, 9u);
+  EXPECT_EQ(stats.unread, 8u);
   for (int i = 0; i < 3; ++i) {
     auto [ec, p] = pgtest::wait<st::page>(
         [&](auto h) { s.async_list(st::list_request(0, 100), std::move(h)); });
     ASSERT_FALSE(ec) << ec.message();
-    EXPECT_EQ(p.total, 5u);
+    EXPECT_EQ(p.total, 9u);
+    EXPECT_EQ(p.unread, 8u);
+    EXPECT_EQ(p.messages.size(), 9u);
     EXPECT_TRUE(distinct(p));
   }
+  st::list_request q(0, 100);
+  ASSERT_FALSE(st::search::parse("subject:moving", {}, q.query));
+  auto [qec, qp] = pgtest::wait<st::page>([&](auto h) { s.async_list(q, std::move(h)); });
+  ASSERT_FALSE(qec) << qec.message();
+  EXPECT_EQ(qp.total, 9u);
+  EXPECT_EQ(qp.matched, 4u);
+  EXPECT_EQ(qp.matched_unread, 3u);
+  EXPECT_EQ(qp.messages.size(), 4u);
   std::string metrics;
   s.append_metrics(metrics);
-  EXPECT_NE(metrics.find("inlet_pg_list_rereads_total "), std::string::npos);
-  EXPECT_EQ(metrics.find("inlet_pg_list_rereads_total 0\n"), std::string::npos);  // read again
-  adm::move_result res;
-  std::string msg;
+  EXPECT_NE(metrics.find("inlet_pg_list_rereads_total 0\n"), std::string::npos);  // not read again
+
   ASSERT_FALSE(adm::move_bucket(dsns(3), 9, 1, res, msg)) << msg;
   EXPECT_EQ(res.from, 0u);
+  ASSERT_FALSE(adm::move_bucket(dsns(3), 12, 2, res, msg)) << msg;
   auto st3 = adm::status(dsns(3));
   EXPECT_TRUE(st3[0].frozen.empty() && st3[0].gone.empty());
   EXPECT_TRUE(std::find(st3[1].owned.begin(), st3[1].owned.end(), 9) != st3[1].owned.end());
+  auto [ec, p] = pgtest::wait<st::page>(
+      [&](auto h) { s.async_list(st::list_request(0, 100), std::move(h)); });
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(p.total, 9u);
+  EXPECT_EQ(p.unread, 8u);
+}
+
+// For a moment in a move the map can name no owner for a bucket (rebuilt from the old
+// shard's refresh after its leave, before the new shard's after its take). A mailbox
+// listing and a selection by mailbox then wait for the owner instead of answering
+// "unavailable". The moment is made here by hand, longer than a move makes it: the
+// owner's row says `gone` for 300 ms.
+TEST_F(PgMove, MailboxReadsWaitForABucketWithoutOwnerInTheMap) {
+  auto cfg = pgtest::config(3);
+  cfg.buckets = buckets;
+  st::pg_store s(cfg);
+  ASSERT_TRUE(s.wait_ready(20s));
+  const std::string box = mailbox_in(7, 0);  // shard 1
+  for (int i = 0; i < 3; ++i) {
+    std::error_code ec;
+    pgtest::put(s, pgtest::message({box}, "w" + std::to_string(i)), ec);
+    ASSERT_FALSE(ec);
+  }
+  const auto owned_before = s.shard_stats()[1].buckets_owned;
+  auto set_state = [](const char* state) {
+    auto c = pgtest::connect(1);
+    c.execute(inlet::pg::sql("UPDATE mail.bucket SET state = $1 WHERE bucket = 7",
+                             std::string(state)));
+    c.execute("NOTIFY inlet_events, '- m'");  // the instances read the buckets again
+  };
+  // Makes the bucket ownerless in the store's map, runs `op` while it is, and gives it
+  // back its owner 300 ms later.
+  auto while_ownerless = [&](auto op) {
+    set_state("gone");
+    for (int i = 0; i < 200 && s.shard_stats()[1].buckets_owned == owned_before; ++i)
+      std::this_thread::sleep_for(10ms);
+    ASSERT_EQ(s.shard_stats()[1].buckets_owned, owned_before - 1);
+    std::thread back([&] {
+      std::this_thread::sleep_for(300ms);
+      set_state("owned");
+    });
+    op();
+    back.join();
+  };
+  while_ownerless([&] {
+    auto [ec, marked] = pgtest::wait<std::size_t>(
+        [&](auto h) { s.async_set_read(st::selection::everything(box), true, std::move(h)); });
+    EXPECT_FALSE(ec) << ec.message();
+    EXPECT_EQ(marked, 3u);
+  });
+  while_ownerless([&] {
+    st::list_request r(0, 100);
+    r.mailbox = box;
+    auto [ec, p] = pgtest::wait<st::page>([&](auto h) { s.async_list(r, std::move(h)); });
+    EXPECT_FALSE(ec) << ec.message();
+    EXPECT_EQ(p.total, 3u);
+    EXPECT_EQ(p.unread, 0u);
+  });
 }
 
 TEST_F(PgMove, AddsAShardAndRebalances) {

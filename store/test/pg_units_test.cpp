@@ -6,6 +6,7 @@
 #include <climits>
 #include <set>
 
+#include "admin_pace.hpp"
 #include "engine.hpp"
 #include "ids.hpp"
 #include "schema.hpp"
@@ -245,4 +246,31 @@ TEST(PgDsn, SetsAParameterOverTheURIs) {
       "prefer-standby");
   EXPECT_EQ(dsn_param("postgresql://h/db", "target_session_attrs"), "");
   EXPECT_EQ(dsn_param("not a dsn", "host"), "");
+}
+
+TEST(PgAdminPace, SwitchesShrinkWhenTheyHoldTooLongAndGrowBackWhenQuick) {
+  inlet::store::pg_admin::switch_pace p(32);
+  EXPECT_EQ(p.buckets, 8u);  // small at first
+  EXPECT_EQ(inlet::store::pg_admin::switch_pace(4).buckets, 4u);
+  p.buckets = 32;
+  p.copies = 4000;
+  p.learn(32, 6000, 150);  // a switch of 32 buckets holding 6,000 copies took 150 ms
+  EXPECT_EQ(p.buckets, 16u);
+  EXPECT_EQ(p.copies, 2000u);
+  p.learn(16, 2000, 90);
+  EXPECT_EQ(p.buckets, 8u);
+  EXPECT_EQ(p.copies, 1000u);
+  p.learn(8, 900, 40);  // within the target, not quick: as it is
+  EXPECT_EQ(p.buckets, 8u);
+  p.learn(3, 10, 5);  // quick, but far from the limits: says nothing about them
+  EXPECT_EQ(p.buckets, 8u);
+  EXPECT_EQ(p.copies, 1000u);
+  p.learn(8, 100, 5);  // quick at the bucket limit
+  EXPECT_EQ(p.buckets, 16u);
+  EXPECT_EQ(p.copies, 2000u);
+  for (int i = 0; i < 10; ++i) p.learn(p.buckets, 0, 1);
+  EXPECT_EQ(p.buckets, 32u);  // never past --group
+  for (int i = 0; i < 10; ++i) p.learn(1, 5000, 500);
+  EXPECT_EQ(p.buckets, 1u);  // never below one bucket
+  EXPECT_GE(p.copies, 1u);
 }

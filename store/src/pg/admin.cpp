@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 
+#include "admin_pace.hpp"
 #include "engine.hpp"
 #include "inlet/store/pg_admin.hpp"
 #include "params.hpp"
@@ -236,26 +237,49 @@ std::error_code copy_bucket(pg::connection& a, pg::connection& b, const pgs::sha
 // (catch_up_v1: b's part of each noted copy removed, what A holds stored again; one
 // commit). Notes are removed from A after B applied them, so an interruption applies them
 // again (catch_up_v1 is idempotent). `applied`: how many notes.
+//
+// `take` (the last catch-up of a switch, writes to the buckets frozen): B takes these
+// buckets in the transaction that applies the last notes, and the notes stay on A (read
+// past by their sequence; A's leave drops them): two commits fewer while writes wait.
 std::error_code catch_up(pg::connection& a, pg::connection& b, const pgs::shard_types& types,
                          const std::vector<std::int32_t>& buckets, std::uint64_t& applied,
-                         std::string& message) {
+                         std::string& message, const std::vector<std::int32_t>* take = nullptr) {
   constexpr std::int64_t batch = 1000;
   static const std::string rows_sql =
       "SELECT " + row_columns() +
       " FROM mail.message m JOIN unnest($1::text[], $2::timestamptz[]) AS x(id, received)"
       " ON m.id = x.id AND m.received = x.received";
   std::error_code ec;
+  std::int64_t after = 0;  // with `take`: the notes applied so far
+  auto take_now = [&](pg::batch& tx) {
+    tx.add("SELECT mail.take_buckets_v1($1, $2)", *take, channel);
+  };
   for (;;) {
     std::vector<std::tuple<std::int64_t, std::int32_t, std::string, pg::timestamptz>> notes;
     a.query(pg::sql("SELECT seq, bucket, id, received FROM mail.move_log WHERE bucket = ANY ($1) "
-                    "ORDER BY seq LIMIT $2",
-                    buckets, batch),
+                    "AND seq > $3 ORDER BY seq LIMIT $2",
+                    buckets, batch, after),
             pg::into(notes), ec);
     if (ec) {
       message = "reading the old shard's change notes: " + why(a, ec);
       return ec;
     }
-    if (notes.empty()) return {};
+    if (notes.empty()) {
+      if (take && !take->empty()) {
+        pg::batch tx;
+        tx.add("BEGIN");
+        take_now(tx);
+        tx.add("COMMIT");
+        b.execute(std::move(tx), ec);
+        if (ec) {
+          message = "taking the buckets on the new shard: " + why(b, ec);
+          std::error_code ignored;
+          b.execute(pg::query<>("ROLLBACK"), ignored);
+        }
+      }
+      return ec;
+    }
+    const bool last = static_cast<std::int64_t>(notes.size()) < batch;
     std::vector<std::int64_t> seqs;
     using key = std::pair<std::string, pg::timestamptz>;
     std::map<std::int32_t, std::vector<key>> by_bucket;
@@ -293,6 +317,7 @@ std::error_code catch_up(pg::connection& a, pg::connection& b, const pgs::shard_
       apply.add("SELECT mail.catch_up_v1($1::mail.new_message_v2[], $2, $3, $4)",
                 pgs::raw_param{array_param(types, encoded)}, ids, rcvd, bk);
     }
+    if (take && last && !take->empty()) take_now(apply);
     apply.add("COMMIT");
     b.execute(std::move(apply), ec);
     if (ec) {
@@ -301,13 +326,18 @@ std::error_code catch_up(pg::connection& a, pg::connection& b, const pgs::shard_
       b.execute(pg::query<>("ROLLBACK"), ignored);
       return ec;
     }
+    applied += notes.size();
+    if (take) {
+      after = std::get<0>(notes.back());
+      if (last) return {};
+      continue;
+    }
     a.query(pg::sql("DELETE FROM mail.move_log WHERE seq = ANY ($1)", seqs), ec);
     if (ec) {
       message = "removing applied change notes: " + why(a, ec);
       return ec;
     }
-    applied += notes.size();
-    if (static_cast<std::int64_t>(notes.size()) < batch) return {};
+    if (last) return {};
   }
 }
 
@@ -315,6 +345,7 @@ std::error_code catch_up(pg::connection& a, pg::connection& b, const pgs::shard_
 struct session {
   std::vector<std::unique_ptr<link>> links;
   std::vector<std::optional<pgs::shard_types>> types;
+  switch_pace pace;
 
   std::error_code open_all(const std::vector<std::string>& shards, std::string& message) {
     links.resize(shards.size());
@@ -371,7 +402,8 @@ std::error_code move_group(session& s, unsigned from, unsigned to,
                            const std::vector<std::int32_t>& buckets,
                            const std::vector<std::map<std::int32_t, std::string>>& where,
                            move_result& out, std::string& message,
-                           const std::function<void()>& after_copy = {}) {
+                           const std::function<void()>& after_copy = {},
+                           const std::function<bool()>& after_take = {}) {
   auto& a = s.at(from);
   auto& b = s.at(to);
   auto st = [&](unsigned shard, std::int32_t bk) {
@@ -407,43 +439,81 @@ std::error_code move_group(session& s, unsigned from, unsigned to,
     if (ec) return ec;
     types = s.types_of(to, message);
     if (!types) return make_error_code(errc::unavailable);
-    for (auto bk : copy)
-      if ((ec = copy_bucket(a, b, *types, bk, out, message))) return ec;
-    if (after_copy) after_copy();
-    // What changed during the copy, while writes go on; a few passes, until a pass
-    // finds little, so that what is left for the frozen moment is short.
-    for (int pass = 0; pass < 20; ++pass) {
+  }
+  std::map<std::int32_t, std::uint64_t> copies_of;  // what each bucket's copy wrote
+  for (auto bk : copy) {
+    const auto before = out.copied;
+    if ((ec = copy_bucket(a, b, *types, bk, out, message))) return ec;
+    copies_of[bk] = out.copied - before;
+  }
+  if (!copy.empty() && after_copy) after_copy();
+  // What changed during the copy, while writes go on; a few passes, until a pass finds
+  // little, so that what is left for the frozen moment is short.
+  auto catch_up_live = [&](const std::vector<std::int32_t>& which) {
+    for (int pass = 0; pass < 20 && !which.empty(); ++pass) {
       std::uint64_t n = 0;
-      if ((ec = catch_up(a, b, *types, copy, n, message))) return ec;
+      if ((ec = catch_up(a, b, *types, which, n, message))) return;
       out.caught_up += n;
       if (n < 50) break;
     }
-  }
-  auto frozen_at = steady::now();
-  if (!live.empty()) {
-    call(a, pg::sql("SELECT mail.freeze_buckets_v1($1, $2)", live, channel),
-         "freezing the buckets on the old shard");
-    if (ec) return ec;
-    frozen_at = steady::now();
-  }
-  if (!copy.empty()) {
-    std::uint64_t n = 0;
-    if ((ec = catch_up(a, b, *types, copy, n, message))) return ec;
-    out.caught_up += n;
-  }
-  if (!take.empty()) {
-    call(b, pg::sql("SELECT mail.take_buckets_v1($1, $2)", take, channel),
-         "taking the buckets on the new shard");
-    if (ec) return ec;
-  }
-  if (!live.empty())
-    out.frozen_ms = std::max(out.frozen_ms, std::chrono::duration<double, std::milli>(
-                                                steady::now() - frozen_at)
-                                                .count());
-  if (!leave.empty()) {
-    call(a, pg::sql("SELECT mail.leave_buckets_v2($1, $2)", leave, channel),
-         "leaving the buckets on the old shard");
-    if (ec) return ec;
+  };
+  catch_up_live(copy);
+  if (ec) return ec;
+  auto among = [](const std::vector<std::int32_t>& all, const std::vector<std::int32_t>& part) {
+    std::vector<std::int32_t> v;
+    for (auto bk : all)
+      if (std::find(part.begin(), part.end(), bk) != part.end()) v.push_back(bk);
+    return v;
+  };
+  // The switch, in parts the pace allows.
+  for (std::size_t i = 0; i < buckets.size();) {
+    std::vector<std::int32_t> part;
+    std::uint64_t part_copies = 0;
+    for (; i < buckets.size() && part.size() < s.pace.buckets; ++i) {
+      auto c = copies_of.count(buckets[i]) ? copies_of[buckets[i]] : 0;
+      if (!part.empty() && part_copies + c > s.pace.copies) break;
+      part.push_back(buckets[i]);
+      part_copies += c;
+    }
+    auto p_live = among(live, part), p_copy = among(copy, part), p_take = among(take, part),
+         p_leave = among(leave, part);
+    if (part.front() != buckets.front()) {  // notes of this part since the first passes
+      catch_up_live(p_copy);
+      if (ec) return ec;
+    }
+    auto frozen_at = steady::now();
+    if (!p_live.empty()) {
+      call(a, pg::sql("SELECT mail.freeze_buckets_v1($1, $2)", p_live, channel),
+           "freezing the buckets on the old shard");
+      if (ec) return ec;
+      frozen_at = steady::now();
+    }
+    if (!p_copy.empty()) {  // the last notes, and the take in the same transaction on B
+      std::uint64_t n = 0;
+      if ((ec = catch_up(a, b, *types, p_copy, n, message, &p_take))) return ec;
+      out.caught_up += n;
+    } else if (!p_take.empty()) {
+      call(b, pg::sql("SELECT mail.take_buckets_v1($1, $2)", p_take, channel),
+           "taking the buckets on the new shard");
+      if (ec) return ec;
+    }
+    if (!p_live.empty()) {
+      const double held =
+          std::chrono::duration<double, std::milli>(steady::now() - frozen_at).count();
+      out.frozen_ms = std::max(out.frozen_ms, held);
+      ++out.switches;
+      out.held_ms.push_back(held);
+      s.pace.learn(part.size(), part_copies, held);
+    }
+    if (after_take && !after_take()) {
+      message = "stopped after the take";
+      return std::make_error_code(std::errc::operation_canceled);
+    }
+    if (!p_leave.empty()) {
+      call(a, pg::sql("SELECT mail.leave_buckets_v2($1, $2)", p_leave, channel),
+           "leaving the buckets on the old shard");
+      if (ec) return ec;
+    }
   }
   auto r = call(a, pg::sql("SELECT mail.release_buckets_v1($1)", buckets),
                 "removing the buckets from the old shard");
@@ -479,7 +549,8 @@ std::string describe_states(const std::vector<std::map<std::int32_t, std::string
 
 std::error_code move_bucket(const std::vector<std::string>& shards, std::uint32_t bucket_u,
                             unsigned to, move_result& out, std::string& message,
-                            const std::function<void()>& after_copy) {
+                            const std::function<void()>& after_copy,
+                            const std::function<bool()>& after_take) {
   out = {};
   out.to = to;
   auto bucket = static_cast<std::int32_t>(bucket_u);
@@ -502,7 +573,7 @@ std::error_code move_bucket(const std::vector<std::string>& shards, std::uint32_
     return make_error_code(errc::unavailable);
   }
   out.from = static_cast<unsigned>(from);
-  return move_group(s, out.from, to, {bucket}, where, out, message, after_copy);
+  return move_group(s, out.from, to, {bucket}, where, out, message, after_copy, after_take);
 }
 
 std::error_code move_buckets(const std::vector<std::string>& shards,
@@ -515,6 +586,7 @@ std::error_code move_buckets(const std::vector<std::string>& shards,
   std::vector<std::map<std::int32_t, std::string>> where;
   if (auto ec = s.states(where, message)) return ec;
   if (group_size == 0) group_size = 1;
+  s.pace = switch_pace(group_size);
   // Moves between the same two shards, in plan order, grouped.
   std::map<std::pair<unsigned, unsigned>, std::vector<std::int32_t>> by_pair;
   for (auto [bu, to] : moves) {

@@ -74,6 +74,12 @@ int move(const std::vector<std::string>& shards, std::uint32_t bucket, unsigned 
   return 0;
 }
 
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -98,7 +104,8 @@ int main(int argc, char** argv) {
   rb->add_flag("--dry-run", dry, "print the moves only");
   std::size_t group = 32;
   rb->add_option("--group", group,
-                 "buckets between the same two shards changed in one transaction (default 32)")
+                 "at most this many buckets between the same two shards change state in one "
+                 "transaction (default 32; fewer while a switch holds writes past ~80 ms)")
       ->check(CLI::Range(1, 1024));
   CLI11_PARSE(app, argc, argv);
   if (!shards_file.empty())
@@ -147,10 +154,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("rebalanced in %.2f s: %llu copies moved, %llu changes caught up, %llu removed "
-              "from the old shards, writes held at most %.1f ms\n",
+              "from the old shards, writes held at most %.1f ms (%llu switches, median %.1f ms)\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
               static_cast<unsigned long long>(r.copied),
               static_cast<unsigned long long>(r.caught_up),
-              static_cast<unsigned long long>(r.released), r.frozen_ms);
+              static_cast<unsigned long long>(r.released), r.frozen_ms,
+              static_cast<unsigned long long>(r.switches), median(r.held_ms));
   return 0;
 }

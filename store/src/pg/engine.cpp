@@ -477,10 +477,25 @@ void engine::emit(const store_event& ev) {
 
 store_stats engine::stats() const {
   store_stats st;
+  // A bucket frozen on one shard and owned by another is a move between the new shard's
+  // take and the old one's leave: both tallies hold its messages; the owner's count.
+  std::vector<char> owned(cfg_.buckets, 0);
+  for (auto& s : shards_)
+    for (auto [b, state] : s->holdings())
+      if (state == 'o' && b >= 0 && static_cast<std::uint32_t>(b) < cfg_.buckets)
+        owned[static_cast<std::size_t>(b)] = 1;
   for (auto& s : shards_) {
-    st.messages += static_cast<std::uint64_t>(std::max<std::int64_t>(0, s->tally_messages.load()));
-    st.unread += static_cast<std::uint64_t>(std::max<std::int64_t>(0, s->tally_unread.load()));
-    st.bytes += static_cast<std::uint64_t>(std::max<std::int64_t>(0, s->tally_bytes.load()));
+    std::int64_t messages = s->tally_messages.load(), unread = s->tally_unread.load(),
+                 bytes = s->tally_bytes.load();
+    for (auto& f : s->frozen_counts()) {
+      if (f.bucket < 0 || static_cast<std::uint32_t>(f.bucket) >= cfg_.buckets ||
+          !owned[static_cast<std::size_t>(f.bucket)])
+        continue;
+      messages -= f.messages, unread -= f.unread, bytes -= f.bytes;
+    }
+    st.messages += static_cast<std::uint64_t>(std::max<std::int64_t>(0, messages));
+    st.unread += static_cast<std::uint64_t>(std::max<std::int64_t>(0, unread));
+    st.bytes += static_cast<std::uint64_t>(std::max<std::int64_t>(0, bytes));
   }
   st.stored_total = puts_ok.load(std::memory_order_relaxed);
   st.rejected_total = puts_failed.load(std::memory_order_relaxed);

@@ -131,6 +131,13 @@ class shard {
   std::size_t queued() const;
   /// Buckets this shard reported at its last refresh, with their states.
   std::vector<std::pair<std::int32_t, char>> holdings() const;
+  /// Home copies of each bucket frozen here at the last refresh (same snapshot as the
+  /// tally): a move's switch, where the new shard may already own and count them.
+  struct frozen_count {
+    std::int32_t bucket = 0;
+    std::int64_t messages = 0, unread = 0, bytes = 0;
+  };
+  std::vector<frozen_count> frozen_counts() const;
 
   void start();
   void stop();
@@ -152,6 +159,9 @@ class shard {
   asio::awaitable<void> bring_up(pg::connection& conn);
   asio::awaitable<void> refresh(pg::connection& conn);
   asio::awaitable<void> maintain(pg::connection& conn);
+  // Indexes a migration declared for later (build_deferred_indexes), on a connection of
+  // their own so the shard serves meanwhile; checked at each maintenance.
+  asio::awaitable<void> build_indexes();
 
   // Writer (on the strand).
   void schedule_pump();
@@ -169,16 +179,17 @@ class shard {
   std::string dsn_, endpoint_;
   pg::target read_target_ = pg::target::primary;
   strand_t strand_;
-  std::atomic<bool> ready_{false}, stopping_{false}, maintain_now_{false};
+  std::atomic<bool> ready_{false}, stopping_{false}, maintain_now_{false}, building_{false};
   std::atomic<int> live_slots_{0};
   std::atomic<std::shared_ptr<const shard_types>> types_;
   std::unique_ptr<pg::cluster> cluster_;
   std::unique_ptr<pg::listener> listener_;
   shard_counters counters_;
 
-  mutable std::mutex mu_;  // detail_, holdings_
+  mutable std::mutex mu_;  // detail_, holdings_, frozen_
   std::string detail_ = "connecting";
   std::vector<std::pair<std::int32_t, char>> holdings_;
+  std::vector<frozen_count> frozen_;
 
   mutable std::mutex queue_mu_;  // queue_, pump_posted_
   std::deque<copy_item> queue_;

@@ -163,6 +163,14 @@ struct shard_page {
   /// Global listings: the buckets whose home copies this shard counted (owned or
   /// frozen here), in the same snapshot as the counts.
   std::vector<std::int32_t> counted;
+  /// Global listings: the home copies of each bucket frozen here, counted as the page's
+  /// totals count them (a move's switch: taken out when another shard owns the bucket).
+  struct frozen_count {
+    std::int32_t bucket = 0;
+    std::size_t total = 0, unread = 0, matched = 0, matched_unread = 0;
+  };
+  std::vector<frozen_count> frozen;
+  std::vector<std::int32_t> frozen_buckets;  // of `counted`, those frozen here
 };
 
 std::error_code read_rows(const pg::result& r, bool with_raw, std::vector<message_ptr>& out) {
@@ -209,13 +217,27 @@ asio::awaitable<shard_page> global_page(shard& s, std::string before, std::int64
         "AND " +
         count_search->condition;
   }
+  // Home copies of the buckets frozen here (none but in a move's switch; found through
+  // the primary_bucket index), for the listing to take out when another shard owns one.
+  auto frozen_search = compile_search(q, 1, 2, 3);
+  // A lateral lookup per frozen bucket (an index range scan on each partition; nothing at
+  // all when no bucket is frozen), never a join the planner could turn into a scan.
+  std::string frozen_sql =
+      "SELECT f.bucket, c.* FROM mail.bucket f CROSS JOIN LATERAL (SELECT count(*), "
+      "count(*) FILTER (WHERE NOT m.read), count(*) FILTER (WHERE " +
+      frozen_search.condition + "), count(*) FILTER (WHERE NOT m.read AND " +
+      frozen_search.condition +
+      ") FROM mail.message m WHERE m.home AND m.primary_bucket = f.bucket) c "
+      "WHERE f.state = 'frozen'";
   auto r = co_await run(s, [&] {
     pg::batch b;
     b.add("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
     b.add(
         "SELECT coalesce(sum(messages), 0)::int8, coalesce(sum(unread), 0)::int8 FROM mail.tally");
-    b.add("SELECT coalesce(array_agg(bucket), '{}') FROM mail.bucket "
+    b.add("SELECT coalesce(array_agg(bucket), '{}'), "
+          "coalesce(array_agg(bucket) FILTER (WHERE state = 'frozen'), '{}') FROM mail.bucket "
           "WHERE state IN ('owned', 'frozen')");
+    b.add(frozen_sql, frozen_search.texts, frozen_search.instants, frozen_search.sizes);
     if (count_search)
       b.add(count_sql, count_search->texts, count_search->instants, count_search->sizes);
     b.add(rows_sql, before, n, rows_search.texts, rows_search.instants, rows_search.sizes);
@@ -224,13 +246,67 @@ asio::awaitable<shard_page> global_page(shard& s, std::string before, std::int64
   });
   shard_page p;
   std::tie(p.total, p.unread) = two_counts(r.results[1]);
-  if (r.results[2].rows() == 1) r.results[2].at(0, 0).as(p.counted);
+  if (r.results[2].rows() == 1) {
+    r.results[2].at(0, 0).as(p.counted);
+    r.results[2].at(0, 1).as(p.frozen_buckets);
+  }
+  const auto& fr = r.results[3];
+  for (int i = 0; i < fr.rows(); ++i) {
+    std::int64_t v[4] = {0, 0, 0, 0};
+    shard_page::frozen_count f;
+    fr.at(i, 0).as(f.bucket);
+    for (int k = 0; k < 4; ++k) fr.at(i, k + 1).as(v[k]);
+    f.total = static_cast<std::size_t>(v[0]);
+    f.unread = static_cast<std::size_t>(v[1]);
+    f.matched = static_cast<std::size_t>(v[2]);
+    f.matched_unread = static_cast<std::size_t>(v[3]);
+    p.frozen.push_back(f);
+  }
   if (q.empty())
     std::tie(p.matched, p.matched_unread) = std::tie(p.total, p.unread);
   else
-    std::tie(p.matched, p.matched_unread) = two_counts(r.results[3]);
+    std::tie(p.matched, p.matched_unread) = two_counts(r.results[4]);
   if (auto ec = read_rows(r.results[r.size() - 2], false, p.rows)) throw std::system_error(ec);
   co_return p;
+}
+
+// A bucket frozen on one shard whose snapshot another shard's says it owns: a move
+// between the new shard's take and the old one's leave (interrupted there, or a switch
+// seen half). The new shard holds everything the frozen one does (the last catch-up ran
+// while it was frozen) and what came since, so the old shard's part is taken out: its
+// counts, its rows, and the bucket from what it counted.
+void settle_switches(std::vector<shard_result<shard_page>>& pages, std::uint32_t buckets) {
+  auto in_range = [&](std::int32_t b) { return b >= 0 && static_cast<std::uint32_t>(b) < buckets; };
+  std::vector<char> owned(buckets, 0);
+  for (auto& r : pages) {
+    if (!r) continue;
+    for (auto b : r.value.counted)
+      if (in_range(b) && std::find(r.value.frozen_buckets.begin(), r.value.frozen_buckets.end(),
+                                   b) == r.value.frozen_buckets.end())
+        owned[static_cast<std::size_t>(b)] = 1;
+  }
+  auto minus = [](std::size_t& a, std::size_t b) { a = a > b ? a - b : 0; };
+  for (auto& r : pages) {
+    if (!r) continue;
+    auto& p = r.value;
+    std::vector<std::int32_t> out;  // frozen here, owned by another shard
+    for (auto b : p.frozen_buckets)
+      if (in_range(b) && owned[static_cast<std::size_t>(b)]) out.push_back(b);
+    if (out.empty()) continue;
+    auto is_out = [&](std::int32_t b) { return std::find(out.begin(), out.end(), b) != out.end(); };
+    for (auto& f : p.frozen) {
+      if (!is_out(f.bucket)) continue;
+      minus(p.total, f.total);
+      minus(p.unread, f.unread);
+      minus(p.matched, f.matched);
+      minus(p.matched_unread, f.matched_unread);
+    }
+    std::erase_if(p.counted, is_out);
+    std::erase_if(p.rows, [&](const message_ptr& m) {
+      auto parts = parse_id(m->id.str());
+      return parts && is_out(static_cast<std::int32_t>(parts->bucket));
+    });
+  }
 }
 
 // Whether the shards' snapshots counted every bucket exactly once. A bucket move makes
@@ -292,6 +368,34 @@ asio::awaitable<shard_page> mailbox_page(shard& s, std::string mailbox, std::int
 
 }  // namespace
 
+namespace {
+
+// The shard that owns `bucket` and is ready, or -1. With every shard up, a bucket the map
+// gives no owner is one between two steps of a move as the map last saw them (rebuilt
+// from the old shard's refresh after its leave, before the new shard's after its take):
+// the shards' buckets are read again until the map names its owner, for up to a second.
+// `stale`: a shard that just said the bucket is no longer there (its map entry is old),
+// waited past likewise.
+asio::awaitable<int> owner_of(engine& e, std::int32_t bucket, int stale = -1) {
+  const auto until = steady::now() + std::chrono::seconds(1);
+  auto next_refresh = steady::now();
+  for (;;) {
+    int si = e.map()->shard_of(static_cast<std::uint32_t>(bucket));
+    const bool late = steady::now() >= until;
+    if (si >= 0 && (si != stale || late))
+      co_return e.at(static_cast<unsigned>(si)).ready() ? si : -1;
+    if ((si < 0 && !e.all_ready()) || late) co_return -1;
+    if (steady::now() >= next_refresh) {
+      for (unsigned i = 0; i < e.shard_count(); ++i) e.at(i).refresh_soon();
+      next_refresh = steady::now() + std::chrono::milliseconds(100);
+    }
+    asio::steady_timer t(e.io(), std::chrono::milliseconds(10));
+    co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+}
+
+}  // namespace
+
 asio::awaitable<std::pair<std::error_code, message_ptr>> get_co(engine& e, std::string id);
 
 asio::awaitable<std::pair<std::error_code, page>> list_co(engine& e, list_request req) {
@@ -323,23 +427,12 @@ asio::awaitable<std::pair<std::error_code, page>> list_co(engine& e, list_reques
   if (!req.mailbox.empty()) {
     auto mailbox = normalize_mailbox(req.mailbox);
     auto bucket = static_cast<std::int32_t>(bucket_of(mailbox, e.config().buckets));
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      int si = e.map()->shard_of(static_cast<std::uint32_t>(bucket));
-      // No owner with every shard up: the map was rebuilt from the old shard's refresh
-      // after a move's leave before the new shard's after its take. Refresh and retry.
-      bool unowned = si < 0 && e.all_ready();
-      if (!unowned && (si < 0 || !e.at(static_cast<unsigned>(si)).ready()))
-        co_return std::make_pair(make_error_code(errc::unavailable), std::move(out));
-      if (unowned) {
-        if (attempt > 0) break;
-        for (unsigned i = 0; i < e.shard_count(); ++i) e.at(i).refresh_soon();
-        asio::steady_timer t(e.io(), std::chrono::milliseconds(200));
-        co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
-        continue;
-      }
+    int stale = -1;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      int si = co_await owner_of(e, bucket, stale);
+      if (si < 0) break;
       shard& s = e.at(static_cast<unsigned>(si));
       std::exception_ptr failed;
-      bool moved = false;
       try {
         auto p = co_await mailbox_page(s, mailbox, bucket, before, n, req.query);
         s.counters().reads.fetch_add(1, std::memory_order_relaxed);
@@ -352,18 +445,13 @@ asio::awaitable<std::pair<std::error_code, page>> list_co(engine& e, list_reques
         keep(out);
         co_return std::make_pair(std::error_code{}, std::move(out));
       } catch (const bucket_moved&) {
-        moved = true;
+        stale = si;  // the map was stale: read the shards' buckets again, then retry
       } catch (...) {
         failed = std::current_exception();
       }
       if (failed) {
         s.counters().read_errors.fetch_add(1, std::memory_order_relaxed);
         co_return std::make_pair(shard_error(failed), std::move(out));
-      }
-      if (moved) {  // the map was stale: read the shards' buckets again, then retry once
-        for (unsigned i = 0; i < e.shard_count(); ++i) e.at(i).refresh_soon();
-        asio::steady_timer t(e.io(), std::chrono::milliseconds(200));
-        co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
       }
     }
     co_return std::make_pair(make_error_code(errc::unavailable), std::move(out));
@@ -385,12 +473,13 @@ asio::awaitable<std::pair<std::error_code, page>> list_co(engine& e, list_reques
                                   [&](shard& s) { return global_page(s, before, n, q); });
   };
   auto pages = co_await read_all();
-  // A move's switch seen half: read again, for up to a second (the switch lasts from the
-  // new shard's take to the old shard's leave, milliseconds). A move interrupted between
-  // those two steps lasts until it is run again: then the page below drops duplicate IDs
-  // and the counts stay doubled for that bucket (a limit, docs/store-pg.md).
+  // A bucket counted by the old shard (frozen) and the new one (owned) is the new one's:
+  // settle_switches takes out the old shard's part, also when the move was interrupted
+  // between those steps. What else is not counted once (a bucket counted by nobody: a
+  // move by an older admin tool, leave before take) is read again, for up to a second.
   // Only with every shard read (a shard left out leaves its buckets uncounted anyway);
   // once re-reading ran out, later listings read again once until a view is whole.
+  settle_switches(pages, e.config().buckets);
   const bool whole = live.size() == e.shard_count();
   const auto reread_until =
       steady::now() + (e.listing_stuck.load(std::memory_order_relaxed)
@@ -402,6 +491,7 @@ asio::awaitable<std::pair<std::error_code, page>> list_co(engine& e, list_reques
     asio::steady_timer t(e.io(), std::chrono::milliseconds(5));
     co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
     pages = co_await read_all();
+    settle_switches(pages, e.config().buckets);
     once = counted_once(pages, e.config().buckets);
   }
   if (whole) e.listing_stuck.store(!once, std::memory_order_relaxed);
@@ -627,29 +717,37 @@ asio::awaitable<std::pair<std::error_code, std::vector<std::string>>> resolve(
   if (!sel.mailbox.empty()) {
     auto mailbox = normalize_mailbox(sel.mailbox);
     auto bucket = static_cast<std::int32_t>(bucket_of(mailbox, e.config().buckets));
-    int si = e.map()->shard_of(static_cast<std::uint32_t>(bucket));
-    if (si < 0 || !e.at(static_cast<unsigned>(si)).ready())
-      co_return std::make_pair(make_error_code(errc::unavailable), std::move(ids));
+    // The bucket's state in the same snapshot as the IDs: a bucket no longer on the
+    // shard the map named (a move) is looked up again, as a mailbox listing is.
     auto cs = compile_search(q, 3, 4, 5);
     std::string sql =
-        "SELECT m.id FROM mail.inbox i JOIN mail.message m ON m.id = i.id AND m.received = "
-        "i.received"
-        " WHERE i.bucket = $1 AND i.mailbox = $2 AND " +
-        cs.condition;
-    std::vector<std::error_code> errs;
-    std::vector<shard*> one(1, &e.at(static_cast<unsigned>(si)));
-    auto r = co_await for_shards<std::vector<std::string>>(
-        e.io(), one,
-        [&](shard& s) -> asio::awaitable<std::vector<std::string>> {
-          auto res =
-              co_await run(s, pg::sql(sql, bucket, mailbox, cs.texts, cs.instants, cs.sizes));
-          std::vector<std::string> v;
-          if (auto ec = res.read_all<std::string>(v)) throw std::system_error(ec);
-          co_return v;
-        },
-        &errs);
-    if (!r[0]) co_return std::make_pair(errs[0], std::move(ids));
-    co_return std::make_pair(std::error_code{}, std::move(*r[0]));
+        "SELECT coalesce((SELECT state FROM mail.bucket WHERE bucket = $1), ''), "
+        "ARRAY(SELECT m.id FROM mail.inbox i JOIN mail.message m ON m.id = i.id AND "
+        "m.received = i.received WHERE i.bucket = $1 AND i.mailbox = $2 AND " +
+        cs.condition + ")";
+    int stale = -1;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      int si = co_await owner_of(e, bucket, stale);
+      if (si < 0) break;
+      std::vector<std::error_code> errs;
+      std::vector<shard*> one(1, &e.at(static_cast<unsigned>(si)));
+      auto r = co_await for_shards<std::pair<std::string, std::vector<std::string>>>(
+          e.io(), one,
+          [&](shard& s) -> asio::awaitable<std::pair<std::string, std::vector<std::string>>> {
+            auto res =
+                co_await run(s, pg::sql(sql, bucket, mailbox, cs.texts, cs.instants, cs.sizes));
+            std::pair<std::string, std::vector<std::string>> v;
+            if (res.rows() != 1 || res.at(0, 0).as(v.first) || res.at(0, 1).as(v.second))
+              throw std::system_error(make_error_code(errc::unavailable));
+            co_return v;
+          },
+          &errs);
+      if (!r[0]) co_return std::make_pair(errs[0], std::move(ids));
+      if (r[0]->first == "owned" || r[0]->first == "frozen")
+        co_return std::make_pair(std::error_code{}, std::move(r[0]->second));
+      stale = si;
+    }
+    co_return std::make_pair(make_error_code(errc::unavailable), std::move(ids));
   }
   auto cs = compile_search(q, 1, 2, 3);
   std::string sql = "SELECT m.id FROM mail.message m WHERE m.home AND " + cs.condition;

@@ -127,4 +127,91 @@ asio::awaitable<int> migrate(pg::connection& conn) {
   co_return version;
 }
 
+namespace {
+
+// Partitioned indexes of the store not valid yet, and their partitions without an
+// attached index: the index's name, the partition, and what follows USING in its
+// definition (method, columns, predicate).
+const char* const missing_sql =
+      "SELECT pi.relname::text, c.relname::text, "
+      "substr(pg_get_indexdef(x.indexrelid), strpos(pg_get_indexdef(x.indexrelid), ' USING ') + 7) "
+      "FROM pg_index x JOIN pg_class pi ON pi.oid = x.indexrelid "
+      "JOIN pg_inherits h ON h.inhparent = x.indrelid JOIN pg_class c ON c.oid = h.inhrelid "
+      "WHERE pi.relnamespace = 'mail'::regnamespace AND pi.relkind = 'I' AND NOT x.indisvalid "
+      "AND NOT EXISTS (SELECT 1 FROM pg_inherits a JOIN pg_index ai ON ai.indexrelid = a.inhrelid "
+      "WHERE a.inhparent = x.indexrelid AND ai.indrelid = c.oid) ORDER BY 2";
+
+}  // namespace
+
+asio::awaitable<bool> deferred_indexes_missing(pg::connection& conn) {
+  std::vector<std::tuple<std::string, std::string, std::string>> todo;
+  co_await conn.async_query(pg::sql(missing_sql), pg::into(todo));
+  co_return !todo.empty();
+}
+
+namespace {
+
+// The steps are coroutines of their own: one coroutine with all of them trips a false
+// -Wmismatched-new-delete in g++ (Asio's coroutine frames have their own new/delete).
+
+// One partition: its index built concurrently (an earlier attempt's invalid leftover
+// dropped first), then attached. Whether it built one.
+asio::awaitable<bool> build_on_partition(pg::connection& conn, const std::string& index,
+                                         const std::string& part, const std::string& spec) {
+  // "message_primary_bucket" on "message_20261129" is "message_20261129_primary_bucket".
+  auto table = index.substr(0, index.find('_'));
+  std::string name = part + index.substr(table.size());
+  std::vector<bool> valid;
+  co_await conn.async_query(
+      pg::sql("SELECT x.indisvalid FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid "
+              "WHERE i.relnamespace = 'mail'::regnamespace AND i.relname = $1",
+              name),
+      pg::into(valid));
+  const bool build = valid.empty() || !valid.front();
+  if (!valid.empty() && !valid.front())  // a build interrupted: its invalid index
+    co_await conn.async_execute("DROP INDEX CONCURRENTLY IF EXISTS mail.\"" + name + "\"");
+  if (build)
+    co_await conn.async_execute("CREATE INDEX CONCURRENTLY IF NOT EXISTS \"" + name +
+                                "\" ON mail.\"" + part + "\" USING " + spec);
+  co_await conn.async_execute("ALTER INDEX mail.\"" + index + "\" ATTACH PARTITION mail.\"" +
+                              name + "\"");
+  co_return build;
+}
+
+// Every partition that lacks an index, under the build lock.
+asio::awaitable<int> build_missing(pg::connection& conn) {
+  // The build waits for writers' transactions to end, which may take longer than the
+  // session's lock_timeout allows.
+  co_await conn.async_execute("SET lock_timeout = 0");
+  // Read again under the lock: another session may have built some.
+  std::vector<std::tuple<std::string, std::string, std::string>> todo;
+  co_await conn.async_query(pg::sql(missing_sql), pg::into(todo));
+  int built = 0;
+  for (auto& [index, part, spec] : todo)
+    if (co_await build_on_partition(conn, index, part, spec)) ++built;
+  co_return built;
+}
+
+}  // namespace
+
+asio::awaitable<int> build_deferred_indexes(pg::connection& conn) {
+  if (!co_await deferred_indexes_missing(conn)) co_return 0;
+  std::vector<bool> got;
+  co_await conn.async_query(
+      pg::sql("SELECT pg_try_advisory_lock($1, $2)", lock_class, lock_index_build), pg::into(got));
+  if (got.empty() || !got.front()) co_return -1;
+  std::exception_ptr failed;
+  int built = 0;
+  try {
+    built = co_await build_missing(conn);
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  co_await try_execute(conn, "RESET lock_timeout");
+  co_await try_execute(conn, "SELECT pg_advisory_unlock(" + std::to_string(lock_class) + ", " +
+                                 std::to_string(lock_index_build) + ")");
+  if (failed) std::rethrow_exception(failed);
+  co_return built;
+}
+
 }  // namespace inlet::store::pgstore

@@ -32,10 +32,22 @@ std::vector<std::string_view> split_sql(std::string_view script);
 
 /// Advisory lock keys (class, key) of the store (pg_advisory_lock(int, int)).
 inline constexpr int lock_class = 1768844404;  // "inlt"
-inline constexpr int lock_migrate = 1, lock_ownership = 2, lock_maintenance = 3, lock_init = 4;
+inline constexpr int lock_migrate = 1, lock_ownership = 2, lock_maintenance = 3, lock_init = 4,
+                     lock_index_build = 5;
 
 /// Applies the migrations this shard does not have yet. Returns the schema version the
 /// shard is at afterwards (it may be newer than ours: another binary migrated it).
 boost::asio::awaitable<int> migrate(pg::connection& conn);
+
+/// Builds what a migration declared on a partitioned table only (`CREATE INDEX ... ON
+/// ONLY`, which changes the catalog and holds no writes): on each partition that lacks
+/// it, CREATE INDEX CONCURRENTLY (writes go on; an earlier attempt's invalid leftover is
+/// dropped first), then ATTACH PARTITION; the parent index becomes valid with its last
+/// partition. One session at a time per database (pg_try_advisory_lock, not waited for:
+/// a session waiting would hold a snapshot the concurrent build waits for). Returns how
+/// many partition indexes it built, -1 when another session is building.
+boost::asio::awaitable<int> build_deferred_indexes(pg::connection& conn);
+/// Whether build_deferred_indexes has something to do (a catalog query).
+boost::asio::awaitable<bool> deferred_indexes_missing(pg::connection& conn);
 
 }  // namespace inlet::store::pgstore

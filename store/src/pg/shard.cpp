@@ -147,6 +147,11 @@ void shard::set_detail(std::string d) {
   detail_ = std::move(d);
 }
 
+std::vector<shard::frozen_count> shard::frozen_counts() const {
+  std::lock_guard lk(mu_);
+  return frozen_;
+}
+
 std::vector<std::pair<std::int32_t, char>> shard::holdings() const {
   std::lock_guard lk(mu_);
   return holdings_;
@@ -334,25 +339,42 @@ asio::awaitable<void> shard::bring_up(pg::connection& conn) {
 }
 
 asio::awaitable<void> shard::refresh(pg::connection& conn) {
-  std::vector<std::tuple<std::int32_t, std::string>> rows;
-  co_await conn.async_query(pg::sql("SELECT bucket, state FROM mail.bucket ORDER BY bucket"),
-                            pg::into(rows));
+  // The buckets, the home copies of frozen ones and the tally in one snapshot: stats()
+  // takes a frozen bucket out of this shard's tally once its new shard owns it.
+  co_await conn.async_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  std::vector<std::tuple<std::int32_t, std::string, std::int64_t, std::int64_t, std::int64_t>> rows;
+  co_await conn.async_query(
+      // The condition on the state inside the lateral query: a one-time filter, so only
+      // a frozen bucket's copies are looked up.
+      pg::sql("SELECT b.bucket, b.state, f.messages, f.unread, f.bytes FROM mail.bucket b "
+              "CROSS JOIN LATERAL (SELECT count(*)::int8 AS messages, "
+              "count(*) FILTER (WHERE NOT m.read)::int8 AS unread, "
+              "coalesce(sum(m.size), 0)::int8 AS bytes FROM mail.message m "
+              "WHERE b.state = 'frozen' AND m.home AND m.primary_bucket = b.bucket) f "
+              "ORDER BY b.bucket"),
+      pg::into(rows));
   std::vector<std::pair<std::int32_t, char>> h;
+  std::vector<frozen_count> frozen;
   h.reserve(rows.size());
-  for (auto& [b, st] : rows) h.emplace_back(b, st.empty() ? '?' : st.front());
+  for (auto& [b, st, n, unread, bytes] : rows) {
+    h.emplace_back(b, st.empty() ? '?' : st.front());
+    if (st == "frozen") frozen.push_back({b, n, unread, bytes});
+  }
   std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> tally;
   co_await conn.async_query(
       pg::sql("SELECT coalesce(sum(messages), 0)::int8, coalesce(sum(unread), 0)::int8, "
               "coalesce(sum(bytes), 0)::int8 FROM mail.tally"),
       pg::into(tally));
+  co_await conn.async_execute("COMMIT");
+  {
+    std::lock_guard lk(mu_);
+    holdings_ = std::move(h);
+    frozen_ = std::move(frozen);
+  }
   if (!tally.empty()) {
     tally_messages.store(std::get<0>(tally[0]));
     tally_unread.store(std::get<1>(tally[0]));
     tally_bytes.store(std::get<2>(tally[0]));
-  }
-  {
-    std::lock_guard lk(mu_);
-    holdings_ = std::move(h);
   }
   eng_.rebuild_map();
   if (ready()) set_detail(live_slots_.load() > 0 ? "up" : "no writer connection");
@@ -372,6 +394,30 @@ asio::awaitable<void> shard::maintain(pg::connection& conn) {
     }
   }
   co_await conn.async_query(pg::sql("SELECT mail.compact_tally()"));
+  if (!building_.load() && co_await deferred_indexes_missing(conn) && !building_.exchange(true))
+    asio::co_spawn(strand_, build_indexes(), asio::detached);
+}
+
+asio::awaitable<void> shard::build_indexes() {
+  std::string failure;
+  try {
+    pg::connection conn(strand_);
+    co_await conn.async_connect(dsn_);
+    co_await conn.async_execute("SET client_min_messages = warning");
+    int built = co_await build_deferred_indexes(conn);
+    if (built > 0)
+      std::fprintf(stderr, "inlet pg store: shard %u (%s): built %d partition indexes\n", index_,
+                   endpoint_.c_str(), built);
+    conn.close();
+  } catch (const std::exception& e) {
+    failure = describe(e);
+  }
+  if (!failure.empty() && !stopping_.load())
+    std::fprintf(stderr,
+                 "inlet pg store: shard %u (%s): building indexes: %s (tried again at the next "
+                 "maintenance)\n",
+                 index_, endpoint_.c_str(), failure.c_str());
+  building_.store(false);
 }
 
 // ---- writer ----------------------------------------------------------------------------

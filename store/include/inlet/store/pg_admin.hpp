@@ -56,15 +56,20 @@ struct move_result {
   bool already_there = false;
   std::uint64_t caught_up = 0;  ///< change notes applied after the copy
   double frozen_ms = 0;         ///< longest time a bucket was frozen (writes waited)
+  std::uint64_t switches = 0;   ///< switches (freeze, last catch-up, take) that held writes
+  std::vector<double> held_ms;  ///< how long each switch held writes, in order
 };
 
 /// Moves bucket `bucket` to shard `to` (see above). On failure returns an error and says
 /// why in `message`; running it again resumes.
 /// `after_copy` (for tests) runs once the copy is written, before the catch-up, while
-/// the bucket still takes writes.
+/// the bucket still takes writes. `after_take` (for tests) runs once the new shard took
+/// the bucket, before the old one leaves it; returning false stops the move there, as a
+/// tool killed at that point would (std::errc::operation_canceled).
 std::error_code move_bucket(const std::vector<std::string>& shards, std::uint32_t bucket,
                             unsigned to, move_result& out, std::string& message,
-                            const std::function<void()>& after_copy = {});
+                            const std::function<void()>& after_copy = {},
+                            const std::function<bool()>& after_take = {});
 
 /// Several moves over one set of connections. Moves between the same two shards go in
 /// groups of `group_size` whose changes of state are one transaction each (an empty
