@@ -12,10 +12,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
 
+#include "inlet/outbound/client_pool.hpp"
 #include "inlet/outbound/smtp_client_session.hpp"
 #include "inlet/outbound/webhook.hpp"
 
@@ -23,6 +25,29 @@ namespace inlet::outbound {
 namespace {
 
 using clock = std::chrono::steady_clock;
+
+// Where a connection is, for the timeouts counted by phase.
+enum class phase { resolve, connect, setup, transaction };
+
+struct atomic_counters {
+  std::atomic<std::uint64_t> opened{0}, reused{0}, resolve_failures{0};
+  std::atomic<std::uint64_t> timeouts[4]{};
+};
+atomic_counters g_counters;
+
+void count_timeout(phase p) {
+  g_counters.timeouts[static_cast<int>(p)].fetch_add(1, std::memory_order_relaxed);
+}
+
+const char* phase_name(phase p) {
+  switch (p) {
+    case phase::resolve: return "resolve";
+    case phase::connect: return "connect";
+    case phase::setup: return "setup";
+    case phase::transaction: return "transaction";
+  }
+  return "?";
+}
 
 std::string helo_name() {
   char name[256] = {0};
@@ -63,6 +88,9 @@ struct smtp_client::connection {
   SSL* ssl = nullptr;
   std::chrono::milliseconds timeout;
   smtp_client_session session;
+  // The whole set-up's bound, then the current batch's: no wait goes past it.
+  clock::time_point deadline = clock::time_point::max();
+  phase where = phase::connect;
 
   connection(std::chrono::seconds t, smtp_client_options opts)
       : timeout(std::chrono::duration_cast<std::chrono::milliseconds>(t)),
@@ -76,14 +104,29 @@ struct smtp_client::connection {
     if (fd >= 0) ::close(fd);
   }
 
-  // Waits for `events` up to the timeout; false (and `err`) when it passed or failed.
+  // Waits for `events` up to the timeout and the deadline; false (and `err`, the timeout
+  // counted by phase) when either passed, or the wait failed.
   bool wait(short events, std::string& err) const {
     pollfd p{fd, events, 0};
     for (;;) {
-      const int r = ::poll(&p, 1, static_cast<int>(timeout.count()));
+      const auto now = clock::now();
+      auto left = timeout;
+      bool by_deadline = false;
+      if (deadline != clock::time_point::max()) {
+        const auto until = std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
+        if (until <= left) {
+          left = std::max(until, std::chrono::milliseconds(0));
+          by_deadline = true;
+        }
+      }
+      const int r = ::poll(&p, 1, static_cast<int>(left.count()));
       if (r > 0) return true;
       if (r == 0) {
-        err = "timed out waiting for the server";
+        count_timeout(where);
+        err = by_deadline ? std::string("timed out: the ") + phase_name(where) +
+                                " took longer than its bound"
+                          : std::string("timed out waiting for the server (") +
+                                phase_name(where) + ")";
         return false;
       }
       if (errno != EINTR) {
@@ -94,17 +137,19 @@ struct smtp_client::connection {
   }
 
   bool open(const smtp_relay_config& cfg, std::string& err) {
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* res = nullptr;
     const std::string port = std::to_string(cfg.port);
-    if (int rc = ::getaddrinfo(cfg.host.c_str(), port.c_str(), &hints, &res); rc != 0) {
-      err = "cannot resolve " + cfg.host + ": " + ::gai_strerror(rc);
+    where = phase::resolve;
+    auto resolved = resolve(cfg.host, cfg.port, std::min(deadline, clock::now() + timeout),
+                            cfg.lookup);
+    if (!resolved.addresses) {
+      g_counters.resolve_failures.fetch_add(1, std::memory_order_relaxed);
+      if (resolved.timed_out) count_timeout(phase::resolve);
+      err = resolved.error;
       return false;
     }
+    where = phase::connect;
     err = "no address for " + cfg.host;
-    for (addrinfo* a = res; a; a = a->ai_next) {
+    for (addrinfo* a = resolved.addresses.get(); a; a = a->ai_next) {
       if (!cfg.allow_internal && internal(a->ai_addr)) {
         err = "connection to an internal address refused (--allow-internal-http-requests)";
         continue;
@@ -123,7 +168,7 @@ struct smtp_client::connection {
       ::close(fd);
       fd = -1;
     }
-    ::freeaddrinfo(res);
+    where = phase::setup;
     if (fd < 0) {
       err = "cannot connect to " + cfg.host + ":" + port + ": " + err;
       return false;
@@ -246,13 +291,24 @@ struct smtp_client::connection {
     return ::poll(&p, 1, 0) != 0 || (ssl && SSL_pending(ssl) > 0);
   }
 
-  // Runs the session until every submitted message has its result.
-  void drive() {
+  // Runs the session until every submitted message has its result; once the set-up is
+  // done, the batch has `budget` in all.
+  void drive(clock::duration budget) {
     char buf[16384];
     std::string err;
     // Until every reply is in (an RSET's too): a reply left unread would look like the
     // server closing the kept connection at the next batch.
     while (session.awaiting() && !session.failed()) {
+      if (where != phase::transaction && session.ready()) {
+        where = phase::transaction;
+        deadline = clock::now() + budget;
+      }
+      if (deadline != clock::time_point::max() && clock::now() >= deadline) {
+        // A server that keeps bytes coming never makes a wait time out: the bound still holds.
+        count_timeout(where);
+        return session.connection_lost(std::string("timed out: the ") + phase_name(where) +
+                                       " took longer than its bound");
+      }
       if (!session.output().empty()) {
         if (!write_all(session.output(), err)) return session.connection_lost(err);
         session.clear_output();
@@ -275,8 +331,43 @@ struct smtp_client::connection {
 
 smtp_client::smtp_client(smtp_relay_config cfg) : cfg_(std::move(cfg)) {}
 
+bool smtp_client::connected() const noexcept { return conn_ && conn_->session.ready(); }
+
+client_counters counters() noexcept {
+  client_counters c;
+  c.connections_opened = g_counters.opened.load();
+  c.connections_reused = g_counters.reused.load();
+  c.resolve_failures = g_counters.resolve_failures.load();
+  c.timeouts_resolve = g_counters.timeouts[static_cast<int>(phase::resolve)].load();
+  c.timeouts_connect = g_counters.timeouts[static_cast<int>(phase::connect)].load();
+  c.timeouts_setup = g_counters.timeouts[static_cast<int>(phase::setup)].load();
+  c.timeouts_transaction = g_counters.timeouts[static_cast<int>(phase::transaction)].load();
+  return c;
+}
+
+void append_client_metrics(std::string& out) {
+  const client_counters c = counters();
+  out += "# TYPE inlet_outbound_connections_total counter\n";
+  out += "inlet_outbound_connections_total{kind=\"opened\"} " +
+         std::to_string(c.connections_opened) + "\n";
+  out += "inlet_outbound_connections_total{kind=\"reused\"} " +
+         std::to_string(c.connections_reused) + "\n";
+  out += "# TYPE inlet_outbound_resolve_failures_total counter\n";
+  out += "inlet_outbound_resolve_failures_total " + std::to_string(c.resolve_failures) + "\n";
+  out += "# TYPE inlet_outbound_timeouts_total counter\n";
+  const std::pair<const char*, std::uint64_t> by_phase[] = {
+      {"resolve", c.timeouts_resolve},
+      {"connect", c.timeouts_connect},
+      {"setup", c.timeouts_setup},
+      {"transaction", c.timeouts_transaction}};
+  for (const auto& [name, v] : by_phase)
+    out += std::string("inlet_outbound_timeouts_total{phase=\"") + name + "\"} " +
+           std::to_string(v) + "\n";
+}
+
 smtp_client::~smtp_client() {
   if (conn_ && conn_->session.ready()) {  // a polite QUIT; its reply is not awaited
+    conn_->deadline = clock::time_point::max();  // the last batch's bound is not the QUIT's
     conn_->session.quit();
     std::string err;
     conn_->write_all(conn_->session.output(), err);
@@ -284,8 +375,8 @@ smtp_client::~smtp_client() {
 }
 
 std::string smtp_client::send(const std::string& mail_from, const std::vector<std::string>& rcpt,
-                              const std::string& raw) {
-  auto why = send_many({mail_item{&mail_from, &rcpt, &raw}});
+                              const std::string& raw, bool all_recipients) {
+  auto why = send_many({mail_item{&mail_from, &rcpt, &raw, all_recipients}});
   last_reply_ = last_replies_.empty() ? std::string() : last_replies_.front();
   return why.front();
 }
@@ -295,6 +386,7 @@ std::vector<std::string> smtp_client::send_many(const std::vector<mail_item>& it
   if (items.empty()) return {};
   const bool reused = conn_ && !conn_->stale() && conn_->session.ready();
   if (!reused) conn_.reset();
+  if (reused) g_counters.reused.fetch_add(1, std::memory_order_relaxed);
   return run(items, !reused);
 }
 
@@ -318,23 +410,32 @@ std::vector<std::string> smtp_client::run(const std::vector<mail_item>& items, b
       opts.password = cfg_.password;
       conn_ = std::make_unique<connection>(cfg_.timeout, std::move(opts));
       conn_->cfg = &cfg_;
+      conn_->deadline = clock::now() + cfg_.setup_timeout;
       ++connections_;
+      g_counters.opened.fetch_add(1, std::memory_order_relaxed);
       if (!conn_->open(cfg_, err) || (cfg_.tls && !conn_->handshake(cfg_, err))) {
         conn_.reset();
         for (std::size_t i : todo) why[i] = "relay failed: " + err;
         return why;
       }
     }
+    // The batch's bound: each message's fixed part and its body at the minimum rate.
+    clock::duration budget{0};
+    const std::size_t rate = std::max<std::size_t>(cfg_.min_data_rate, 1);
+    for (std::size_t i : todo)
+      budget += cfg_.message_timeout +
+                std::chrono::milliseconds(items[i].raw->size() * 1000 / rate);
     for (std::size_t i : todo) {
       outgoing_message m;
       m.id = i;
       m.mail_from = *items[i].mail_from;
       m.rcpt = *items[i].rcpt;
       m.data = items[i].raw;
-      m.all_recipients = cfg_.forward_smtp_errors;
+      m.all_recipients = cfg_.forward_smtp_errors || items[i].all_recipients;
       conn_->session.submit(std::move(m));
     }
-    conn_->drive();
+    if (conn_->where == phase::transaction) conn_->deadline = clock::now() + budget;
+    conn_->drive(budget);
     const bool broken = conn_->session.failed();
     std::vector<std::size_t> again;
     bool progress = false;
@@ -364,8 +465,8 @@ std::vector<std::string> smtp_client::run(const std::vector<mail_item>& items, b
 
 std::string send_mail(const smtp_relay_config& cfg, const std::string& mail_from,
                       const std::vector<std::string>& rcpt, const std::string& raw) {
-  smtp_client c(cfg);
-  return c.send(mail_from, rcpt, raw);
+  auto c = client_pool::shared().acquire(cfg);
+  return c->send(mail_from, rcpt, raw, cfg.forward_smtp_errors);
 }
 
 std::string prepare_release(std::string_view raw, const smtp_relay_config& cfg,

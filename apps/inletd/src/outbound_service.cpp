@@ -2,12 +2,16 @@
 
 #include <cctype>
 #include <cstdio>
+#include <optional>
+
+#include "inlet/outbound/client_pool.hpp"
 
 namespace inletd {
 
 namespace {
 
-// Kept connections per auto-relay or forwarding destination (a sender thread each).
+// Sender threads per auto-relay or forwarding destination; each takes a kept connection
+// from the process's pool for a batch (the pool keeps two idle per destination).
 constexpr std::size_t kConnections = 2;
 // Messages waiting per destination: a burst of SMTP at several thousand a second outruns
 // the relay for a while; the byte bound is what limits memory.
@@ -43,38 +47,47 @@ void make_copy(const inlet::outbound::smtp_relay_config& server,
   c.raw = &c.changed;
 }
 
-// A batch of stored messages through the sender's client, each to `recipients(m)`.
+// A batch of stored messages to `server`, each to `recipients(m)`, over a kept connection
+// of the process's pool (the one message release to the same server uses too).
 template <class Recipients>
-std::vector<std::string> send_copies(inlet::outbound::smtp_client& client,
+std::vector<std::string> send_copies(const inlet::outbound::smtp_relay_config& server,
                                      const std::vector<inlet::store::message_ptr>& ms,
                                      const Recipients& recipients) {
   std::vector<copy> copies(ms.size());
   std::vector<inlet::outbound::mail_item> items;
   items.reserve(ms.size());
   for (std::size_t i = 0; i < ms.size(); ++i) {
-    make_copy(client.config(), *ms[i], recipients(*ms[i]), copies[i]);
-    items.push_back({&copies[i].from, &copies[i].to, copies[i].raw});
+    make_copy(server, *ms[i], recipients(*ms[i]), copies[i]);
+    items.push_back({&copies[i].from, &copies[i].to, copies[i].raw, server.forward_smtp_errors});
   }
-  return client.send_many(items);
+  auto client = inlet::outbound::client_pool::shared().acquire(server);
+  return client->send_many(items);
 }
 
 // The copy for one destination of a message not stored yet (the gate): the bytes as
-// received, Mailpit's override-from and subject prefix applied.
-std::string send_received(inlet::outbound::smtp_client& client, const std::string& raw,
-                          const std::string& mail_from, const std::vector<std::string>& to) {
-  const auto& server = client.config();
+// received, Mailpit's override-from and subject prefix applied. "" or why not; `reply`
+// the server's refusal line when it gave one.
+std::string send_received(const inlet::outbound::smtp_relay_config& server,
+                          const std::string& raw, const std::string& mail_from,
+                          const std::vector<std::string>& to, std::string& reply) {
   std::string from = server.return_path.empty() ? mail_from : server.return_path;
-  if (server.override_from.empty() && server.subject_prefix.empty())
-    return client.send(from, to, raw);
-  std::string copy = raw;
-  if (!server.override_from.empty()) {
-    copy = inlet::outbound::override_from(copy, server.override_from);
-    from = server.override_from;
+  const std::string* body = &raw;
+  std::string copy;
+  if (!server.override_from.empty() || !server.subject_prefix.empty()) {
+    copy = raw;
+    if (!server.override_from.empty()) {
+      copy = inlet::outbound::override_from(copy, server.override_from);
+      from = server.override_from;
+    }
+    if (!server.subject_prefix.empty())
+      copy = inlet::outbound::prefix_subject(copy, server.subject_prefix,
+                                             inlet::outbound::header_value(copy, "Subject"));
+    body = &copy;
   }
-  if (!server.subject_prefix.empty())
-    copy = inlet::outbound::prefix_subject(copy, server.subject_prefix,
-                                           inlet::outbound::header_value(copy, "Subject"));
-  return client.send(from, to, copy);
+  auto client = inlet::outbound::client_pool::shared().acquire(server);
+  std::string why = client->send(from, to, *body, true);
+  reply = client->last_reply();
+  return why;
 }
 
 }  // namespace
@@ -84,8 +97,8 @@ std::string send_received(inlet::outbound::smtp_client& client, const std::strin
 class outbound_service::gate {
  public:
   gate(const config& cfg, bool relay, bool forward) : jobs_(1000) {
-    if (relay) relay_.client = std::make_unique<inlet::outbound::smtp_client>(cfg.relay);
-    if (forward) forward_.client = std::make_unique<inlet::outbound::smtp_client>(cfg.forward);
+    if (relay) relay_.server = cfg.relay;
+    if (forward) forward_.server = cfg.forward;
     auto_relay_ = cfg.auto_relay;
     forward_to_ = cfg.forward_to;
     worker_ = std::thread([this] {
@@ -118,7 +131,7 @@ class outbound_service::gate {
       out += "# TYPE " + name + " " + type + "\n" + name + " " + std::to_string(v) + "\n";
     };
     for (const auto* d : {&relay_, &forward_}) {
-      if (!d->client) continue;
+      if (!d->server) continue;
       const std::string n = std::string("inlet_") + d->name;
       line(n + "_sent_total", "counter", d->sent.load());
       line(n + "_failed_total", "counter", d->failed.load());
@@ -136,34 +149,36 @@ class outbound_service::gate {
     }
     std::string raw(m.body.size(), '\0');
     m.body.copy_to(raw.data(), 0, raw.size());
-    if (relay_.client) {
+    std::string reply;
+    if (relay_.server) {
       auto to = relay_recipients(auto_relay_, m.envelope.rcpt_to);
       if (!to.empty() &&
-          !taken(relay_, send_received(*relay_.client, raw, m.envelope.mail_from, to), done))
+          !taken(relay_, send_received(*relay_.server, raw, m.envelope.mail_from, to, reply),
+                 reply, done))
         return;
     }
-    if (forward_.client &&
+    if (forward_.server &&
         !taken(forward_,
-               send_received(*forward_.client, raw, m.envelope.mail_from, forward_to_), done))
+               send_received(*forward_.server, raw, m.envelope.mail_from, forward_to_, reply),
+               reply, done))
       return;
     next(std::move(m), std::move(done));
   }
 
   struct destination {
     const char* name;
-    std::unique_ptr<inlet::outbound::smtp_client> client;
+    std::optional<inlet::outbound::smtp_relay_config> server;
     std::atomic<std::uint64_t> sent{0}, failed{0};
   };
 
   // False (and `done` answered) when `why` says the destination did not take the message.
-  static bool taken(destination& d, const std::string& why,
+  static bool taken(destination& d, const std::string& why, const std::string& r,
                     inlet::smtp::delivery_callback& done) {
     if (why.empty()) {
       d.sent.fetch_add(1, std::memory_order_relaxed);
       return true;
     }
     d.failed.fetch_add(1, std::memory_order_relaxed);
-    const std::string& r = d.client->last_reply();
     std::fprintf(stderr, "inletd: %s: %s (%s)\n", d.name, why.c_str(), r.c_str());
     inlet::smtp::delivery_status st =
         inlet::smtp::delivery_status::rejected(451, "4.3.5", "Unable to process mail");
@@ -204,9 +219,9 @@ outbound_service::outbound_service(const config& cfg) : webhook_cfg_(cfg.webhook
         inlet::outbound::mail_sender_config{"relay", kQueued, kQueuedBytes, kConnections,
                                             kBatch},
         [&cfg]() -> inlet::outbound::mail_sender::batch_send_fn {
-          return [client = std::make_shared<inlet::outbound::smtp_client>(cfg.relay),
+          return [server = cfg.relay,
                   a = cfg.auto_relay](const std::vector<inlet::store::message_ptr>& ms) {
-            return send_copies(*client, ms, [&a](const inlet::store::stored_message& m) {
+            return send_copies(server, ms, [&a](const inlet::store::stored_message& m) {
               return relay_recipients(a, m.envelope.rcpt_to);
             });
           };
@@ -220,9 +235,9 @@ outbound_service::outbound_service(const config& cfg) : webhook_cfg_(cfg.webhook
         inlet::outbound::mail_sender_config{"forward", kQueued, kQueuedBytes, kConnections,
                                             kBatch},
         [&cfg]() -> inlet::outbound::mail_sender::batch_send_fn {
-          return [client = std::make_shared<inlet::outbound::smtp_client>(cfg.forward),
+          return [server = cfg.forward,
                   to = cfg.forward_to](const std::vector<inlet::store::message_ptr>& ms) {
-            return send_copies(*client, ms,
+            return send_copies(server, ms,
                                [&to](const inlet::store::stored_message&) { return to; });
           };
         });
@@ -254,6 +269,7 @@ void outbound_service::on_stored(const inlet::store::message_ptr& m) {
 }
 
 void outbound_service::append_metrics(std::string& out) const {
+  inlet::outbound::append_client_metrics(out);  // release's client counts here too
   if (gate_) gate_->append_metrics(out);
   if (webhook_) webhook_->append_metrics(out);
   if (relay_) relay_->append_metrics(out);
@@ -265,6 +281,7 @@ void outbound_service::stop() {
   if (webhook_) webhook_->stop();
   if (relay_) relay_->stop();
   if (forward_) forward_->stop();
+  inlet::outbound::client_pool::shared().close_idle();  // a polite QUIT to each relay
 }
 
 }  // namespace inletd

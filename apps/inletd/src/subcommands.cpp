@@ -64,6 +64,8 @@ class smtp_client {
       cfg.host = client_host(hp.host);
       cfg.port = hp.port;
       cfg.timeout = std::chrono::seconds(300);
+      // As patient as sendmail's waits: RFC 5321's ten minutes for the reply to the data.
+      cfg.setup_timeout = cfg.message_timeout = std::chrono::seconds(600);
       client_ = std::make_unique<inlet::outbound::smtp_client>(std::move(cfg));
       server_ = server;
     }

@@ -6,6 +6,7 @@ envelope); a target that is down leaves the 250 and the stored copy alone, and i
     outbound_relay_test.py --inletd build/bin/inletd [unittest args]
 """
 import argparse
+import json
 import os
 import re
 import shutil
@@ -16,6 +17,7 @@ import sys
 import tempfile
 import threading
 import unittest
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_test  # noqa: E402  (the Inletd harness)
@@ -245,6 +247,96 @@ def start_sink(*flags):
             return False
     wait_for(listening, "smtp-sink listening")
     return sink, port
+
+
+def labelled(srv, name, label):
+    _, _, body = srv.get("/metrics")
+    m = re.search(rf'^{name}\{{{label}\}} (\d+)$', body.decode(), re.M)
+    return int(m.group(1)) if m else None
+
+
+def release(srv, mid, to):
+    req = urllib.request.Request(srv.url(f"/api/v1/message/{mid}/release"), method="POST",
+                                 data=json.dumps({"To": to}).encode())
+    with e2e_test.HTTP.open(req, timeout=DEADLINE) as r:  # no proxy from the environment
+        return r.read()
+
+
+class KeptConnections(unittest.TestCase):
+    """Releases, auto-relay and forwarding to one destination share its kept connections
+    (counted by a pass-through in front of a server nobody here wrote, and by inletd's
+    inlet_outbound_connections_total)."""
+
+    RELEASES = 10
+
+    def _releases_over_one_connection(self, server_port, arrived):
+        proxy = CountingProxy(server_port)
+        src = Inletd("--relay", f"127.0.0.1:{proxy.listen_port}")
+        try:
+            with smtplib.SMTP("127.0.0.1", src.smtp_port, timeout=DEADLINE) as s:
+                s.sendmail("ann@example.org", ["x@keep.example"], message("released again"))
+            mid = wait_for(lambda: src.find("released again"), "stored")["ID"]
+            for i in range(self.RELEASES):
+                self.assertEqual(release(src, mid, [f"r{i}@copies.example"]), b"ok")
+            wait_for(lambda: arrived() == self.RELEASES, "every release arrived")
+            self.assertEqual(proxy.accepted, 1)
+            self.assertEqual(labelled(src, "inlet_outbound_connections_total", 'kind="opened"'), 1)
+            self.assertEqual(labelled(src, "inlet_outbound_connections_total", 'kind="reused"'),
+                             self.RELEASES - 1)
+        finally:
+            src.stop()
+            proxy.close()
+
+    def test_releases_into_a_second_inletd(self):
+        target = Inletd()
+        try:
+            self._releases_over_one_connection(
+                target.smtp_port,
+                lambda: sum(1 for m in target.messages()["messages"]
+                            if m["Subject"] == "released again"))
+        finally:
+            target.stop()
+
+    @unittest.skipUnless(os.path.exists("/usr/sbin/smtp-sink"), "Postfix's smtp-sink not installed")
+    def test_releases_into_postfix_smtp_sink(self):
+        with tempfile.TemporaryDirectory() as d:
+            os.chmod(d, 0o777)  # smtp-sink writes as nobody when started by root
+            dump = os.path.join(d, "dump")
+            sink, port = start_sink("-D", dump)
+            try:
+                def arrived():
+                    try:
+                        with open(dump, "rb") as f:
+                            return f.read().count(b"\nSubject: released again\n")  # LF: as it dumps
+                    except OSError:
+                        return 0
+                self._releases_over_one_connection(port, arrived)
+            finally:
+                sink.terminate()
+                sink.wait(timeout=DEADLINE)
+
+    def test_release_reuses_the_auto_relay_connection(self):
+        target = Inletd()
+        proxy = CountingProxy(target.smtp_port)
+        src = Inletd("--relay", f"127.0.0.1:{proxy.listen_port}", "--smtp-relay-all")
+        try:
+            with smtplib.SMTP("127.0.0.1", src.smtp_port, timeout=DEADLINE) as s:
+                for i in range(3):
+                    s.sendmail("ann@example.org", ["x@keep.example"], message(f"shared {i}"))
+            wait_for(lambda: metric(src, "inlet_relay_sent_total") == 3, "auto-relayed")
+            for i in range(3):
+                mid = wait_for(lambda: src.find(f"shared {i}"), "stored")["ID"]
+                self.assertEqual(release(src, mid, ["y@copies.example"]), b"ok")
+            wait_for(lambda: sum(1 for m in target.messages()["messages"]
+                                 if m["Subject"].startswith("shared ")) == 6, "all arrived")
+            # Auto-relay's senders keep at most two; the releases took one of them.
+            self.assertLessEqual(proxy.accepted, 2)
+            self.assertEqual(labelled(src, "inlet_outbound_connections_total", 'kind="opened"'),
+                             proxy.accepted)
+        finally:
+            src.stop()
+            proxy.close()
+            target.stop()
 
 
 DOTTED = (b"From: Ann <ann@example.org>\r\nTo: x@keep.example\r\nSubject: SUBJECT\r\n"

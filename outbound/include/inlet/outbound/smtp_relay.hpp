@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "inlet/outbound/resolve.hpp"
+
 namespace inlet::outbound {
 
 /// An SMTP server to send through (Mailpit's relay configuration, or its forwarding one).
@@ -37,6 +39,15 @@ struct smtp_relay_config {
   /// message goes to the others (it fails only when the server takes none).
   bool forward_smtp_errors = false;
   std::chrono::seconds timeout{30};  ///< connect, and every wait for the server after it
+  /// A new connection's whole set-up as one bound: resolution, connect, greeting, EHLO,
+  /// STARTTLS and AUTH (each wait within it still bounded by `timeout`).
+  std::chrono::milliseconds setup_timeout{std::chrono::seconds(60)};
+  /// A message's whole transaction (MAIL to the reply after its data): this much, plus its
+  /// size at min_data_rate. A server that trickles a byte now and then cannot keep a
+  /// sender longer than that.
+  std::chrono::milliseconds message_timeout{std::chrono::seconds(60)};
+  std::size_t min_data_rate = 500;  ///< bytes a second a body's time is counted at
+  lookup_fn lookup;                 ///< name resolution; empty: getaddrinfo (tests hook it)
   /// false: refuse to connect to a loopback, private or link-local address (the address
   /// connected to, after name resolution: Mailpit's --allow-internal-http-requests rule).
   bool allow_internal = true;
@@ -47,7 +58,23 @@ struct mail_item {
   const std::string* mail_from;
   const std::vector<std::string>* rcpt;
   const std::string* raw;
+  /// Mailpit's forward-smtp-errors for this message (the client's own config says it too).
+  bool all_recipients = false;
 };
+
+/// What every smtp_client of the process counted, for /metrics (inlet_outbound_*).
+struct client_counters {
+  std::uint64_t connections_opened = 0;  ///< connections set up (resolve, connect, ...)
+  std::uint64_t connections_reused = 0;  ///< sends over a kept connection
+  std::uint64_t resolve_failures = 0;    ///< lookups that failed (timeouts included)
+  std::uint64_t timeouts_resolve = 0;    ///< lookups past their bound
+  std::uint64_t timeouts_connect = 0;    ///< TCP connects past the relay timeout
+  std::uint64_t timeouts_setup = 0;      ///< greeting..AUTH past a wait or the set-up bound
+  std::uint64_t timeouts_transaction = 0;  ///< MAIL..data past a wait or the message bound
+};
+client_counters counters() noexcept;
+/// The counters above in Prometheus text (inlet_outbound_connections_total{kind=...}, ...).
+void append_client_metrics(std::string& out);
 
 /// One connection to one destination, kept open between messages (the next message starts
 /// at MAIL FROM: no new TCP, TLS or AUTH). Messages of a batch are pipelined when the
@@ -65,7 +92,7 @@ class smtp_client {
   /// Sends `raw` from `mail_from` to `rcpt`; "" on success, else why not. Blocks; each
   /// wait for the server (connect, a reply, room to write) is bounded by the timeout.
   std::string send(const std::string& mail_from, const std::vector<std::string>& rcpt,
-                   const std::string& raw);
+                   const std::string& raw, bool all_recipients = false);
   /// Sends each item in order over the kept connection; per item "" or why not.
   std::vector<std::string> send_many(const std::vector<mail_item>& items);
 
@@ -75,6 +102,9 @@ class smtp_client {
   /// user"; empty when it sent or no reply said why (with forward_smtp_errors the refusal
   /// is the SMTP client's reply).
   const std::string& last_reply() const noexcept { return last_reply_; }
+
+  /// A connection is open and past its set-up (it may still turn out closed at next use).
+  bool connected() const noexcept;
 
   /// Connections opened so far (one per reconnect).
   std::uint64_t connections() const noexcept { return connections_; }
@@ -90,7 +120,8 @@ class smtp_client {
   std::uint64_t connections_ = 0;
 };
 
-/// One message through a connection of its own (release: rare, on the API's pool).
+/// One message through a kept connection of client_pool::shared() (message release): the
+/// one the senders to the same destination keep, or a new one kept for the next.
 std::string send_mail(const smtp_relay_config& cfg, const std::string& mail_from,
                       const std::vector<std::string>& rcpt, const std::string& raw);
 
