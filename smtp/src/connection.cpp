@@ -208,7 +208,7 @@ buffer::streambuf::mutable_buffers_type connection::read_buffers() {
 // Computed when asked, so that a change of slot pressure or an eviction
 // reaches a wait that is already pending (the driver re-arms it).
 clock::time_point connection::deadline(bool under_pressure) const noexcept {
-  if (op_ == act::deliver || op_ == act::close) return clock::time_point::max();
+  if (op_ == act::call_out || op_ == act::close) return clock::time_point::max();
   clock::time_point d = under_pressure ? op_deadline_.pressed : op_deadline_.normal;
   if ((op_ == act::read || op_ == act::wait) && !forced_ && evicted()) d = clock::time_point::min();
   if (stop_seen_ && !forced_) d = std::min(d, force_at_);
@@ -284,7 +284,7 @@ action connection::advance(clock::time_point now) {
       case step_kind::message_complete:
         s.msg = s.body.complete(session_.take_envelope(), session_.body_size());
         body_start_ = clock::time_point::max();
-        return make(act::deliver, clock::time_point::max());
+        return make(act::call_out, clock::time_point::max());
       case step_kind::start_tls:
         return flush(then::handshake, now);
       case step_kind::close:
@@ -495,7 +495,7 @@ action connection::on_interrupted(clock::time_point now) {
       return advance(now);  // a stop's 421 (or the expiry's) is written, then close
     case act::write:        // the peer does not read our replies
       return close(errc::timeout);
-    case act::deliver:
+    case act::call_out:
     case act::close:
       break;
   }

@@ -9,14 +9,15 @@
 //              reply (a driver may drop whatever it keeps per busy
 //              connection, a fiber's stack)
 //   write      write output() whole
-//   deliver    hand take_message() to the deliver hook
+//   call_out   hand the pending request to the server's hook (SMTP: the
+//              deliver hook gets take_message()); the answer resumes it
 //   close      close the socket; close_reason() says why
 //
 // STARTTLS is the connection's own business (tls.hpp): under TLS the driver
 // reads and writes ciphertext through the same actions.
 //
 // The driver does that and reports the result: on_read(n) / on_would_block()
-// for a read or wait, on_written(), on_delivered(result), on_interrupted()
+// for a read or wait, on_written(), on_delivered(result) for a call-out, on_interrupted()
 // when a wait or write ended because its deadline
 // passed or a stop cancelled it, on_lost() when the peer went away. Each
 // returns the next action. A driver enforces action::deadline (read, wait,
@@ -57,27 +58,12 @@
 
 #include "admission.hpp"
 #include "driver_buffer.hpp"
+#include "driver_common.hpp"
 #include "tls.hpp"
 
 namespace inlet::smtp::detail {
 
-using clock = std::chrono::steady_clock;
-
-enum class act : std::uint8_t { read, wait, write, deliver, close };
-
-struct action {
-  act kind = act::close;
-  clock::time_point deadline = clock::time_point::max();  ///< read, wait, write
-  bool idle = false;                                      ///< wait: nothing is held while waiting
-};
-
 /// The server-wide settings a connection follows (one per server, shared).
-/// What a listener speaks: SMTP, LMTP, or SMTP inside TLS from the first byte.
-enum class listener_kind : std::uint8_t { smtp, lmtp, smtps };
-inline listener_kind kind_of(const listen_endpoint& l) noexcept {
-  return l.lmtp ? listener_kind::lmtp : l.implicit_tls ? listener_kind::smtps : listener_kind::smtp;
-}
-
 struct conn_policy {
   clock::duration greeting_timeout{std::chrono::minutes(5)};
   clock::duration command_timeout{std::chrono::minutes(5)};
@@ -172,6 +158,7 @@ class body_collector {
 class connection {
  public:
   connection(const conn_policy& p, std::shared_ptr<const session_config> cfg);
+  connection(const conn_policy& p, listener_kind k) : connection(p, p.session(k)) {}
   ~connection();
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
@@ -290,6 +277,51 @@ class connection {
   bool extra_read_ = false;   // the pending read is one of reads_per_event's
   bool stop_seen_ = false;
   bool forced_ = false;  // the grace ran out: shutdown_now() was called
+};
+
+/// SMTP plugged into the drivers (driver_common.hpp, "A protocol plugged into
+/// the drivers"): the connection above as the core, the deliver hook as the
+/// call-out. Not copyable: the policy points into the config it holds.
+class smtp_plug {
+ public:
+  using connection = detail::connection;
+  using answer = delivery_result;
+
+  smtp_plug(const server_config& cfg, deliver_fn hook)
+      : cfg_(cfg),
+        hook_(std::move(hook)),
+        driver_(driver_config_of(cfg_)),
+        policy_(conn_policy::from(cfg_, nullptr)) {}
+  smtp_plug(const smtp_plug&) = delete;
+  smtp_plug& operator=(const smtp_plug&) = delete;
+
+  connection open(listener_kind k) const { return connection(policy_, k); }
+  const driver_config& driver() const noexcept { return driver_; }
+  void bind(const std::atomic<bool>* stopping, const std::atomic<bool>* pressure) noexcept {
+    policy_.stopping = stopping;
+    policy_.pressure = pressure;
+  }
+  void use_tls(const tls_context* ctx) { policy_.use(ctx, cfg_); }
+  template <class Cb>
+  void call_out(connection& c, driver_counters& cnt, Cb cb) {
+    call_deliver(hook_, cnt, c.take_message(), std::move(cb));
+  }
+  action answered(connection& c, driver_counters& cnt, answer&& r, clock::time_point now) {
+    count(cnt, r);
+    return c.on_delivered(r, now);
+  }
+  std::string refusal(bool stopping, admit_result) const {
+    return stopping ? shutting_down_reply(cfg_) : refusal_reply(cfg_);
+  }
+
+  const server_config& config() const noexcept { return cfg_; }
+  conn_policy& policy() noexcept { return policy_; }
+
+ private:
+  const server_config cfg_;
+  deliver_fn hook_;
+  driver_config driver_;
+  conn_policy policy_;
 };
 
 }  // namespace inlet::smtp::detail

@@ -1,5 +1,4 @@
-// The blocking dispatcher and the accept thread of the thread and process
-// models; see driver_blocking.hpp.
+// The accept thread of the thread and process models; see driver_blocking.hpp.
 #include "driver_blocking.hpp"
 
 #include <arpa/inet.h>
@@ -16,104 +15,6 @@
 #include <thread>
 
 namespace inlet::smtp::detail {
-namespace {
-
-constexpr auto tick = std::chrono::milliseconds(250);
-
-// Polls `fd` for `events` until it is ready (true), or until the pending
-// action's deadline passes or a stop asks to cancel it (false: the caller
-// reports on_interrupted). Sees a stop within one tick.
-bool wait_fd(int fd, short events, connection& conn, const std::atomic<bool>& stopping) {
-  for (;;) {
-    auto now = clock::now();
-    if (stopping.load(std::memory_order_relaxed) && conn.on_stop(now)) return false;
-    if (now >= conn.deadline()) return false;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(conn.deadline() - now);
-    pollfd p{fd, events, 0};
-    int r = ::poll(
-        &p, 1,
-        static_cast<int>(std::clamp<std::chrono::milliseconds>(left + std::chrono::milliseconds(1),
-                                                               std::chrono::milliseconds(1), tick)
-                             .count()));
-    if (r > 0) return true;  // readable, writable, or an error the next call reports
-    if (r < 0 && errno != EINTR) return true;
-  }
-}
-
-// A blocking read into the connection's buffers: the socket's receive
-// timeout (one tick) bounds each recvmsg, so a stop or the deadline is seen
-// within a tick. One syscall per read while bytes keep coming, as a thread
-// per connection should be.
-action read_fd(int fd, connection& conn, const std::atomic<bool>& stopping) {
-  iovec iov[16];
-  int k = 0;
-  for (auto b : conn.read_buffers()) {
-    if (k == 16) break;
-    iov[k++] = iovec{b.data(), b.size()};
-  }
-  msghdr m{};
-  m.msg_iov = iov;
-  m.msg_iovlen = static_cast<std::size_t>(k);
-  for (;;) {
-    ssize_t n = ::recvmsg(fd, &m, 0);
-    if (n > 0) return conn.on_read(static_cast<std::size_t>(n), clock::now());
-    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-      return conn.on_lost();
-    auto now = clock::now();
-    if ((stopping.load(std::memory_order_relaxed) && conn.on_stop(now)) || now >= conn.deadline())
-      return conn.on_interrupted(now);
-  }
-}
-
-action write_fd(int fd, connection& conn, const std::atomic<bool>& stopping) {
-  std::string_view out = conn.output();
-  while (!out.empty()) {
-    ssize_t n = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) {
-      out.remove_prefix(static_cast<std::size_t>(n));
-    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (!wait_fd(fd, POLLOUT, conn, stopping)) return conn.on_interrupted(clock::now());
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else {
-      return conn.on_lost();
-    }
-  }
-  return conn.on_written(clock::now());
-}
-
-}  // namespace
-
-void run_blocking(int fd, connection& conn, const std::atomic<bool>& stopping,
-                  const std::function<delivery_result(received_message&&)>& deliver) {
-  timeval tv{0, static_cast<suseconds_t>(std::chrono::microseconds(tick).count())};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  action a = conn.start(clock::now());
-  for (;;) {
-    switch (a.kind) {
-      case act::read:  // a thread may block: no separate readiness wait
-        a = read_fd(fd, conn, stopping);
-        break;
-      case act::wait:  // idle: poll first, so that no fragment is held while the peer is silent
-        if (a.idle && !wait_fd(fd, POLLIN, conn, stopping))
-          a = conn.on_interrupted(clock::now());
-        else
-          a = read_fd(fd, conn, stopping);
-        break;
-      case act::write:
-        a = write_fd(fd, conn, stopping);
-        break;
-      case act::deliver: {
-        delivery_result r = deliver(conn.take_message());
-        a = conn.on_delivered(r, clock::now());
-        break;
-      }
-      case act::close:
-        return;
-    }
-  }
-}
-
 // ---------------------------------------------------------------- listeners
 
 namespace {
@@ -172,9 +73,9 @@ std::error_code blocking_listeners::bind_one(const listen_endpoint& l) {
   return {};
 }
 
-std::error_code blocking_listeners::bind(const server_config& cfg) {
+std::error_code blocking_listeners::bind(const std::vector<listen_endpoint>& listen) {
   std::error_code ec;
-  for (const auto& l : cfg.listen)
+  for (const auto& l : listen)
     if ((ec = bind_one(l))) break;
   if (!ec && ::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) ec = {errno, std::system_category()};
   if (ec) {
@@ -218,52 +119,6 @@ void blocking_listeners::stop() noexcept {
   stopped_.store(true);
   char c = 1;
   [[maybe_unused]] auto n = ::write(wake_[1], &c, 1);
-}
-
-blocking_server::blocking_server(const server_config& cfg, deliver_fn d,
-                                 const std::atomic<bool>* conn_stop)
-    : cfg_(cfg),
-      hook_(std::move(d)),
-      policy_(conn_policy::from(cfg_, conn_stop != nullptr ? conn_stop : &stopping_)),
-      adm_(limits_of(cfg)) {
-  policy_.pressure = &adm_.pressure_flag();
-}
-
-std::error_code blocking_server::prepare() {
-  if (tls_context::load(cfg_.tls_cert, cfg_.tls_key, tls_))
-    return make_error_code(errc::bad_config);
-  policy_.use(tls_.get(), cfg_);
-  return listeners_.bind(cfg_);
-}
-
-void blocking_server::serve(const blocking_listeners::accepted& a, const std::atomic<bool>& stop,
-                            driver_counters& cnt, slot* s) {
-  {
-    connection conn(policy_, policy_.session(a.kind));
-    conn.set_remote(a.ip, a.port);
-    conn.set_slot(s);
-    run_blocking(a.fd, conn, stop, [this, &cnt](received_message&& m) {
-      return deliver_sync(hook_, cnt, std::move(m));
-    });
-  }
-  ::shutdown(a.fd, SHUT_RDWR);
-  ::close(a.fd);
-}
-
-bool admit_blocking(const blocking_listeners::accepted& a, const server_config& cfg, admission& adm,
-                    driver_counters& cnt, bool stopping, slot& s) {
-  cnt.accepted.fetch_add(1, std::memory_order_relaxed);
-  if (stopping || !admitted(adm.admit(s, a.ip))) {
-    cnt.refused.fetch_add(1, std::memory_order_relaxed);
-    std::string r = stopping ? shutting_down_reply(cfg) : refusal_reply(cfg);
-    ::send(a.fd, r.data(), r.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    ::shutdown(a.fd, SHUT_RDWR);
-    ::close(a.fd);
-    return false;
-  }
-  int one = 1;
-  ::setsockopt(a.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  return true;
 }
 
 }  // namespace inlet::smtp::detail

@@ -37,6 +37,22 @@ admission_limits limits_of(const server_config& cfg) {
   return l;
 }
 
+driver_config driver_config_of(const server_config& cfg) {
+  driver_config d;
+  d.listen = cfg.listen;
+  d.model = cfg.model;
+  d.threads = cfg.threads;
+  d.accepts_per_event = cfg.accepts_per_event;
+  d.max_connections = cfg.max_connections;
+  d.release_memory = cfg.release_memory;
+  d.shortest_timeout = std::min({cfg.greeting_timeout, cfg.command_timeout, cfg.data_timeout,
+                                 cfg.message_timeout, cfg.shutdown_grace, cfg.pressure_timeout});
+  d.tls_cert = cfg.tls_cert;
+  d.tls_key = cfg.tls_key;
+  d.limits = limits_of(cfg);
+  return d;
+}
+
 server_stats stats_of(const driver_counters& c, const admission& adm) {
   server_stats s;
   s.connections_accepted = c.accepted.load();
@@ -51,35 +67,6 @@ server_stats stats_of(const driver_counters& c, const admission& adm) {
 
 void count(driver_counters& c, const delivery_result& r) {
   (r.status.ok() ? c.delivered : c.rejected).fetch_add(1, std::memory_order_relaxed);
-}
-
-delivery_result deliver_sync(const deliver_fn& hook, driver_counters& c, received_message&& msg) {
-  // Shared state: the callback may run on another thread after we returned
-  // from a spurious wake-up path; keep it alive with the callback.
-  struct waiter {
-    std::mutex m;
-    std::condition_variable cv;
-    std::optional<delivery_result> res;
-  };
-  auto w = std::make_shared<waiter>();
-  auto answer = [w](delivery_result r) {
-    std::lock_guard lk(w->m);
-    if (w->res) return;  // the first call counts
-    w->res = std::move(r);
-    w->cv.notify_one();
-  };
-  if (!hook)
-    answer(sink_answer(c));
-  else
-    try {
-      hook(std::move(msg), answer);
-    } catch (...) {
-      answer(hook_failed());
-    }
-  std::unique_lock lk(w->m);
-  w->cv.wait(lk, [&] { return w->res.has_value(); });
-  count(c, *w->res);
-  return std::move(*w->res);
 }
 
 bool memory_keeper::tick(std::size_t active, clock::time_point now) {

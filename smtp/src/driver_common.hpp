@@ -1,10 +1,11 @@
-// What every I/O model shares: the model_driver interface behind server's
-// pimpl, the counters, the deliver-hook call, admission (connection limits),
-// the refusal replies and the per-connection session config. The protocol
-// and every connection policy are in connection.hpp; the Asio models' common
-// part in driver_asio.hpp, the blocking models' in driver_blocking.hpp.
+// What every I/O model shares: the model_driver interface behind a server's
+// pimpl, driver_config, the protocol plug contract, the counters, the
+// deliver-hook call, admission (connection limits) and the refusal replies.
+// The SMTP connection core and its plug are in connection.hpp; the Asio
+// models' common part in driver_asio.hpp, the blocking models' in
+// driver_blocking.hpp. POP3 (pop3/src/plug.hpp) plugs into the same drivers.
 //
-// Internal to inlet::smtp.
+// Internal to inlet::smtp and the protocols built on its drivers (inlet::pop3).
 #pragma once
 
 #include <atomic>
@@ -15,15 +16,71 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
 
 #include "admission.hpp"
+#include "tls.hpp"
 
 namespace inlet::smtp::detail {
 
 using clock = std::chrono::steady_clock;
+
+/// What a connection core asks its driver to do next (connection.hpp describes
+/// each, for every protocol).
+enum class act : std::uint8_t { read, wait, write, call_out, close };
+
+struct action {
+  act kind = act::close;
+  clock::time_point deadline = clock::time_point::max();  ///< read, wait, write
+  bool idle = false;                                      ///< wait: nothing is held while waiting
+};
+
+/// What a listener speaks: SMTP, LMTP, or SMTP inside TLS from the first byte
+/// (for POP3: plain, or implicit TLS).
+enum class listener_kind : std::uint8_t { smtp, lmtp, smtps };
+inline listener_kind kind_of(const listen_endpoint& l) noexcept {
+  return l.lmtp ? listener_kind::lmtp : l.implicit_tls ? listener_kind::smtps : listener_kind::smtp;
+}
+
+/// What a model driver reads of a server's configuration, whatever its protocol.
+struct driver_config {
+  std::vector<listen_endpoint> listen;
+  io_model model = io_model::coro;
+  unsigned threads = 0;  ///< 0: one per core
+  unsigned accepts_per_event = 1;
+  std::size_t max_connections = 10000;
+  bool release_memory = true;
+  /// The shortest deadline a connection may have: the reaper ticks at a quarter of it.
+  clock::duration shortest_timeout = std::chrono::seconds(1);
+  std::string tls_cert, tls_key;  ///< empty: no TLS
+  admission_limits limits;
+};
+/// The driver part of an SMTP server_config.
+driver_config driver_config_of(const server_config& cfg);
+
+// A protocol plugged into the drivers: one object per server (P), what the
+// driver templates (asio_server<P>, blocking_server<P>, the models) require:
+//
+//   P::connection   the sans-io connection core: start / on_read /
+//                   on_would_block / on_written / on_interrupted / on_lost /
+//                   on_stop, read_buffers / output / deadline(bool) / pending /
+//                   set_slot / set_remote, answering each with an `action`
+//                   (connection.hpp)
+//   P::answer       what a call-out answers (SMTP: delivery_result)
+//   P::connection P::open(listener_kind) const     a new connection
+//   const driver_config& P::driver() const
+//   void P::bind(const atomic<bool>* stopping, const atomic<bool>* pressure)
+//   void P::use_tls(const tls_context*)            after the certificate loaded
+//   void P::call_out(connection&, driver_counters&, Cb cb)
+//       act::call_out: hands the connection's pending request to the server's
+//       hook; cb(answer) is called once, inline or later from any thread
+//   action P::answered(connection&, driver_counters&, answer&&, time_point)
+//       the answer, on the connection's thread/strand: resume the connection
+//   std::string P::refusal(bool stopping, admit_result) const
+//       what a refused client reads (empty: closed without a word)
 
 /// One I/O model, complete: binds, accepts, runs sessions, stops.
 /// Thread-safety as inlet::smtp::server.
@@ -37,8 +94,8 @@ class model_driver {
   virtual server_stats stats() const = 0;
 };
 
-/// The models: coro and async-1n/nn/n2n (driver_coro.cpp), stackful,
-/// thread, process (driver_<model>.cpp).
+/// SMTP's models: coro and async-1n/nn/n2n (driver_coro.hpp), stackful,
+/// thread (driver_<model>.hpp, templates over the plug), process (SMTP only).
 std::unique_ptr<model_driver> make_coro_driver(const server_config& cfg, deliver_fn deliver);
 std::unique_ptr<model_driver> make_stackful_driver(const server_config& cfg, deliver_fn deliver);
 std::unique_ptr<model_driver> make_thread_driver(const server_config& cfg, deliver_fn deliver);
@@ -63,8 +120,43 @@ delivery_result sink_answer(driver_counters& c);
 delivery_result hook_failed();
 /// Counts the answer as delivered (2xx) or rejected.
 void count(driver_counters& c, const delivery_result& r);
-/// Calls the hook and blocks until its callback ran (blocking models).
-delivery_result deliver_sync(const deliver_fn& hook, driver_counters& c, received_message&& msg);
+/// Calls the deliver hook (or answers as a sink, or hook_failed() when it
+/// throws); `cb(delivery_result)` runs once, inline or later from any thread.
+template <class Cb>
+void call_deliver(const deliver_fn& hook, driver_counters& c, received_message&& msg, Cb cb) {
+  if (!hook) return cb(sink_answer(c));
+  try {
+    hook(std::move(msg), cb);
+  } catch (...) {
+    cb(hook_failed());
+  }
+}
+
+/// A call-out made synchronous (blocking models): P::call_out, then blocks
+/// until its callback ran; the connection's next action.
+template <class P>
+auto call_sync(P& plug, driver_counters& c, typename P::connection& conn) {
+  using answer = typename P::answer;
+  // Shared state: the callback may run on another thread after this returned
+  // from a spurious wake-up path; keep it alive with the callback.
+  struct waiter {
+    std::mutex m;
+    std::condition_variable cv;
+    std::optional<answer> res;
+  };
+  auto w = std::make_shared<waiter>();
+  plug.call_out(conn, c, [w](answer r) {
+    std::lock_guard lk(w->m);
+    if (w->res) return;  // the first call counts
+    w->res = std::move(r);
+    w->cv.notify_one();
+  });
+  std::unique_lock lk(w->m);
+  w->cv.wait(lk, [&] { return w->res.has_value(); });
+  answer r = std::move(*w->res);
+  lk.unlock();
+  return plug.answered(conn, c, std::move(r), clock::now());
+}
 
 /// Gives freed memory back to the system: the buffer pools' spare fragments
 /// are freed and the allocator returns its free pages (release_memory), when

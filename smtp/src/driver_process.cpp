@@ -62,6 +62,7 @@
 #include <memory>
 #include <thread>
 
+#include "connection.hpp"
 #include "driver_blocking.hpp"
 
 namespace inlet::smtp::detail {
@@ -79,10 +80,10 @@ extern "C" void on_child_sigterm(int) {
 // Connections (in the children) stop on SIGTERM: child_stopping. The
 // admission slots and children map are the accept thread's (see the note on
 // fork above).
-class process_driver final : public blocking_server {
+class process_driver final : public blocking_server<smtp_plug> {
  public:
   process_driver(const server_config& cfg, deliver_fn d)
-      : blocking_server(cfg, std::move(d), &child_stopping) {}
+      : blocking_server(&child_stopping, cfg, std::move(d)) {}
   ~process_driver() override;
   std::error_code start() override;
   void stop() override;
@@ -108,7 +109,7 @@ std::error_code process_driver::start() {
   if (page == MAP_FAILED) return {errno, std::system_category()};
   shared_ = new (page) driver_counters;
   adm_.use_pressure_flag(&shared_->pressure);
-  policy_.pressure = &shared_->pressure;
+  plug_.policy().pressure = &shared_->pressure;
   if (auto ec = prepare()) return ec;
   acceptor_ = std::thread([this] {
     sigset_t term;
@@ -124,7 +125,7 @@ std::error_code process_driver::start() {
 void process_driver::take(const blocking_listeners::accepted& a) {
   if (adm_.active() >= cfg_.max_connections) reap();  // a slot may have just freed
   auto s = std::make_unique<slot>();
-  if (!admit_blocking(a, cfg_, adm_, *shared_, stopping_.load(), *s)) return;
+  if (!admit_blocking(a, plug_, adm_, *shared_, stopping_.load(), *s)) return;
   pid_t pid = ::fork();
   if (pid == 0) child_main(a);
   ::close(a.fd);  // the child has its own copy
@@ -174,7 +175,7 @@ void process_driver::reap() {
 // after the grace period (each child enforces the grace itself).
 void process_driver::drain_children() {
   for (auto& [pid, s] : children_) ::kill(pid, SIGTERM);
-  auto kill_at = clock::now() + cfg_.shutdown_grace + std::chrono::seconds(5);
+  auto kill_at = clock::now() + plug_.config().shutdown_grace + std::chrono::seconds(5);
   bool killed = false;
   while (!children_.empty()) {
     reap();

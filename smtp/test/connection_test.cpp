@@ -164,7 +164,7 @@ struct harness {
     run();
   }
   void answer_delivery() {
-    ASSERT_EQ(a.kind, act::deliver);
+    ASSERT_EQ(a.kind, act::call_out);
     a = c.on_delivered({smtp::delivery_status::accepted("Q" + std::to_string(++queued)), {}}, now);
     run();
   }
@@ -201,7 +201,7 @@ struct harness {
             out += c.output();
           a = c.on_written(now);
           continue;
-        case act::deliver:
+        case act::call_out:
           messages.push_back(c.take_message());
           if (hold_delivery) return;
           a = c.on_delivered({smtp::delivery_status::accepted("Q" + std::to_string(++queued)), {}},
@@ -476,7 +476,7 @@ TEST(Connection, KeepsItsSlotCurrent) {
   EXPECT_EQ(s.state.load(), phase::waiting);
   EXPECT_EQ(s.progress.load(), rep(t));
   h.send("OM:<a@x.test>\r\nRCPT TO:<b@y.test>\r\nDATA\r\nbody\r\n.\r\n");
-  EXPECT_EQ(h.a.kind, act::deliver);
+  EXPECT_EQ(h.a.kind, act::call_out);
   EXPECT_EQ(s.state.load(), phase::busy);
 }
 
@@ -623,7 +623,7 @@ TEST(Connection, ADeliveryThatOutlivesTheGraceIsNotAnswered) {
   h.hold_delivery = true;
   h.start();
   h.send(ehlo + envelope_cmds + "body\r\n.\r\n");
-  ASSERT_EQ(h.a.kind, act::deliver);
+  ASSERT_EQ(h.a.kind, act::call_out);
   EXPECT_EQ(h.c.deadline(), steady::time_point::max());
   auto t = h.now;
   h.stop();

@@ -465,6 +465,11 @@ std::string finish(config& c) {
     };
     c.pop3.enabled = true;
   }
+  // POP3 runs on the SMTP server's I/O model; a forked child per connection could not
+  // remove messages from the parent's store (and that model stores nothing anyway).
+  c.pop3.server.model = c.smtp.model;
+  if (c.pop3.enabled && c.smtp.model == inlet::smtp::io_model::process)
+    return "--pop3 is not served under --io-model process (every other model runs it)";
 
   // HTTPS for the page and the API.
   if (c.http.tls_cert.empty() != c.http.tls_key.empty())

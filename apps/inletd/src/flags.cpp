@@ -610,7 +610,8 @@ std::vector<flag> make_table() {
          [](config& c) { return std::string(inlet::smtp::to_string(c.smtp.model)); }},
         "`coro` (Asio completion handlers, one io_context, a thread per core), `async-1n`, "
         "`async-nn`, `async-n2n`, `thread`, `stackful` (asio::spawn), `process` (a process per "
-        "connection; needs `--store sink`, else inletd exits 2). See docs/smtp.md."));
+        "connection; needs `--store sink`, else inletd exits 2). POP3 (`--pop3`) runs on the "
+        "same model, every one but `process`. See docs/smtp.md."));
   add(f(io, "--threads", "", "I/O threads (0 = one per core)",
         number<unsigned>([](config& c) -> unsigned& { return c.smtp.threads; }, 0, 4096), "",
         "cores"));

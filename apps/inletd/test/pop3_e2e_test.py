@@ -4,7 +4,7 @@
 clear text, STLS (inletd's --pop3-stls) and implicit TLS (Mailpit's mode). Messages go in
 with smtplib and are compared with the HTTP API's raw bytes.
 
-    pop3_e2e_test.py --inletd build/bin/inletd [--store URI] [unittest args]
+    pop3_e2e_test.py --inletd build/bin/inletd [--store URI] [--io-model M] [unittest args]
 
 With --store postgresql://... (under scripts/with-postgres.sh) the same tests run against
 the PostgreSQL store: POP3 reads every store through its async interface.
@@ -26,6 +26,7 @@ from e2e_test import DEADLINE, Inletd, make_cert, make_message, real_client, wai
 
 TMP = tempfile.mkdtemp(prefix="inlet-pop3-e2e-")
 STORE = []  # ["--store", URI] when given
+MODEL = []  # ["--io-model", NAME] when given: POP3 runs on the SMTP server's I/O model
 AUTH_FILE = os.path.join(TMP, "pop3-users")
 with open(AUTH_FILE, "w") as f:
     # a plain entry and an APR1 one (openssl passwd -apr1 -salt inletsal secret2)
@@ -54,7 +55,7 @@ class Server(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.srv = Inletd("--pop3", "127.0.0.1:0", "--pop3-auth-file", AUTH_FILE, *STORE,
-                         *cls.args)
+                         *MODEL, *cls.args)
         line = wait_for(lambda: next((l for l in cls.srv.log if "pop3 listening" in l), None),
                         "the pop3 listener")
         m = re.search(r"pop3 listening on 127\.0\.0\.1:(\d+) \((.*)\)", line)
@@ -243,6 +244,18 @@ class WithoutCredentialsTest(unittest.TestCase):
             self.assertEqual(srv.stop(), 0)
 
 
+class ProcessModelTest(unittest.TestCase):
+    def test_pop3_is_refused_under_the_process_model(self):
+        # Every other model serves POP3 (the SMTP server's drivers run it); a forked child
+        # per connection could not remove from the parent's store.
+        r = subprocess.run([e2e_test.INLETD, "--io-model", "process", "--store", "sink",
+                            "--pop3", "127.0.0.1:0", "--pop3-auth-file", AUTH_FILE,
+                            "--smtp", "127.0.0.1:0", "--listen", "127.0.0.1:0"],
+                           capture_output=True, text=True, timeout=DEADLINE)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("--pop3 is not served under --io-model process", r.stderr)
+
+
 def fetch(test, srv, port, tls_options, n):
     """fetchmail retrieves every message into an mbox through an MDA and deletes them."""
     fetchmail = real_client(test, "fetchmail")
@@ -273,10 +286,13 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--inletd", required=True)
     ap.add_argument("--store")
+    ap.add_argument("--io-model")
     args, rest = ap.parse_known_args()
     e2e_test.INLETD = os.path.abspath(args.inletd)
     if args.store:
         STORE[:] = ["--store", args.store]
+    if args.io_model:
+        MODEL[:] = ["--io-model", args.io_model]
     try:
         unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
     finally:

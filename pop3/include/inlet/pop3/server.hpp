@@ -1,8 +1,8 @@
-// inlet::pop3::server — the I/O front of the POP3 session: one TCP listener,
-// clear text with STLS or implicit TLS, a connection limit, deadlines, graceful
-// stop. It reads the maildrop through the store's async interface, so every
-// store (memory, file, PostgreSQL) is served alike. Asio stays out of this
-// header.
+// inlet::pop3::server — the POP3 session on one TCP listener, run by the SMTP
+// server's connection drivers (its I/O models, admission, deadlines, TLS,
+// graceful stop): clear text with STLS or implicit TLS. It reads the maildrop
+// through the store's async interface, so every store (memory, file,
+// PostgreSQL) is served alike. Asio stays out of this header.
 //
 // Thread-safety: start(), stop(), wait() and stats() may be called from any
 // thread. The store is used from the server's I/O threads and must outlive the
@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <inlet/net/admission.hpp>
 #include <inlet/pop3/session.hpp>
+#include <inlet/smtp/server.hpp>
 #include <memory>
 #include <string>
 #include <system_error>
@@ -40,7 +41,11 @@ struct server_config {
   std::string tls_cert;    ///< PEM certificate chain file; empty: no TLS
   std::string tls_key;     ///< PEM private key file (empty: in tls_cert)
   tls_mode tls = tls_mode::implicit;
-  unsigned threads = 1;                 ///< I/O threads (0: one per core)
+  /// The I/O model, as the SMTP server's (inletd: --io-model). Every model but
+  /// `process` (start() answers errc::bad_config): a forked child could not
+  /// remove messages from the parent's store.
+  smtp::io_model model = smtp::io_model::coro;
+  unsigned threads = 1;                 ///< I/O threads of the Asio models (0: one per core)
   /// Admission by SMTP's rules (inlet/net/admission.hpp): limits per address and
   /// subnet, slot pressure, and when every slot is taken an idle connection's slot
   /// given to the newcomer; else -ERR [SYS/TEMP] and close.
@@ -53,6 +58,9 @@ struct server_config {
   std::chrono::milliseconds handshake_timeout{std::chrono::seconds(30)};
   /// Writing one batch of replies (a client that stops reading).
   std::chrono::milliseconds write_timeout{std::chrono::seconds(60)};
+  /// After stop(): how long a store call in flight may take before the
+  /// connection is answered -ERR [SYS/TEMP] and closed.
+  std::chrono::milliseconds shutdown_grace{std::chrono::seconds(30)};
 };
 
 struct server_stats {
