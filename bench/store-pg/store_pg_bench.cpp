@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
   CLI::App app{"store_pg_bench: the PostgreSQL store's write path under a closed loop"};
   std::vector<std::string> shards, pgdata;
   double seconds = 10;
-  std::size_t inflight = 256, size = 9000, mailboxes = 10000, writers = 4, max_batch = 256;
+  std::size_t inflight = 256, size = 9000, mailboxes = 10000, writers = 4, max_batch = 256,
+              pipeline = st::pg_store_config{}.writer_pipeline;
   unsigned wait_us = 0;
   std::string compression = "lz4", json, label = "store";
   bool fresh = false, events = true;
@@ -67,6 +68,7 @@ int main(int argc, char** argv) {
   app.add_option("--mailboxes", mailboxes, "distinct recipient mailboxes");
   app.add_option("--writers", writers, "writer connections per shard");
   app.add_option("--max-batch", max_batch, "messages per transaction at most");
+  app.add_option("--pipeline", pipeline, "transactions in flight per writer connection at most");
   app.add_option("--wait-us", wait_us, "linger for fuller batches (max_batch_wait)");
   app.add_option("--compression", compression, "raw column: lz4, pglz or none")
       ->check(CLI::IsMember({"lz4", "pglz", "none"}));
@@ -87,6 +89,7 @@ int main(int argc, char** argv) {
   cfg.shards = shards;
   cfg.writer_connections = writers;
   cfg.max_batch_messages = max_batch;
+  cfg.writer_pipeline = pipeline;
   cfg.max_batch_wait = std::chrono::microseconds(wait_us);
   cfg.events = events;
   cfg.put_timeout = std::chrono::milliseconds(30000);
@@ -161,8 +164,16 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < shards.size(); ++i) wal += wal_diff(shards[i], lsn[i]);
   auto after = store.shard_stats();
   std::vector<std::uint64_t> hist(after.front().batch_size_hist.size());
-  std::uint64_t batches = 0, batch_msgs = 0;
+  std::uint64_t batches = 0, batch_msgs = 0, pipelined = 0, rtt_us = 0;
+  // Where a put's time went (means per copy): route and encode, queue, round trip and
+  // commit; the rest of the put's latency is the acknowledgement's way back.
+  std::uint64_t route_us = 0, queue_us = 0, commit_us = 0;
   for (std::size_t s = 0; s < after.size(); ++s) {
+    pipelined += after[s].batches_pipelined - before[s].batches_pipelined;
+    route_us += after[s].copy_route_sum_us - before[s].copy_route_sum_us;
+    queue_us += after[s].copy_queue_sum_us - before[s].copy_queue_sum_us;
+    commit_us += after[s].copy_commit_sum_us - before[s].copy_commit_sum_us;
+    rtt_us = std::max(rtt_us, after[s].writer_rtt_us);
     for (std::size_t i = 0; i < hist.size(); ++i)
       hist[i] += after[s].batch_size_hist[i] - before[s].batch_size_hist[i];
     batches += after[s].batches - before[s].batches;
@@ -170,6 +181,12 @@ int main(int argc, char** argv) {
   }
   double msgs = static_cast<double>(ok.load());
   double rate = msgs / elapsed;
+  double mean_put_us = 0;
+  for (double x : lat_us) mean_put_us += x;
+  if (!lat_us.empty()) mean_put_us /= static_cast<double>(lat_us.size());
+  auto per_copy = [&](std::uint64_t sum) {
+    return batch_msgs ? static_cast<double>(sum) / static_cast<double>(batch_msgs) / 1000 : 0.0;
+  };
   double p50 = bench::percentile(lat_us, 0.5), p99 = bench::percentile(lat_us, 0.99),
          pmax = bench::percentile(lat_us, 1.0);
   std::printf(
@@ -183,6 +200,12 @@ int main(int argc, char** argv) {
   std::string hs;
   for (std::size_t i = 0; i < hist.size(); ++i) hs += (i ? "," : "") + std::to_string(hist[i]);
   std::printf("  batch sizes (1, 2-3, 4-7, ..., >=256): %s\n", hs.c_str());
+  std::printf(
+      "  put mean %.2f ms = route %.2f + queue %.2f + round trip and commit %.2f (+ rest); "
+      "batches pipelined %llu of %llu; writer round trip (min) %.2f ms\n",
+      mean_put_us / 1000, per_copy(route_us), per_copy(queue_us), per_copy(commit_us),
+      static_cast<unsigned long long>(pipelined), static_cast<unsigned long long>(batches),
+      static_cast<double>(rtt_us) / 1000);
   if (!json.empty()) {
     std::ofstream out(json, std::ios::app);
     out << "{\"label\": \"" << label << "\", \"shards\": " << shards.size()
@@ -191,6 +214,10 @@ int main(int argc, char** argv) {
         << ", \"messages\": " << ok.load() << ", \"failed\": " << failed.load()
         << ", \"msgs_per_s\": " << rate << ", \"put_p50_us\": " << p50
         << ", \"put_p99_us\": " << p99 << ", \"put_max_us\": " << pmax
+        << ", \"put_mean_us\": " << mean_put_us << ", \"pipeline\": " << pipeline
+        << ", \"route_ms\": " << per_copy(route_us) << ", \"queue_ms\": " << per_copy(queue_us)
+        << ", \"commit_ms\": " << per_copy(commit_us) << ", \"batches_pipelined\": " << pipelined
+        << ", \"writer_rtt_ms\": " << static_cast<double>(rtt_us) / 1000
         << ", \"batches\": " << batches << ", \"batch_messages\": " << batch_msgs
         << ", \"batch_size_hist\": [" << hs << "], \"wal_bytes\": " << wal
         << ", \"wal_bytes_per_msg\": " << (msgs > 0 ? wal / msgs : 0)

@@ -371,7 +371,15 @@ std::vector<flag> make_table() {
         "PostgreSQL store: writer connections (transactions in flight) per shard",
         number<std::size_t>(
             [](config& c) -> std::size_t& { return c.store.pg.writer_connections; }, 1, 64),
-        "Writer connections per shard, i.e. group-commit transactions in flight per shard."));
+        "Writer connections per shard: group-commit transactions in flight per shard (up to "
+        "--pg-writer-pipeline times as many while the shard is a network round trip away)."));
+  add(f(pg, "--pg-writer-pipeline", "",
+        "PostgreSQL store: transactions in flight per writer connection at most",
+        number<std::size_t>(
+            [](config& c) -> std::size_t& { return c.store.pg.writer_pipeline; }, 1, 64),
+        "Transactions a writer connection may have in flight (pipelined, each committed on "
+        "its own); more than one only while the shard is a network round trip away (1: one at "
+        "a time)."));
   add(f(pg, "--pg-max-batch", "", "PostgreSQL store: messages per transaction at most",
         number<std::size_t>(
             [](config& c) -> std::size_t& { return c.store.pg.max_batch_messages; }, 1, 256)));

@@ -88,6 +88,10 @@ struct shard_counters {
   std::array<std::atomic<std::uint64_t>, size_buckets> size_hist{};
   std::array<std::atomic<std::uint64_t>, 16> latency_hist{};
   std::atomic<std::uint64_t> latency_sum_us{0};
+  /// Per copy: put() to queued, queued to sent, sent to result (pg_shard_stats).
+  std::atomic<std::uint64_t> route_sum_us{0}, queue_sum_us{0}, commit_sum_us{0};
+  std::atomic<std::uint64_t> pipelined{0};     ///< batches sent behind another in flight
+  std::atomic<std::uint64_t> writer_rtt_us{0};  ///< the smallest writer round trip seen
 };
 
 class engine;
@@ -163,8 +167,10 @@ class shard {
   void schedule_pump();
   void pump();
   void send(slot& s, std::vector<copy_item> batch);
-  void on_batch(slot& s, std::vector<copy_item> batch, steady::time_point sent, std::error_code ec,
-                pg::result r);
+  void on_batch(slot& s, std::uint64_t generation, std::vector<copy_item> batch,
+                steady::time_point sent, std::error_code ec, pg::result r);
+  void ping_slot(slot& s, std::uint64_t generation, int left);
+  void slot_ready(slot& s);
   void connect_slot(slot& s);
   void slot_failed(slot& s);
 

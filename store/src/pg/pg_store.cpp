@@ -85,6 +85,11 @@ std::vector<pg_shard_stats> pg_store::shard_stats() const {
     for (auto& h : c.size_hist) st.batch_size_hist.push_back(h.load());
     for (auto& h : c.latency_hist) st.batch_latency_hist.push_back(h.load());
     st.batch_latency_sum_us = c.latency_sum_us.load();
+    st.copy_route_sum_us = c.route_sum_us.load();
+    st.copy_queue_sum_us = c.queue_sum_us.load();
+    st.copy_commit_sum_us = c.commit_sum_us.load();
+    st.batches_pipelined = c.pipelined.load();
+    st.writer_rtt_us = c.writer_rtt_us.load();
     st.queued = s.queued();
     out.push_back(std::move(st));
   }
@@ -112,6 +117,8 @@ void pg_store::append_metrics(std::string& out) const {
   for (auto& s : all) line("inlet_pg_batches_total", s.index, {}, s.batches);
   out += "# TYPE inlet_pg_batch_errors_total counter\n";
   for (auto& s : all) line("inlet_pg_batch_errors_total", s.index, {}, s.batch_errors);
+  out += "# TYPE inlet_pg_batches_pipelined_total counter\n";
+  for (auto& s : all) line("inlet_pg_batches_pipelined_total", s.index, {}, s.batches_pipelined);
   out += "# TYPE inlet_pg_copies_total counter\n";
   for (auto& s : all) {
     line("inlet_pg_copies_total", s.index, "result=\"ok\"", s.puts_ok);

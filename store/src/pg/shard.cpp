@@ -1,5 +1,6 @@
 // A shard's supervisor (connect, migrate, identity, types, partitions, bucket refresh,
 // maintenance) and its group-commit writer.
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -37,6 +38,30 @@ bool is_connection_loss(std::error_code ec) {
 // Copies that justify a transaction beside those in flight (see pump).
 constexpr std::size_t parallel_batch = 16;
 
+// A batch is pipelined behind others on a writer connection only when no result can
+// come back sooner than this (see pump): on loopback the next commit is always that
+// close, so batches grow there instead of splitting into more, smaller transactions.
+constexpr auto pipeline_gap = std::chrono::microseconds(500);
+
+// Round trips measured on a new writer connection before it takes batches.
+constexpr int writer_pings = 3;
+
+// The smallest writer round trip of the shard, for its stats.
+void note_rtt(shard_counters& c, steady::duration d) {
+  if (d == steady::duration::max()) return;
+  auto us = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(d).count()));
+  auto cur = c.writer_rtt_us.load(std::memory_order_relaxed);
+  while ((cur == 0 || us < cur) &&
+         !c.writer_rtt_us.compare_exchange_weak(cur, us, std::memory_order_relaxed)) {
+  }
+}
+
+std::uint64_t micros(steady::duration d) {
+  return static_cast<std::uint64_t>(
+      std::max<std::int64_t>(0, std::chrono::duration_cast<std::chrono::microseconds>(d).count()));
+}
+
 std::size_t size_bucket(std::size_t n) {
   std::size_t b = 0;
   while (n > 1 && b + 1 < shard_counters::size_buckets) {
@@ -55,13 +80,23 @@ const std::vector<std::uint64_t>& latency_bounds() {
   return b;
 }
 
+// A writer connection. Its batches are pipelined (each its own statement and Sync, so
+// its own implicit transaction: an error aborts only that batch) and their results come
+// back in the order sent, so `in_flight` holds their send times oldest first.
 struct shard::slot {
-  enum class state { down, connecting, idle, busy };
+  enum class state { down, connecting, open };
   slot(strand_t ex, pg::connection_options o)
       : conn(std::make_unique<pg::connection>(ex, o)), retry(ex) {}
   std::unique_ptr<pg::connection> conn;
   state st = state::down;
   asio::steady_timer retry;
+  std::deque<steady::time_point> in_flight;
+  /// Advances whenever the connection is replaced or given up: completions carrying an
+  /// older one belong to a dead connection and leave the slot alone.
+  std::uint64_t generation = 0;
+  /// The smallest round trip seen on this connection: its pings at connect, then every
+  /// batch's send-to-result (never shorter than a round trip).
+  steady::duration rtt = steady::duration::max();
 };
 
 namespace {
@@ -411,8 +446,11 @@ void shard::connect_slot(slot& s) {
   if (stopped_) return;
   s.conn = std::make_unique<pg::connection>(strand_, writer_options(eng_.config()));
   s.st = slot::state::connecting;
-  s.conn->async_connect(dsn_, [this, &s](std::error_code ec) {
-    if (stopped_) return;
+  s.in_flight.clear();
+  s.rtt = steady::duration::max();
+  const auto generation = ++s.generation;
+  s.conn->async_connect(dsn_, [this, &s, generation](std::error_code ec) {
+    if (stopped_ || generation != s.generation) return;
     if (ec) {
       s.st = slot::state::down;
       s.retry.expires_after(eng_.config().reconnect_delay);
@@ -422,16 +460,51 @@ void shard::connect_slot(slot& s) {
       pump();  // fails what is queued if no connection is left
       return;
     }
-    s.st = slot::state::idle;
-    live_slots_.fetch_add(1);
-    if (ready()) set_detail("up");
-    pump();
+    ping_slot(s, generation, writer_pings);
   });
 }
 
+// The connection's round trip, before it takes batches: what tells pump whether a
+// batch should wait for a commit on it or be pipelined behind it.
+void shard::ping_slot(slot& s, std::uint64_t generation, int left) {
+  if (left == 0) {
+    slot_ready(s);
+    return;
+  }
+  auto t0 = steady::now();
+  s.conn->async_execute("SELECT 1", [this, &s, generation, left, t0](std::error_code ec,
+                                                                    std::uint64_t) {
+    if (stopped_ || generation != s.generation) return;
+    if (ec) {
+      s.st = slot::state::down;
+      ++s.generation;
+      s.conn->close();
+      s.retry.expires_after(eng_.config().reconnect_delay);
+      s.retry.async_wait([this, &s](boost::system::error_code e) {
+        if (!e) connect_slot(s);
+      });
+      pump();
+      return;
+    }
+    s.rtt = std::min(s.rtt, steady::now() - t0);
+    ping_slot(s, generation, left - 1);
+  });
+}
+
+void shard::slot_ready(slot& s) {
+  s.st = slot::state::open;
+  note_rtt(counters_, s.rtt);
+  live_slots_.fetch_add(1);
+  if (ready()) set_detail("up");
+  pump();
+}
+
 void shard::slot_failed(slot& s) {
-  if (s.st == slot::state::idle || s.st == slot::state::busy) live_slots_.fetch_sub(1);
+  if (s.st == slot::state::open) live_slots_.fetch_sub(1);
   s.st = slot::state::down;
+  // Its batches still in flight complete with errors and go back to the queue.
+  ++s.generation;
+  s.in_flight.clear();
   s.conn->close();
   if (live_slots_.load() == 0)
     set_detail("writer connections lost: " + s.conn->last_diagnostics().to_string());
@@ -461,11 +534,38 @@ void shard::pump() {
       queue_.clear();
     }
   }
-  std::size_t busy = 0;
-  for (auto& sp : slots_) busy += sp->st == slot::state::busy ? 1 : 0;
-  for (auto& sp : slots_) {
-    slot& s = *sp;
-    if (s.st != slot::state::idle) continue;
+  const std::size_t depth = std::max<std::size_t>(1, cfg.writer_pipeline);
+  std::size_t busy = 0;  // transactions in flight on every connection
+  for (auto& sp : slots_) busy += sp->in_flight.size();
+  for (;;) {
+    slot* pick = nullptr;
+    for (auto& sp : slots_) {
+      if (sp->st == slot::state::open && sp->in_flight.empty()) {
+        pick = sp.get();
+        break;
+      }
+    }
+    if (!pick && busy > 0 && depth > 1) {
+      // Every connection has a transaction in flight. The soonest any result can come
+      // back is a connection's oldest batch plus its round trip: if that is near (on
+      // loopback, always), the queue waits for it and its batch grows; if it is a
+      // network's round trip away, the queue leaves now, pipelined behind the
+      // connection with the fewest in flight, instead of waiting a whole round trip.
+      auto soonest = steady::time_point::max();
+      slot* least = nullptr;
+      for (auto& sp : slots_) {
+        if (sp->st != slot::state::open || sp->in_flight.empty()) continue;
+        if (sp->rtt != steady::duration::max())
+          soonest = std::min(soonest, sp->in_flight.front() + sp->rtt);
+        if (sp->in_flight.size() < depth &&
+            (!least || sp->in_flight.size() < least->in_flight.size()))
+          least = sp.get();
+      }
+      if (least && soonest != steady::time_point::max() && soonest - now >= pipeline_gap)
+        pick = least;
+    }
+    if (!pick) break;
+    slot& s = *pick;
     std::vector<copy_item> batch;
     std::size_t bytes = 0;
     steady::time_point wake_at{};
@@ -525,6 +625,12 @@ void shard::pump() {
 }
 
 void shard::send(slot& s, std::vector<copy_item> batch) {
+  auto sent = steady::now();
+  for (auto& item : batch) {
+    counters_.route_sum_us.fetch_add(micros(item.queued_at - item.put->start),
+                                     std::memory_order_relaxed);
+    counters_.queue_sum_us.fetch_add(micros(sent - item.queued_at), std::memory_order_relaxed);
+  }
   // The whole batch as one mail.new_message_v2[] parameter: this shard's element OID in
   // the array header, the copies' records as the elements.
   array_param p;
@@ -558,18 +664,19 @@ void shard::send(slot& s, std::vector<copy_item> batch) {
       "$8)",
       std::move(p), std::move(copy_of), std::move(bucket_of), cap, std::move(box_names),
       std::move(box_buckets), eng_.channel(), eng_.instance());
-  s.st = slot::state::busy;
-  auto sent = steady::now();
-  s.conn->async_query(std::move(q), [this, &s, batch = std::move(batch), sent](
-                                        std::error_code ec, pg::result r) mutable {
-    on_batch(s, std::move(batch), sent, ec, std::move(r));
+  if (!s.in_flight.empty()) counters_.pipelined.fetch_add(1, std::memory_order_relaxed);
+  s.in_flight.push_back(sent);
+  s.conn->async_query(std::move(q), [this, &s, generation = s.generation,
+                                     batch = std::move(batch),
+                                     sent](std::error_code ec, pg::result r) mutable {
+    on_batch(s, generation, std::move(batch), sent, ec, std::move(r));
   });
 }
 
-void shard::on_batch(slot& s, std::vector<copy_item> batch, steady::time_point sent,
-                     std::error_code ec, pg::result r) {
-  auto us = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - sent).count());
+void shard::on_batch(slot& s, std::uint64_t generation, std::vector<copy_item> batch,
+                     steady::time_point sent, std::error_code ec, pg::result r) {
+  const auto took = steady::now() - sent;
+  const auto us = micros(took);
   counters_.latency_sum_us.fetch_add(us, std::memory_order_relaxed);
   const auto& bounds = latency_bounds();
   std::size_t li = 0;
@@ -578,6 +685,16 @@ void shard::on_batch(slot& s, std::vector<copy_item> batch, steady::time_point s
   if (stopped_) {
     for (auto& i : batch) eng_.copy_finished(i.put, make_error_code(errc::unavailable));
     return;
+  }
+  // A completion of the slot's current connection (else of one already given up).
+  const bool current = generation == s.generation;
+  if (current) {
+    auto it = std::find(s.in_flight.begin(), s.in_flight.end(), sent);
+    if (it != s.in_flight.end()) s.in_flight.erase(it);
+    if (!ec) {
+      s.rtt = std::min(s.rtt, took);
+      note_rtt(counters_, took);
+    }
   }
 
   std::vector<std::int32_t> refused;
@@ -588,18 +705,18 @@ void shard::on_batch(slot& s, std::vector<copy_item> batch, steady::time_point s
   }
   if (ec) {
     counters_.batch_errors.fetch_add(1, std::memory_order_relaxed);
-    bool lost = is_connection_loss(ec) || !s.conn->is_open();
-    std::string why = s.conn->last_diagnostics().to_string();
+    bool lost = !current || is_connection_loss(ec) || !s.conn->is_open();
+    std::string why = current ? s.conn->last_diagnostics().to_string() : std::string();
     if (lost) {
       // The commit's outcome is unknown; sending the copies again is safe (a stored
-      // copy is skipped), so they go back to the front of the queue.
-      slot_failed(s);
+      // copy is skipped), so they go back to the front of the queue. The connection's
+      // other batches in flight come back here too, each as its own failure.
+      if (current) slot_failed(s);
       std::lock_guard lk(queue_mu_);
       for (auto it = batch.rbegin(); it != batch.rend(); ++it) queue_.push_front(std::move(*it));
     } else if (ec == pg::make_sqlstate_error("23514")) {
       // No partition for the rows (they are made ahead by maintenance; one was lost or
       // is being made): have maintenance run now and try again shortly.
-      s.st = slot::state::idle;
       maintain_now_.store(true);
       refresh_soon();
       auto later = steady::now() + std::chrono::milliseconds(200);
@@ -610,14 +727,12 @@ void shard::on_batch(slot& s, std::vector<copy_item> batch, steady::time_point s
       }
     } else if (batch.size() > 1 && !batch.front().solo) {
       // A statement error: find the copy that causes it by sending each alone.
-      s.st = slot::state::idle;
       std::lock_guard lk(queue_mu_);
       for (auto it = batch.rbegin(); it != batch.rend(); ++it) {
         it->solo = true;
         queue_.push_front(std::move(*it));
       }
     } else {
-      s.st = slot::state::idle;
       std::fprintf(stderr, "inlet pg store: shard %u: a message could not be stored: %s\n", index_,
                    why.c_str());
       for (auto& i : batch) {
@@ -628,8 +743,8 @@ void shard::on_batch(slot& s, std::vector<copy_item> batch, steady::time_point s
     pump();
     return;
   }
-  s.st = slot::state::idle;
   counters_.batches.fetch_add(1, std::memory_order_relaxed);
+  counters_.commit_sum_us.fetch_add(us * batch.size(), std::memory_order_relaxed);
   counters_.batch_messages.fetch_add(batch.size(), std::memory_order_relaxed);
   counters_.size_hist[size_bucket(batch.size())].fetch_add(1, std::memory_order_relaxed);
   std::size_t next_refused = 0;

@@ -54,7 +54,12 @@ struct pg_store_config {
   unsigned io_threads = 1;
 
   // ---- group commit ----
-  std::size_t writer_connections = 4;      ///< per shard: batches in flight
+  std::size_t writer_connections = 4;  ///< per shard
+  /// Transactions a writer connection may have in flight at once (pipelined, each its own
+  /// implicit transaction and Sync). More than one is used only while the connection's
+  /// measured round trip says the next commit acknowledgement is still far off (a shard
+  /// across a network); on loopback batches grow instead. 1: one at a time.
+  std::size_t writer_pipeline = 4;
   std::size_t max_batch_messages = 256;    ///< per transaction
   std::size_t max_batch_bytes = 8u << 20;  ///< per transaction (encoded size)
   /// With a connection free and fewer than max_batch_messages waiting, wait this long for
@@ -108,6 +113,14 @@ struct pg_shard_stats {
   /// upper bounds in batch_latency_bounds_us, counts in batch_latency_hist.
   std::vector<std::uint64_t> batch_latency_hist;
   std::uint64_t batch_latency_sum_us = 0;
+  /// Where a put's time goes (sums over copies, microseconds): route and encode (put()
+  /// to queued), waiting in the queue (queued to its batch sent), its batch's round trip
+  /// and commit (sent to result).
+  std::uint64_t copy_route_sum_us = 0, copy_queue_sum_us = 0, copy_commit_sum_us = 0;
+  /// Batches sent on a connection that already had one in flight (pipelined).
+  std::uint64_t batches_pipelined = 0;
+  /// The smallest round trip measured on a writer connection (microseconds; 0: none yet).
+  std::uint64_t writer_rtt_us = 0;
   std::uint64_t queued = 0;  ///< copies waiting for a batch now
 };
 
