@@ -50,6 +50,10 @@ action connection::advance(clock::time_point now) {
       case step_kind::need_more:
         if (again) continue;  // the next readable span follows
         return flush(then::input, now);
+      case step_kind::start_tls:
+        return flush(then::handshake, now);
+      case step_kind::close:
+        return finish(st.reason, pop3_category(), now);
       case step_kind::list:
       case step_kind::fetch:
       case step_kind::remove:
@@ -57,11 +61,6 @@ action connection::advance(clock::time_point now) {
         // A long pipelined batch of RETRs is not held whole.
         if (session_.output().size() >= p_.flush_threshold) return flush(then::call_out, now);
         return make(act::call_out, never());
-      case step_kind::start_tls:
-        return flush(then::handshake, now);
-      case step_kind::close:
-        note_reason(st.reason, pop3_category());
-        return flush(then::close, now);
     }
   }
 }
@@ -122,19 +121,6 @@ action connection::on_answered(store_answer&& a, clock::time_point now) {
   cmd_since_ = now;
   line_open_ = false;
   return advance(now);
-}
-
-// A wait's deadline passed: the end of the shutdown grace, an eviction, or
-// the idle timeout.
-void connection::expire(clock::time_point now) {
-  if (grace_over(now)) {
-    forced_ = true;
-    session_.shutdown();
-  } else if (evicted()) {
-    session_.evict();  // -ERR [SYS/TEMP]; the slot is another client's now
-  } else {
-    session_.timeout();  // RFC 1939 3: the autologout closes without a reply
-  }
 }
 
 }  // namespace inlet::pop3::detail

@@ -55,25 +55,16 @@ using smtp::detail::act;
 using smtp::detail::action;
 using smtp::detail::listener_kind;
 
-/// The server-wide settings a connection follows (one per server, shared).
-struct conn_policy {
+/// The server-wide settings a connection follows (one per server, shared);
+/// pressure, grace, TLS and the stop are core_policy's (smtp/src/conn_core.hpp).
+struct conn_policy : smtp::detail::core_policy {
   clock::duration idle_timeout{std::chrono::minutes(10)};
   clock::duration handshake_timeout{std::chrono::seconds(30)};
   clock::duration write_timeout{std::chrono::seconds(60)};
-  clock::duration pressure_timeout{std::chrono::seconds(10)};
-  /// After a stop: how long a store call in flight may take to be answered.
-  clock::duration shutdown_grace{std::chrono::seconds(30)};
-  /// A last reply (eviction, the end of the grace) may take this long to be written.
-  clock::duration last_word_timeout{std::chrono::seconds(2)};
-  unsigned reads_per_event = 1;
-  std::size_t max_command_line = 512;
   /// Queued replies past this are written before the next store call.
   std::size_t flush_threshold = 64 * 1024;
   std::shared_ptr<const session_config> session;
-  const smtp::detail::tls_context* tls = nullptr;  ///< null: no TLS
   bool implicit_tls = false;  ///< implicit TLS listeners (listener_kind::smtps): a handshake first
-  const std::atomic<bool>* stopping = nullptr;  ///< the server's stop flag, polled
-  const std::atomic<bool>* pressure = nullptr;  ///< slot pressure (admission)
 };
 
 /// The store's answer to a call-out.
@@ -113,7 +104,6 @@ class connection
 
   action advance(clock::time_point now);
   void begin_session(clock::time_point now);
-  void expire(clock::time_point now);
   void trim_replies() noexcept;
 
   // ---- the hooks basic_connection calls (smtp/src/conn_core.hpp)
@@ -135,6 +125,9 @@ class connection
   void stop_session() {
     if (started_) session_.shutdown();  // else when the handshake is done
   }
+  // The grace ran out: the stop's -ERR whatever the state. (An eviction answers
+  // -ERR [SYS/TEMP]; the idle timeout is RFC 1939's autologout, no reply.)
+  void force_stop() { session_.shutdown(); }
 
   session session_;
   std::unique_ptr<smtp::detail::driver_input> in_;  // only while busy

@@ -10,7 +10,7 @@
 // private members it befriends the core for:
 //   session_                  its session: output(), take_output(), closing()
 //   advance(now)              feed the session; the next action
-//   expire(now)               a wait's deadline passed: which reply
+//   force_stop()              the grace ran out: the session's last reply now
 //   input()                   the receive buffer (made on demand)
 //   body_reads()              true: read_buffers() hands out a body-sized span
 //   input_deadline(now)       the deadline of the next read
@@ -49,6 +49,21 @@
 #include "tls.hpp"
 
 namespace inlet::smtp::detail {
+
+/// The settings the shared core reads; each protocol's conn_policy adds its own.
+struct core_policy {
+  /// Under slot pressure every wait and write deadline is at most this.
+  clock::duration pressure_timeout{std::chrono::seconds(10)};
+  /// After a stop: how long a transaction or store call may still take.
+  clock::duration shutdown_grace{std::chrono::seconds(30)};
+  /// A last reply (eviction, the end of the grace) may take this long to be written.
+  clock::duration last_word_timeout{std::chrono::seconds(2)};
+  unsigned reads_per_event = 1;
+  std::size_t max_command_line = 512;
+  const tls_context* tls = nullptr;             ///< null: no TLS
+  const std::atomic<bool>* stopping = nullptr;  ///< the server's stop flag, polled; null: never
+  const std::atomic<bool>* pressure = nullptr;  ///< slot pressure (admission.hpp); null: never
+};
 
 template <class Derived, class Policy, class Errc>
 class basic_connection {
@@ -130,7 +145,7 @@ class basic_connection {
     switch (op_) {
       case act::read:
       case act::wait:
-        if (now >= deadline()) self().expire(now);
+        if (now >= deadline()) expire(now);
         return self().advance(now);  // a stop's reply (or the expiry's) is written, then close
       case act::write:               // the peer does not read our replies
         return close(Errc::timeout);
@@ -186,9 +201,25 @@ class basic_connection {
     if (!stop_seen_ && p_.stopping != nullptr && p_.stopping->load(std::memory_order_relaxed))
       on_stop(now);
   }
-  // A close reason the session gave (its own error category), unless one is set.
-  void note_reason(const std::error_code& ec, const std::error_category& cat) noexcept {
-    if (reason_ == Errc::ok && ec.category() == cat) reason_ = static_cast<Errc>(ec.value());
+  // A wait's deadline passed: the end of the shutdown grace, an eviction (the
+  // slot is another client's now), or the protocol's timeout; the session
+  // says which reply that is.
+  void expire(clock::time_point now) {
+    if (grace_over(now)) {
+      forced_ = true;
+      self().force_stop();
+    } else if (evicted()) {
+      self().session_.evict();
+    } else {
+      self().session_.timeout();
+    }
+  }
+  // The session closes: keep its reason (its own error category) unless one
+  // is set, write its last replies, then close.
+  action finish(const std::error_code& why, const std::error_category& cat,
+                clock::time_point now) {
+    if (reason_ == Errc::ok && why.category() == cat) reason_ = static_cast<Errc>(why.value());
+    return flush(then::close, now);
   }
 
   // Also tells the admission slot what the connection is doing: busy, or
@@ -241,7 +272,7 @@ class basic_connection {
     op_deadline_ = dl;
     if (now >= deadline()) {  // passed already (a slow body, pressure, eviction, the grace)
       would_block_ = false;
-      self().expire(now);
+      expire(now);
       return self().advance(now);
     }
     bool waited_last = std::exchange(would_block_, false);

@@ -250,8 +250,7 @@ action connection::advance(clock::time_point now) {
       case step_kind::start_tls:
         return flush(then::handshake, now);
       case step_kind::close:
-        note_reason(st.reason, smtp_category());
-        return flush(then::close, now);
+        return finish(st.reason, smtp_category(), now);
       case step_kind::need_more:
         if (again) continue;  // the next readable span follows
         return flush(then::input, now);
@@ -327,17 +326,6 @@ action connection::on_delivered(const delivery_result& r, clock::time_point now)
   cmd_since_ = now;
   greeting_phase_ = false;
   return advance(now);
-}
-
-void connection::expire(clock::time_point now) {
-  if (grace_over(now)) {
-    forced_ = true;
-    session_.shutdown_now();  // 421 4.3.2; the message being received is dropped
-  } else if (evicted()) {
-    session_.evict();  // 421 4.7.0; the slot is another client's now
-  } else {
-    session_.timeout();  // 421 4.4.2
-  }
 }
 
 }  // namespace inlet::smtp::detail

@@ -64,34 +64,22 @@
 
 namespace inlet::smtp::detail {
 
-/// The server-wide settings a connection follows (one per server, shared).
-struct conn_policy {
+/// The server-wide settings a connection follows (one per server, shared);
+/// the time and channel ones (pressure, grace, TLS, stop) are core_policy's
+/// (conn_core.hpp), under the same names.
+struct conn_policy : core_policy {
   clock::duration greeting_timeout{std::chrono::minutes(5)};
   clock::duration command_timeout{std::chrono::minutes(5)};
   clock::duration data_timeout{std::chrono::minutes(3)};
   clock::duration message_timeout{std::chrono::minutes(10)};
-  clock::duration shutdown_grace{std::chrono::seconds(30)};
-  /// After the grace: how long the 421 may take to be written before close.
-  clock::duration last_word_timeout{std::chrono::seconds(2)};
-  /// Under slot pressure: the greeting, command, data and write timeouts are
-  /// at most this.
-  clock::duration pressure_timeout{std::chrono::seconds(10)};
   /// Body octets per second that keep a body's deadline where it is; 0: every
   /// body read restarts data_timeout.
   std::size_t min_data_rate = 500;
-  unsigned reads_per_event = 1;
   std::size_t read_buffer_size = 64 * 1024;
-  std::size_t max_command_line = 512;
   bool flat_receive_buffer = false;
   const body_observer_factory* observer = nullptr;  ///< null or empty: none
-  const tls_context* tls = nullptr;                 ///< null: no STARTTLS
   /// The session configs of SMTP, LMTP and SMTPS listeners, shared by every connection.
   std::shared_ptr<const session_config> smtp_session, lmtp_session, smtps_session;
-  /// The server's stop flag, polled between steps (a connection accepted as
-  /// the stop begins may miss on_stop()). Null: never stops by itself.
-  const std::atomic<bool>* stopping = nullptr;
-  /// The server's slot pressure flag (admission.hpp). Null: never.
-  const std::atomic<bool>* pressure = nullptr;
 
   static conn_policy from(const server_config& cfg, const std::atomic<bool>* stopping);
   /// Sets `tls` and the shared session configs (STARTTLS offered with a context).
@@ -189,8 +177,6 @@ class connection : public basic_connection<connection, conn_policy, errc> {
 
   io_state& io();
   action advance(clock::time_point now);
-  void expire(
-      clock::time_point now);  // a read deadline passed: timeout, eviction or the grace's end
   void go_idle() noexcept;
 
   // ---- the hooks basic_connection calls (conn_core.hpp)
@@ -215,6 +201,10 @@ class connection : public basic_connection<connection, conn_policy, errc> {
   void stop_session() {
     if (!session_.shutting_down()) session_.shutdown();
   }
+  // The grace ran out: 421 4.3.2, the message being received is dropped. (An
+  // eviction answers 421 4.7.0, a timeout 421 4.4.2: the session's evict() and
+  // timeout().)
+  void force_stop() { session_.shutdown_now(); }
 
   server_session session_;
   std::unique_ptr<io_state> io_;               // receive buffer and body: only while busy
