@@ -276,6 +276,10 @@ TEST_P(pop3_server, full_server_gives_the_longest_idle_slot_to_a_new_client) {
   asio::io_context io;
   plain_client ca(io, srv.port());
   EXPECT_THAT(ca.line(), StartsWith("+OK"));
+  // A connection waits "since" it began to wait, after its reply was written: a server
+  // thread preempted between the two can start its wait after b's. The pause makes a's
+  // wait clearly the older one on a loaded machine.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   plain_client cb(io, srv.port());
   EXPECT_THAT(cb.line(), StartsWith("+OK"));
   EXPECT_EQ(cb.cmd("NOOP"), "-ERR sign in first");  // b waits since later than a
