@@ -2,6 +2,7 @@
 // timeout and stop rule, reads per event, idle, STARTTLS sequencing, and the
 // messages and close reasons that come out. No socket, no thread, no sleep.
 #include "connection.hpp"
+#include "memory_tls.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -47,61 +48,9 @@ smtp::session_config test_session() {
   return s;
 }
 
-// A TLS client in memory (OpenSSL, memory BIOs): what it sends goes into the
-// harness's socket, what the server writes is fed to it.
-struct tls_client {
-  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
-  SSL* ssl = nullptr;
-  BIO* from_server = BIO_new(BIO_s_mem());
-  BIO* to_server = BIO_new(BIO_s_mem());
-  std::string plain;  // decrypted replies
-  tls_client() {
-    SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);  // a throwaway self-signed server
-    ssl = SSL_new(ctx);
-    SSL_set_bio(ssl, from_server, to_server);
-    SSL_set_connect_state(ssl);
-  }
-  ~tls_client() {
-    SSL_free(ssl);
-    SSL_CTX_free(ctx);
-  }
-  bool done() const { return SSL_is_init_finished(ssl) == 1; }
-  void step() { SSL_do_handshake(ssl); }
-  void receive(std::string_view cipher) {
-    BIO_write(from_server, cipher.data(), static_cast<int>(cipher.size()));
-    char buf[4096];
-    std::size_t n = 0;
-    while (SSL_read_ex(ssl, buf, sizeof buf, &n) == 1) plain.append(buf, n);
-  }
-  void encrypt(std::string_view p) { SSL_write(ssl, p.data(), static_cast<int>(p.size())); }
-  std::string take_sent() {
-    std::string out;
-    char buf[4096];
-    int n;
-    while ((n = BIO_read(to_server, buf, sizeof buf)) > 0)
-      out.append(buf, static_cast<std::size_t>(n));
-    return out;
-  }
-};
-
-// A server context with a throwaway EC key and self-signed certificate.
-std::unique_ptr<smtp::detail::tls_context> test_tls_context() {
-  std::string error;
-  auto pem = inlet::tls::make_self_signed({"mx.test"}, 1, error);
-  if (!pem) return nullptr;
-  BIO* cb = BIO_new_mem_buf(pem->certificate.data(), static_cast<int>(pem->certificate.size()));
-  BIO* kb = BIO_new_mem_buf(pem->private_key.data(), static_cast<int>(pem->private_key.size()));
-  X509* x = PEM_read_bio_X509(cb, nullptr, nullptr, nullptr);
-  EVP_PKEY* key = PEM_read_bio_PrivateKey(kb, nullptr, nullptr, nullptr);
-  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
-  SSL_CTX_use_certificate(ctx, x);
-  SSL_CTX_use_PrivateKey(ctx, key);
-  SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
-  X509_free(x);
-  EVP_PKEY_free(key);
-  BIO_free(cb);
-  BIO_free(kb);
-  return std::make_unique<smtp::detail::tls_context>(ctx);
+using inlet::test::tls_client;
+std::unique_ptr<inlet::tls::tls_context> test_tls_context() {
+  return inlet::test::test_tls_context("mx.test");
 }
 
 // A scripted peer and a fake clock around one connection: the "socket" holds
