@@ -163,18 +163,8 @@ class Relay(unittest.TestCase):
 
     @unittest.skipUnless(os.path.exists("/usr/sbin/smtp-sink"), "Postfix's smtp-sink not installed")
     def test_relay_and_forward_into_postfix_smtp_sink(self):
-        port = free_port()
-        user = ["-u", "nobody"] if os.geteuid() == 0 else []
-        sink = subprocess.Popen(["/usr/sbin/smtp-sink", *user, f"127.0.0.1:{port}", "64"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        sink, port = start_sink()
         try:
-            def listening():
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    return True
-                except OSError:
-                    return False
-            wait_for(listening, "smtp-sink listening")
             env = {"MP_SMTP_FORWARD_HOST": "127.0.0.1", "MP_SMTP_FORWARD_PORT": str(port),
                    "MP_SMTP_FORWARD_TO": "archive@copies.example"}
             src = Inletd("--relay", f"127.0.0.1:{port}", "--smtp-relay-all", env=env)
